@@ -1,0 +1,258 @@
+/**
+ * Checks: may this withdrawal or deposit go through now (SPEC §5), a batch admitted in
+ * order, and when a withdrawal would fit. A cap is inclusive: an amount equal to it passes.
+ */
+import { type Amount, isInt64 } from './amount.js';
+import { isAccountName } from './limits.js';
+import type { LimitsState } from './state.js';
+import { seenGlobal } from './throttle.js';
+import {
+  accountPeggedTotal,
+  accountTree,
+  heightWithin,
+  resolvedCaps,
+  withdrawnIn,
+} from './views.js';
+
+/** Why a request is refused. `invalid_amount` and `invalid_account` flag malformed requests. */
+export type VerdictReason =
+  | 'above_per_withdrawal_cap'
+  | 'rolling_cap_exceeded'
+  | 'account_rolling_cap_exceeded'
+  | 'below_minimum'
+  | 'above_per_deposit_cap'
+  | 'peg_cap_exceeded'
+  | 'account_peg_cap_exceeded'
+  | 'invalid_amount'
+  | 'invalid_account';
+
+/**
+ * A check's answer. When refused, `limit` is the bound the rule would have allowed: the
+ * cap, the minimum, or for a window or peg cap the room left (never negative); `null` for a
+ * malformed request.
+ */
+export type Verdict =
+  | { readonly ok: true }
+  | { readonly ok: false; readonly reason: VerdictReason; readonly limit: Amount | null };
+
+/** A withdrawal or deposit to check: who, and how much in the smallest unit. */
+export interface TransferRequest {
+  readonly account: string;
+  readonly amount: Amount;
+}
+
+/** The outcome of a batch: the admitted requests and the refused ones with their reasons, in order. */
+export interface Admission<R extends TransferRequest> {
+  readonly admitted: ReadonlyArray<R>;
+  readonly refused: ReadonlyArray<{
+    readonly request: R;
+    readonly reason: VerdictReason;
+    readonly limit: Amount | null;
+  }>;
+}
+
+const OK: Verdict = { ok: true };
+
+function refuse(reason: VerdictReason, limit: Amount | null): Verdict {
+  return { ok: false, reason, limit };
+}
+
+function room(cap: Amount, used: Amount): Amount {
+  return cap > used ? cap - used : 0n;
+}
+
+function malformed(request: unknown): Verdict | undefined {
+  if (typeof request !== 'object' || request === null) return refuse('invalid_account', null);
+  const { account, amount } = request as Record<string, unknown>;
+  if (!isAccountName(account)) return refuse('invalid_account', null);
+  if (!isInt64(amount) || amount <= 0n) return refuse('invalid_amount', null);
+  return undefined;
+}
+
+// What a batch has admitted so far, counted against the requests after it.
+interface Pending {
+  total: Amount;
+  readonly byAccount: Map<string, Amount>;
+}
+
+function withdrawalVerdict(
+  state: LimitsState,
+  req: TransferRequest,
+  pending: Pending,
+  globalUsed: Amount,
+): Verdict {
+  const bad = malformed(req);
+  if (bad !== undefined) return bad;
+  const r = resolvedCaps(state, req.account);
+  if (r.perWithdrawalCap !== null && req.amount > r.perWithdrawalCap) {
+    return refuse('above_per_withdrawal_cap', r.perWithdrawalCap);
+  }
+  if (r.rollingWithdrawalCap !== null) {
+    const left = room(r.rollingWithdrawalCap, globalUsed + pending.total);
+    if (req.amount > left) return refuse('rolling_cap_exceeded', left);
+  }
+  if (r.accountRollingWithdrawalBlocks !== null && r.accountRollingWithdrawalCap !== null) {
+    const used =
+      withdrawnIn(state, accountTree(state, req.account), r.accountRollingWithdrawalBlocks) +
+      (pending.byAccount.get(req.account) ?? 0n);
+    const left = room(r.accountRollingWithdrawalCap, used);
+    if (req.amount > left) return refuse('account_rolling_cap_exceeded', left);
+  }
+  return OK;
+}
+
+function depositVerdict(state: LimitsState, req: TransferRequest, pending: Pending): Verdict {
+  const bad = malformed(req);
+  if (bad !== undefined) return bad;
+  const r = resolvedCaps(state, req.account);
+  if (r.perDepositMinimum !== null && req.amount < r.perDepositMinimum)
+    return refuse('below_minimum', r.perDepositMinimum);
+  if (r.perDepositCap !== null && req.amount > r.perDepositCap)
+    return refuse('above_per_deposit_cap', r.perDepositCap);
+  if (r.pegCap !== null) {
+    const left = room(r.pegCap, state.peggedTotal + pending.total);
+    if (req.amount > left) return refuse('peg_cap_exceeded', left);
+  }
+  if (r.accountPegCap !== null) {
+    const left = room(
+      r.accountPegCap,
+      accountPeggedTotal(state, req.account) + (pending.byAccount.get(req.account) ?? 0n),
+    );
+    if (req.amount > left) return refuse('account_peg_cap_exceeded', left);
+  }
+  return OK;
+}
+
+function globalWithdrawn(state: LimitsState): Amount {
+  const blocks = seenGlobal(state).rollingWithdrawalBlocks;
+  return blocks === null ? 0n : withdrawnIn(state, state.window, blocks);
+}
+
+function admit<R extends TransferRequest>(
+  requests: Iterable<R>,
+  verdict: (req: R, pending: Pending) => Verdict,
+): Admission<R> {
+  const pending: Pending = { total: 0n, byAccount: new Map() };
+  const admitted: R[] = [];
+  const refused: Array<{ request: R; reason: VerdictReason; limit: Amount | null }> = [];
+  for (const req of requests) {
+    const v = verdict(req, pending);
+    if (v.ok) {
+      admitted.push(req);
+      pending.total += req.amount;
+      pending.byAccount.set(req.account, (pending.byAccount.get(req.account) ?? 0n) + req.amount);
+    } else {
+      refused.push({ request: req, reason: v.reason, limit: v.limit });
+    }
+  }
+  return { admitted, refused };
+}
+
+const NOTHING_PENDING: Pending = { total: 0n, byAccount: new Map() };
+
+/**
+ * Whether a withdrawal would be admitted now: the per-withdrawal cap (the account's, else
+ * the global), the global window, and the account's own window if its entry sets one.
+ *
+ * @example
+ * ```ts
+ * checkWithdrawal(state, { account: 'alice', amount: 10n }); // { ok: true }
+ * checkWithdrawal(state, { account: 'alice', amount: 10n ** 12n });
+ * // { ok: false, reason: 'rolling_cap_exceeded', limit: 999990n }
+ * ```
+ */
+export function checkWithdrawal(state: LimitsState, request: TransferRequest): Verdict {
+  return withdrawalVerdict(state, request, NOTHING_PENDING, globalWithdrawn(state));
+}
+
+/**
+ * Whether a deposit would be admitted now: the minimum, the per-deposit cap, the global
+ * peg cap and the account's own peg cap, against the pegged totals last observed.
+ *
+ * @example
+ * ```ts
+ * checkDeposit(state, { account: 'alice', amount: 1n }); // { ok: false, reason: 'below_minimum', limit: 10000n }
+ * ```
+ */
+export function checkDeposit(state: LimitsState, request: TransferRequest): Verdict {
+  return depositVerdict(state, request, NOTHING_PENDING);
+}
+
+/**
+ * Admits withdrawals in the given order, each admitted one counting against those after
+ * it in the current window (how a signer filters one block's requests).
+ *
+ * @example
+ * ```ts
+ * const { admitted, refused } = admitWithdrawals(state, [
+ *   { id: 'a', account: 'alice', amount: 600n },
+ *   { id: 'b', account: 'bob', amount: 600n }, // refused when only 1000n is left
+ * ]);
+ * ```
+ */
+export function admitWithdrawals<R extends TransferRequest>(
+  state: LimitsState,
+  requests: Iterable<R>,
+): Admission<R> {
+  const used = globalWithdrawn(state);
+  return admit(requests, (req, pending) => withdrawalVerdict(state, req, pending, used));
+}
+
+/**
+ * Admits deposits in the given order, each admitted one counting against the peg caps of
+ * those after it.
+ *
+ * @example
+ * ```ts
+ * admitDeposits(state, [{ account: 'alice', amount: 5000n }]).admitted.length; // 1
+ * ```
+ */
+export function admitDeposits<R extends TransferRequest>(
+  state: LimitsState,
+  requests: Iterable<R>,
+): Admission<R> {
+  return admit(requests, (req, pending) => depositVerdict(state, req, pending));
+}
+
+/**
+ * The earliest tip height (≥ the current tip) at which {@link checkWithdrawal} would admit
+ * `amount` if nothing else were withdrawn; `null` when it never would (the amount is above
+ * a cap) or no block is known yet.
+ *
+ * @example
+ * ```ts
+ * // window 144 blocks, cap 1000n, 800n withdrawn at height 100, tip 120:
+ * whenAvailable(state, { account: 'alice', amount: 500n }); // 244 (when height 100 leaves the window)
+ * ```
+ */
+export function whenAvailable(state: LimitsState, request: TransferRequest): number | null {
+  if (malformed(request) !== undefined || state.tip === null) return null;
+  const { account, amount } = request;
+  const r = resolvedCaps(state, account);
+  if (r.perWithdrawalCap !== null && amount > r.perWithdrawalCap) return null;
+  let height = state.tip;
+  if (r.rollingWithdrawalBlocks !== null && r.rollingWithdrawalCap !== null) {
+    if (amount > r.rollingWithdrawalCap) return null;
+    const h = heightWithin(
+      state,
+      state.window,
+      r.rollingWithdrawalBlocks,
+      r.rollingWithdrawalCap - amount,
+    );
+    if (h === undefined) return null;
+    height = Math.max(height, h);
+  }
+  if (r.accountRollingWithdrawalBlocks !== null && r.accountRollingWithdrawalCap !== null) {
+    if (amount > r.accountRollingWithdrawalCap) return null;
+    const tree = accountTree(state, account);
+    const h = heightWithin(
+      state,
+      tree,
+      r.accountRollingWithdrawalBlocks,
+      r.accountRollingWithdrawalCap - amount,
+    );
+    if (h === undefined) return null;
+    height = Math.max(height, h);
+  }
+  return height;
+}

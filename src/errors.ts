@@ -1,0 +1,83 @@
+/**
+ * Every error code the library can return, stable across releases.
+ * The README lists each with its meaning.
+ */
+export type LimitsErrorCode =
+  | 'invalid_option'
+  | 'invalid_event'
+  | 'unknown_field'
+  | 'invalid_amount'
+  | 'invalid_height'
+  | 'invalid_account'
+  | 'invalid_withdrawal_id'
+  | 'incomplete_rolling_window'
+  | 'window_exceeds_history'
+  | 'minimum_above_cap'
+  | 'height_not_above_tip'
+  | 'height_not_below_tip'
+  | 'reorg_too_deep'
+  | 'height_ahead_of_tip'
+  | 'duplicate_withdrawal'
+  | 'unknown_withdrawal'
+  | 'invalid_amount_text'
+  | 'too_many_decimals'
+  | 'amount_out_of_range'
+  | 'invalid_json';
+
+/**
+ * An error with a stable snake_case `code`, a message that says what was wrong and where,
+ * and the `path` of the field at fault when there is one.
+ *
+ * Returned as data by everything that takes outside input; thrown only by
+ * {@link createLimitsState} for bad options (a programmer error at set-up).
+ *
+ * @example
+ * ```ts
+ * const r = apply(state, { type: 'blockConnected', height: -1 });
+ * if (!r.ok) console.log(r.error.code, r.error.path); // 'invalid_height' 'height'
+ * ```
+ */
+export class LimitsError extends Error {
+  /** Stable machine-readable code. */
+  readonly code: LimitsErrorCode;
+  /** Dotted path of the field at fault (`limits.accountCaps.alice.pegCap`), if any. */
+  readonly path: string | undefined;
+
+  constructor(code: LimitsErrorCode, message: string, path?: string) {
+    super(message);
+    this.name = 'LimitsError';
+    this.code = code;
+    this.path = path;
+  }
+}
+
+/** A result that is either a value or a {@link LimitsError}. */
+export type Result<T> =
+  | ({ readonly ok: true } & T)
+  | { readonly ok: false; readonly error: LimitsError };
+
+/** Joins a field name onto a dotted path. */
+export function joinPath(base: string | undefined, key: string | number): string {
+  if (typeof key === 'number') return `${base ?? ''}[${key}]`;
+  return base === undefined || base === '' ? key : `${base}.${key}`;
+}
+
+/**
+ * Thrown inside the library to unwind to the nearest boundary, where it becomes an
+ * `{ ok: false, error }` result. Never escapes a public function.
+ */
+export function fail(code: LimitsErrorCode, message: string, path?: string): never {
+  throw new LimitsError(code, path === undefined ? message : `${path}: ${message}`, path);
+}
+
+/** Describes a value for an error message without risking a throw. */
+export function describe(value: unknown): string {
+  if (value === null) return 'null';
+  if (typeof value === 'bigint') return `${value}n`;
+  if (typeof value === 'string') {
+    return value.length > 40 ? `a string of ${value.length} characters` : JSON.stringify(value);
+  }
+  if (typeof value === 'number') return `the number ${value}`;
+  if (Array.isArray(value)) return 'an array';
+  return typeof value === 'object' ? 'an object' : String(typeof value);
+}

@@ -1,0 +1,212 @@
+/**
+ * Caps: the six settable limits, their validation (SPEC §1.1) and the account fallback
+ * (SPEC §1.2). Pure functions over plain values.
+ */
+import { type Amount, requireCap } from './amount.js';
+import { describe, fail, joinPath } from './errors.js';
+
+/** The six settable limits, global or of one account; `null` means unset. */
+export interface Caps {
+  readonly pegCap: Amount | null;
+  readonly perDepositCap: Amount | null;
+  readonly perDepositMinimum: Amount | null;
+  readonly perWithdrawalCap: Amount | null;
+  readonly rollingWithdrawalBlocks: Amount | null;
+  readonly rollingWithdrawalCap: Amount | null;
+}
+
+/** Caps as given by a caller: an absent field is `null`. */
+export type CapsInput = { readonly [K in keyof Caps]?: Amount | null | undefined };
+
+/** The input of `createLimitsState({ limits })` and of the `limitsSet` event. */
+export interface LimitsConfig extends CapsInput {
+  /** Account entries to replace; accounts not listed are left as they are. */
+  readonly accountCaps?:
+    | Readonly<Record<string, CapsInput>>
+    | ReadonlyMap<string, CapsInput>
+    | undefined;
+}
+
+/** The names of the six cap fields, in the order of the interface. */
+export const CAP_FIELDS = [
+  'pegCap',
+  'perDepositCap',
+  'perDepositMinimum',
+  'perWithdrawalCap',
+  'rollingWithdrawalBlocks',
+  'rollingWithdrawalCap',
+] as const satisfies ReadonlyArray<keyof Caps>;
+
+/** Caps with every field unset. */
+export const NO_CAPS: Caps = {
+  pegCap: null,
+  perDepositCap: null,
+  perDepositMinimum: null,
+  perWithdrawalCap: null,
+  rollingWithdrawalBlocks: null,
+  rollingWithdrawalCap: null,
+};
+
+/** True when every field is unset (such an account entry does not exist). */
+export function isEmptyCaps(caps: Caps): boolean {
+  return CAP_FIELDS.every((f) => caps[f] === null);
+}
+
+/** True when `value` is a plain object (not null, not an array, not a Map). */
+export function isRecord(value: unknown): value is Readonly<Record<string, unknown>> {
+  return (
+    typeof value === 'object' && value !== null && !Array.isArray(value) && !(value instanceof Map)
+  );
+}
+
+/**
+ * Validates caps against SPEC §1.1. Throws a LimitsError, caught at the public boundary.
+ *
+ * @param allowed - extra field names the caller handles itself (e.g. `accountCaps`)
+ */
+export function validateCaps(
+  input: unknown,
+  path: string,
+  historyBlocks: number,
+  allowed: ReadonlyArray<string> = [],
+): Caps {
+  if (!isRecord(input))
+    fail('invalid_event', `expected an object of limits, got ${describe(input)}`, path);
+  for (const key of Object.keys(input)) {
+    if (!(CAP_FIELDS as ReadonlyArray<string>).includes(key) && !allowed.includes(key)) {
+      fail(
+        'unknown_field',
+        `unknown field; expected one of ${CAP_FIELDS.join(', ')}`,
+        joinPath(path, key),
+      );
+    }
+  }
+  const out: Record<string, Amount | null> = {};
+  for (const f of CAP_FIELDS) {
+    const v = input[f];
+    out[f] = v === undefined || v === null ? null : requireCap(v, joinPath(path, f));
+  }
+  const caps = out as unknown as Caps;
+  checkCaps(caps, path, historyBlocks);
+  return caps;
+}
+
+/** The cross-field rules of SPEC §1.1 on caps whose fields are already valid amounts. */
+export function checkCaps(caps: Caps, path: string, historyBlocks: number): void {
+  const blocks = caps.rollingWithdrawalBlocks;
+  if ((blocks === null) !== (caps.rollingWithdrawalCap === null)) {
+    fail(
+      'incomplete_rolling_window',
+      'rollingWithdrawalBlocks and rollingWithdrawalCap must be both set or both null',
+      joinPath(path, blocks === null ? 'rollingWithdrawalBlocks' : 'rollingWithdrawalCap'),
+    );
+  }
+  if (blocks !== null) {
+    if (blocks < 1n) {
+      fail(
+        'invalid_amount',
+        `rollingWithdrawalBlocks must be at least 1, got ${blocks}`,
+        joinPath(path, 'rollingWithdrawalBlocks'),
+      );
+    }
+    if (blocks > BigInt(historyBlocks)) {
+      fail(
+        'window_exceeds_history',
+        `rollingWithdrawalBlocks ${blocks} exceeds the ${historyBlocks} blocks of retained history`,
+        joinPath(path, 'rollingWithdrawalBlocks'),
+      );
+    }
+  }
+  if (
+    caps.perDepositMinimum !== null &&
+    caps.perDepositCap !== null &&
+    caps.perDepositMinimum > caps.perDepositCap
+  ) {
+    fail(
+      'minimum_above_cap',
+      `perDepositMinimum ${caps.perDepositMinimum} is above perDepositCap ${caps.perDepositCap}`,
+      joinPath(path, 'perDepositMinimum'),
+    );
+  }
+}
+
+/** Iterates the entries of an `accountCaps` input (a plain object or a Map). */
+export function accountCapsEntries(value: unknown, path: string): Array<[string, unknown]> {
+  if (value instanceof Map) {
+    const out: Array<[string, unknown]> = [];
+    for (const [k, v] of value) {
+      if (typeof k !== 'string')
+        fail('invalid_account', `account names must be strings, got ${describe(k)}`, path);
+      out.push([k, v]);
+    }
+    return out;
+  }
+  if (!isRecord(value))
+    fail('invalid_event', `expected an object of account entries, got ${describe(value)}`, path);
+  return Object.keys(value).map((k) => [k, value[k]]);
+}
+
+/**
+ * The limits that apply to one account, with the account fallback of SPEC §1.2 resolved.
+ * The global window and peg cap apply to every account; an entry's own window and peg cap
+ * apply on top, counting that account alone.
+ */
+export interface ResolvedCaps {
+  readonly pegCap: Amount | null;
+  readonly accountPegCap: Amount | null;
+  readonly perDepositCap: Amount | null;
+  readonly perDepositMinimum: Amount | null;
+  readonly perWithdrawalCap: Amount | null;
+  readonly rollingWithdrawalBlocks: Amount | null;
+  readonly rollingWithdrawalCap: Amount | null;
+  readonly accountRollingWithdrawalBlocks: Amount | null;
+  readonly accountRollingWithdrawalCap: Amount | null;
+}
+
+/**
+ * Resolves the fallback: an entry's per-deposit and per-withdrawal caps fall back to the
+ * global ones, its minimum does not (null = no minimum); without an entry the global
+ * values apply.
+ */
+export function resolveCaps(global: Caps, entry: Caps | undefined): ResolvedCaps {
+  return {
+    pegCap: global.pegCap,
+    accountPegCap: entry === undefined ? null : entry.pegCap,
+    perDepositCap: entry?.perDepositCap ?? global.perDepositCap,
+    perDepositMinimum: entry === undefined ? global.perDepositMinimum : entry.perDepositMinimum,
+    perWithdrawalCap: entry?.perWithdrawalCap ?? global.perWithdrawalCap,
+    rollingWithdrawalBlocks: global.rollingWithdrawalBlocks,
+    rollingWithdrawalCap: global.rollingWithdrawalCap,
+    accountRollingWithdrawalBlocks: entry === undefined ? null : entry.rollingWithdrawalBlocks,
+    accountRollingWithdrawalCap: entry === undefined ? null : entry.rollingWithdrawalCap,
+  };
+}
+
+/** The longest account name or withdrawal id, in UTF-16 code units. */
+export const MAX_NAME_LENGTH = 256;
+
+// C0 controls, DEL and C1 controls.
+// biome-ignore lint/suspicious/noControlCharactersInRegex: matching control characters is the point
+const CONTROL = /[\u0000-\u001f\u007f-\u009f]/;
+
+/** True for a valid account name: 1 to 256 characters, none of them a control character. */
+export function isAccountName(value: unknown): value is string {
+  return (
+    typeof value === 'string' &&
+    value.length > 0 &&
+    value.length <= MAX_NAME_LENGTH &&
+    !CONTROL.test(value)
+  );
+}
+
+/** Validates an account name (throws `invalid_account`, caught at the boundary). */
+export function requireAccount(value: unknown, path: string): string {
+  if (!isAccountName(value)) {
+    fail(
+      'invalid_account',
+      `expected an account name of 1 to ${MAX_NAME_LENGTH} characters without control characters, got ${describe(value)}`,
+      path,
+    );
+  }
+  return value;
+}

@@ -1,0 +1,214 @@
+/**
+ * A persistent hash map from strings to values (a hash array mapped trie).
+ *
+ * Every update returns a new map and leaves the old one valid; unchanged branches are
+ * shared. An update given an `owner` token may change in place the nodes that carry the
+ * same token: a batch creates a fresh token, so it mutates only nodes it made itself,
+ * which nobody else can see (the "transient" technique of Clojure and Immutable.js).
+ */
+
+/** A token that marks the nodes one batch of updates may change in place. */
+export type Owner = object;
+
+interface Leaf<V> {
+  readonly kind: 0;
+  readonly hash: number;
+  readonly key: string;
+  readonly value: V;
+}
+
+interface Collision<V> {
+  readonly kind: 1;
+  readonly hash: number;
+  readonly leaves: ReadonlyArray<Leaf<V>>;
+}
+
+interface Branch<V> {
+  readonly kind: 2;
+  bitmap: number;
+  kids: Array<Node<V>>;
+  owner: Owner | undefined;
+}
+
+type Node<V> = Leaf<V> | Collision<V> | Branch<V>;
+
+/** An immutable map from string keys to values of type `V`. */
+export interface PMap<V> {
+  readonly root: Node<V> | undefined;
+  readonly size: number;
+}
+
+const EMPTY: PMap<never> = { root: undefined, size: 0 };
+
+/** The empty map. */
+export function emptyMap<V>(): PMap<V> {
+  return EMPTY;
+}
+
+function hashOf(key: string): number {
+  // FNV-1a, 32 bits.
+  let h = 0x811c9dc5;
+  for (let i = 0; i < key.length; i++) {
+    h ^= key.charCodeAt(i);
+    h = Math.imul(h, 0x01000193);
+  }
+  return h >>> 0;
+}
+
+function popcount(x: number): number {
+  x -= (x >>> 1) & 0x55555555;
+  x = (x & 0x33333333) + ((x >>> 2) & 0x33333333);
+  x = (x + (x >>> 4)) & 0x0f0f0f0f;
+  return Math.imul(x, 0x01010101) >>> 24;
+}
+
+/** Looks a key up; `undefined` when absent. */
+export function mapGet<V>(map: PMap<V>, key: string): V | undefined {
+  let node = map.root;
+  if (node === undefined) return undefined;
+  const hash = hashOf(key);
+  let shift = 0;
+  for (;;) {
+    if (node.kind === 0) return node.key === key ? node.value : undefined;
+    if (node.kind === 1) {
+      if (node.hash !== hash) return undefined;
+      for (const leaf of node.leaves) if (leaf.key === key) return leaf.value;
+      return undefined;
+    }
+    const bit = 1 << ((hash >>> shift) & 31);
+    if ((node.bitmap & bit) === 0) return undefined;
+    node = node.kids[popcount(node.bitmap & (bit - 1))]!;
+    shift += 5;
+  }
+}
+
+function editable<V>(node: Branch<V>, owner: Owner): Branch<V> {
+  if (node.owner === owner) return node;
+  return { kind: 2, bitmap: node.bitmap, kids: node.kids.slice(), owner };
+}
+
+function merge<V>(shift: number, a: Leaf<V> | Collision<V>, b: Leaf<V>, owner: Owner): Node<V> {
+  if (a.hash === b.hash) {
+    const leaves = a.kind === 0 ? [a, b] : [...a.leaves, b];
+    return { kind: 1, hash: b.hash, leaves };
+  }
+  const ia = (a.hash >>> shift) & 31;
+  const ib = (b.hash >>> shift) & 31;
+  if (ia === ib) return { kind: 2, bitmap: 1 << ia, kids: [merge(shift + 5, a, b, owner)], owner };
+  return { kind: 2, bitmap: (1 << ia) | (1 << ib), kids: ia < ib ? [a, b] : [b, a], owner };
+}
+
+// `grew` reports whether a key was added (not replaced), so the size stays exact.
+function setIn<V>(
+  node: Node<V> | undefined,
+  shift: number,
+  leaf: Leaf<V>,
+  owner: Owner,
+  grew: { added: boolean },
+): Node<V> {
+  if (node === undefined) {
+    grew.added = true;
+    return leaf;
+  }
+  if (node.kind === 0) {
+    if (node.key === leaf.key) return node.value === leaf.value ? node : leaf;
+    grew.added = true;
+    return merge(shift, node, leaf, owner);
+  }
+  if (node.kind === 1) {
+    if (node.hash !== leaf.hash) {
+      grew.added = true;
+      return merge(shift, node, leaf, owner);
+    }
+    const at = node.leaves.findIndex((l) => l.key === leaf.key);
+    if (at >= 0 && node.leaves[at]!.value === leaf.value) return node;
+    const leaves = node.leaves.slice();
+    if (at >= 0) leaves[at] = leaf;
+    else {
+      grew.added = true;
+      leaves.push(leaf);
+    }
+    return { kind: 1, hash: node.hash, leaves };
+  }
+  const bit = 1 << ((leaf.hash >>> shift) & 31);
+  const idx = popcount(node.bitmap & (bit - 1));
+  if ((node.bitmap & bit) === 0) {
+    grew.added = true;
+    const out = editable(node, owner);
+    out.kids.splice(idx, 0, leaf);
+    out.bitmap |= bit;
+    return out;
+  }
+  const kid = node.kids[idx]!;
+  const next = setIn(kid, shift + 5, leaf, owner, grew);
+  if (next === kid) return node;
+  const out = editable(node, owner);
+  out.kids[idx] = next;
+  return out;
+}
+
+/** Returns a map with `key` set to `value`; the same map when nothing changes. */
+export function mapSet<V>(map: PMap<V>, key: string, value: V, owner: Owner = {}): PMap<V> {
+  const grew = { added: false };
+  const root = setIn(map.root, 0, { kind: 0, hash: hashOf(key), key, value }, owner, grew);
+  if (root === map.root) return map;
+  return { root, size: grew.added ? map.size + 1 : map.size };
+}
+
+function deleteIn<V>(
+  node: Node<V>,
+  shift: number,
+  hash: number,
+  key: string,
+  owner: Owner,
+): Node<V> | undefined {
+  if (node.kind === 0) return node.key === key ? undefined : node;
+  if (node.kind === 1) {
+    if (node.hash !== hash) return node;
+    const at = node.leaves.findIndex((l) => l.key === key);
+    if (at < 0) return node;
+    if (node.leaves.length === 2) return node.leaves[1 - at];
+    return { kind: 1, hash, leaves: node.leaves.filter((_, i) => i !== at) };
+  }
+  const bit = 1 << ((hash >>> shift) & 31);
+  if ((node.bitmap & bit) === 0) return node;
+  const idx = popcount(node.bitmap & (bit - 1));
+  const kid = node.kids[idx]!;
+  const next = deleteIn(kid, shift + 5, hash, key, owner);
+  if (next === kid) return node;
+  if (next === undefined) {
+    if (node.kids.length === 1) return undefined;
+    // A branch left with a single leaf collapses into it; leaves hold their whole hash.
+    if (node.kids.length === 2) {
+      const other = node.kids[1 - idx]!;
+      if (other.kind !== 2) return other;
+    }
+    const out = editable(node, owner);
+    out.kids.splice(idx, 1);
+    out.bitmap &= ~bit;
+    return out;
+  }
+  if (node.kids.length === 1 && next.kind !== 2) return next;
+  const out = editable(node, owner);
+  out.kids[idx] = next;
+  return out;
+}
+
+/** Returns a map without `key`; the same map when the key is absent. */
+export function mapDelete<V>(map: PMap<V>, key: string, owner: Owner = {}): PMap<V> {
+  if (map.root === undefined) return map;
+  const root = deleteIn(map.root, 0, hashOf(key), key, owner);
+  if (root === map.root) return map;
+  return root === undefined ? EMPTY : { root, size: map.size - 1 };
+}
+
+function each<V>(node: Node<V>, fn: (value: V, key: string) => void): void {
+  if (node.kind === 0) fn(node.value, node.key);
+  else if (node.kind === 1) for (const leaf of node.leaves) fn(leaf.value, leaf.key);
+  else for (const kid of node.kids) each(kid, fn);
+}
+
+/** Calls `fn` for every entry, in hash order (stable for the same contents). */
+export function mapForEach<V>(map: PMap<V>, fn: (value: V, key: string) => void): void {
+  if (map.root !== undefined) each(map.root, fn);
+}

@@ -1,0 +1,218 @@
+/**
+ * The views: what `GET /limits` and `GET /limits/{account}` report, and the resolved
+ * limits of one account. Reporting never fails: before any block, nothing is withdrawn.
+ */
+import type { Amount } from './amount.js';
+import { type Caps, isAccountName, type ResolvedCaps, resolveCaps } from './limits.js';
+import { mapForEach, mapGet } from './pmap.js';
+import { type LimitsState, oldestRetained } from './state.js';
+import { seenEntry, seenGlobal } from './throttle.js';
+import { firstHeightReaching, type SumNode, sumHeights } from './window.js';
+
+/** The limits of one account entry, as `GET /limits/{account}` reports them. */
+export interface AccountLimits {
+  readonly pegCap: Amount | null;
+  readonly perDepositCap: Amount | null;
+  readonly perDepositMinimum: Amount | null;
+  readonly perWithdrawalCap: Amount | null;
+  readonly rollingWithdrawalBlocks: Amount | null;
+  readonly rollingWithdrawalCap: Amount | null;
+  readonly throttleModeInitiator: string | null;
+}
+
+/** The global limits, as `GET /limits` reports them. */
+export interface Limits {
+  readonly availableToWithdraw: Amount | null;
+  readonly pegCap: Amount | null;
+  readonly perDepositCap: Amount | null;
+  readonly perDepositMinimum: Amount | null;
+  readonly perWithdrawalCap: Amount | null;
+  readonly rollingWithdrawalBlocks: Amount | null;
+  readonly rollingWithdrawalCap: Amount | null;
+  readonly throttleModeInitiator: string | null;
+  /** Every account entry, by account name (a prototype-free object, sorted by name). */
+  readonly accountCaps: Readonly<Record<string, AccountLimits>>;
+}
+
+/** The limits that apply to one account, resolved (SPEC §1.2) and with what is left. */
+export interface EffectiveLimits extends ResolvedCaps {
+  readonly account: string;
+  /** Whether the account has an entry of its own. */
+  readonly hasEntry: boolean;
+  /** What the account may still withdraw in the windows that apply to it; null when none applies. */
+  readonly availableToWithdraw: Amount | null;
+  readonly peggedTotal: Amount;
+  readonly accountPeggedTotal: Amount;
+  readonly throttleModeInitiator: string | null;
+}
+
+/** The first height of a window of `blocks` at the tip that still has data, and the tip. */
+export function windowSpan(
+  state: LimitsState,
+  blocks: Amount,
+): { from: number; to: number } | undefined {
+  if (state.tip === null) return undefined;
+  const from = Math.max(state.tip - Number(blocks) + 1, oldestRetained(state));
+  return { from, to: state.tip };
+}
+
+/** The sum withdrawn (not rejected) in the window of `blocks` ending at the tip. */
+export function withdrawnIn(state: LimitsState, tree: SumNode | undefined, blocks: Amount): Amount {
+  const span = windowSpan(state, blocks);
+  if (span === undefined || tree === undefined) return 0n;
+  return sumHeights(state.ring, tree, span.from, span.to);
+}
+
+/**
+ * The smallest tip height ≥ the current tip at which the window of `blocks` ending there
+ * has at most `room` withdrawn, counting only what is withdrawn now.
+ */
+export function heightWithin(
+  state: LimitsState,
+  tree: SumNode | undefined,
+  blocks: Amount,
+  room: Amount,
+): number | undefined {
+  const span = windowSpan(state, blocks);
+  if (span === undefined) return undefined;
+  if (tree === undefined) return span.to;
+  const need = sumHeights(state.ring, tree, span.from, span.to) - room;
+  if (need <= 0n) return span.to;
+  const p = firstHeightReaching(state.ring, tree, span.from, span.to, need);
+  // p exists: the whole span sums to more than `need`.
+  return p === undefined ? undefined : p + Number(blocks);
+}
+
+/** The window of one account's own withdrawals, if it has any. */
+export function accountTree(state: LimitsState, account: string): SumNode | undefined {
+  return mapGet(state.books, account)?.window;
+}
+
+/** The caps that apply to `account` (fallback resolved, throttle overlay applied). */
+export function resolvedCaps(state: LimitsState, account: string): ResolvedCaps {
+  const entry = isAccountName(account) ? mapGet(state.entries, account) : undefined;
+  return resolveCaps(seenGlobal(state), seenEntry(state, entry));
+}
+
+/** The pegged total last observed for one account (0 when none was). */
+export function accountPeggedTotal(state: LimitsState, account: string): Amount {
+  return mapGet(state.books, account)?.peggedTotal ?? 0n;
+}
+
+function remaining(cap: Amount, withdrawn: Amount): Amount {
+  return cap > withdrawn ? cap - withdrawn : 0n;
+}
+
+function accountView(caps: Caps, initiator: string | null): AccountLimits {
+  return {
+    pegCap: caps.pegCap,
+    perDepositCap: caps.perDepositCap,
+    perDepositMinimum: caps.perDepositMinimum,
+    perWithdrawalCap: caps.perWithdrawalCap,
+    rollingWithdrawalBlocks: caps.rollingWithdrawalBlocks,
+    rollingWithdrawalCap: caps.rollingWithdrawalCap,
+    throttleModeInitiator: initiator,
+  };
+}
+
+/**
+ * The global limits: the body of `GET /limits` as values, throttle overlay included.
+ * Never fails: with no block known, `availableToWithdraw` is the whole window cap.
+ *
+ * @example
+ * ```ts
+ * const s = createLimitsState({ limits: { rollingWithdrawalBlocks: 144n, rollingWithdrawalCap: 1000n } });
+ * getLimits(s).availableToWithdraw; // 1000n
+ * getLimits(s).perWithdrawalCap;    // null (no cap)
+ * ```
+ */
+export function getLimits(state: LimitsState): Limits {
+  const caps = seenGlobal(state);
+  const names: string[] = [];
+  mapForEach(state.entries, (_, name) => names.push(name));
+  names.sort();
+  const accountCaps: Record<string, AccountLimits> = Object.create(null);
+  for (const name of names) {
+    accountCaps[name] = accountView(
+      seenEntry(state, mapGet(state.entries, name))!,
+      state.throttleInitiator,
+    );
+  }
+  const blocks = caps.rollingWithdrawalBlocks;
+  const cap = caps.rollingWithdrawalCap;
+  return {
+    availableToWithdraw:
+      blocks === null || cap === null
+        ? null
+        : remaining(cap, withdrawnIn(state, state.window, blocks)),
+    pegCap: caps.pegCap,
+    perDepositCap: caps.perDepositCap,
+    perDepositMinimum: caps.perDepositMinimum,
+    perWithdrawalCap: caps.perWithdrawalCap,
+    rollingWithdrawalBlocks: blocks,
+    rollingWithdrawalCap: cap,
+    throttleModeInitiator: state.throttleInitiator,
+    accountCaps,
+  };
+}
+
+/**
+ * The limits of one account's entry (the body of `GET /limits/{account}`), or `undefined`
+ * when the account has no entry, in which case the global limits apply. A null
+ * per-deposit or per-withdrawal cap means the global one applies.
+ *
+ * @example
+ * ```ts
+ * getAccountLimits(state, 'alice'); // { pegCap: 5000n, perDepositCap: null, …, throttleModeInitiator: null }
+ * getAccountLimits(state, 'nobody'); // undefined
+ * ```
+ */
+export function getAccountLimits(state: LimitsState, account: string): AccountLimits | undefined {
+  if (!isAccountName(account)) return undefined;
+  const entry = seenEntry(state, mapGet(state.entries, account));
+  return entry === undefined ? undefined : accountView(entry, state.throttleInitiator);
+}
+
+/**
+ * The limits that apply to one account with the fallback of SPEC §1.2 resolved, the
+ * throttle overlay applied, and what it may still withdraw now. An account without an
+ * entry (or an invalid name, which cannot have one) gets the global values.
+ *
+ * @example
+ * ```ts
+ * const e = effectiveLimits(state, 'alice');
+ * e.perWithdrawalCap;    // the entry's cap, else the global one
+ * e.availableToWithdraw; // min(global window room, alice's own window room)
+ * ```
+ */
+export function effectiveLimits(state: LimitsState, account: string): EffectiveLimits {
+  const valid = isAccountName(account);
+  const rawEntry = valid ? mapGet(state.entries, account) : undefined;
+  const resolved = resolvedCaps(state, account);
+  let available: Amount | null = null;
+  if (resolved.rollingWithdrawalBlocks !== null && resolved.rollingWithdrawalCap !== null) {
+    available = remaining(
+      resolved.rollingWithdrawalCap,
+      withdrawnIn(state, state.window, resolved.rollingWithdrawalBlocks),
+    );
+  }
+  if (
+    resolved.accountRollingWithdrawalBlocks !== null &&
+    resolved.accountRollingWithdrawalCap !== null
+  ) {
+    const own = remaining(
+      resolved.accountRollingWithdrawalCap,
+      withdrawnIn(state, accountTree(state, account), resolved.accountRollingWithdrawalBlocks),
+    );
+    available = available === null || own < available ? own : available;
+  }
+  return {
+    ...resolved,
+    account,
+    hasEntry: rawEntry !== undefined,
+    availableToWithdraw: available,
+    peggedTotal: state.peggedTotal,
+    accountPeggedTotal: valid ? accountPeggedTotal(state, account) : 0n,
+    throttleModeInitiator: state.throttleInitiator,
+  };
+}

@@ -1,0 +1,293 @@
+/**
+ * The rolling window's storage: per-block sums over a ring of `historyBlocks` heights,
+ * kept in a persistent 16-ary sum tree.
+ *
+ * Height `h` lives in slot `h mod historyBlocks`. Each node holds the sum and count of its
+ * slots, so a range sum, a range clear and a "first height where the running sum reaches
+ * x" search touch at most a few nodes a level: O(log₁₆ H) whatever the number of
+ * withdrawals (three levels for the default H = 2016). Empty subtrees are shared
+ * constants, so an account with three withdrawals costs three paths, not a ring.
+ *
+ * Updates copy the path they touch, or change it in place when the nodes carry the
+ * caller's {@link Owner} token (see `pmap.ts`): old trees stay valid and unchanged.
+ */
+import type { Owner } from './pmap.js';
+
+const BITS = 4;
+const WIDTH = 1 << BITS;
+
+/** A list of withdrawal ids, newest first; shared between versions. */
+export interface IdList {
+  readonly id: string;
+  readonly next: IdList | undefined;
+}
+
+/** A node of the sum tree. Leaves (level 0) have no kids and may carry ids. */
+export interface SumNode {
+  sum: bigint;
+  count: number;
+  kids: SumNode[] | undefined;
+  ids: IdList | undefined;
+  owner: Owner | undefined;
+}
+
+/** The shape of a ring: its length in heights and the depth of its tree. */
+export interface Ring {
+  readonly size: number;
+  readonly depth: number;
+  /** The empty tree of this depth (a shared constant). */
+  readonly empty: SumNode;
+}
+
+const EMPTY_BY_LEVEL: SumNode[] = [
+  { sum: 0n, count: 0, kids: undefined, ids: undefined, owner: undefined },
+];
+const SPAN_BY_LEVEL: number[] = [1];
+
+function emptyAt(level: number): SumNode {
+  while (EMPTY_BY_LEVEL.length <= level) {
+    const below = EMPTY_BY_LEVEL[EMPTY_BY_LEVEL.length - 1]!;
+    EMPTY_BY_LEVEL.push({
+      sum: 0n,
+      count: 0,
+      kids: new Array<SumNode>(WIDTH).fill(below),
+      ids: undefined,
+      owner: undefined,
+    });
+    SPAN_BY_LEVEL.push(SPAN_BY_LEVEL[SPAN_BY_LEVEL.length - 1]! * WIDTH);
+  }
+  return EMPTY_BY_LEVEL[level]!;
+}
+
+/** The ring of `size` heights. */
+export function ringOf(size: number): Ring {
+  let depth = 1;
+  while (WIDTH ** depth < size) depth++;
+  return { size, depth, empty: emptyAt(depth) };
+}
+
+function own(node: SumNode, owner: Owner): SumNode {
+  if (node.owner === owner) return node;
+  return {
+    sum: node.sum,
+    count: node.count,
+    kids: node.kids === undefined ? undefined : node.kids.slice(),
+    ids: node.ids,
+    owner,
+  };
+}
+
+function addIn(
+  node: SumNode,
+  level: number,
+  slot: number,
+  delta: bigint,
+  count: number,
+  id: string | undefined,
+  owner: Owner,
+): SumNode {
+  const out = own(node, owner);
+  out.sum += delta;
+  out.count += count;
+  if (level === 0) {
+    if (id !== undefined) out.ids = { id, next: out.ids };
+    return out;
+  }
+  const span = SPAN_BY_LEVEL[level - 1]!;
+  const i = Math.floor(slot / span) % WIDTH;
+  const kids = out.kids!;
+  kids[i] = addIn(kids[i]!, level - 1, slot, delta, count, id, owner);
+  return out;
+}
+
+function sumIn(node: SumNode, level: number, base: number, lo: number, hi: number): bigint {
+  const span = SPAN_BY_LEVEL[level]!;
+  if (node.count === 0) return 0n;
+  if (lo <= base && base + span - 1 <= hi) return node.sum;
+  const kidSpan = SPAN_BY_LEVEL[level - 1]!;
+  const kids = node.kids!;
+  let total = 0n;
+  let kidBase = base;
+  for (let i = 0; i < WIDTH; i++, kidBase += kidSpan) {
+    if (kidBase > hi) break;
+    if (kidBase + kidSpan - 1 < lo) continue;
+    total += sumIn(kids[i]!, level - 1, kidBase, lo, hi);
+  }
+  return total;
+}
+
+function clearIn(
+  node: SumNode,
+  level: number,
+  base: number,
+  lo: number,
+  hi: number,
+  owner: Owner,
+): SumNode {
+  const span = SPAN_BY_LEVEL[level]!;
+  if (node.count === 0) return node;
+  if (lo <= base && base + span - 1 <= hi) return emptyAt(level);
+  const kidSpan = SPAN_BY_LEVEL[level - 1]!;
+  const out = own(node, owner);
+  const kids = out.kids!;
+  let kidBase = base;
+  for (let i = 0; i < WIDTH; i++, kidBase += kidSpan) {
+    if (kidBase > hi) break;
+    if (kidBase + kidSpan - 1 < lo) continue;
+    const before = kids[i]!;
+    const after = clearIn(before, level - 1, kidBase, lo, hi, owner);
+    out.sum -= before.sum - after.sum;
+    out.count -= before.count - after.count;
+    kids[i] = after;
+  }
+  return out;
+}
+
+function visitIn(
+  node: SumNode,
+  level: number,
+  base: number,
+  lo: number,
+  hi: number,
+  fn: (id: string) => void,
+): void {
+  if (node.count === 0) return;
+  if (level === 0) {
+    for (let l = node.ids; l !== undefined; l = l.next) fn(l.id);
+    return;
+  }
+  const kidSpan = SPAN_BY_LEVEL[level - 1]!;
+  const kids = node.kids!;
+  let kidBase = base;
+  for (let i = 0; i < WIDTH; i++, kidBase += kidSpan) {
+    if (kidBase > hi) break;
+    if (kidBase + kidSpan - 1 < lo) continue;
+    visitIn(kids[i]!, level - 1, kidBase, lo, hi, fn);
+  }
+}
+
+// Finds the first slot p in [lo, hi] with sum(lo..p) ≥ need, given that `acc.sum` has been
+// accumulated before this node; returns -1 (and the accumulated sum) when none.
+function reachIn(
+  node: SumNode,
+  level: number,
+  base: number,
+  lo: number,
+  hi: number,
+  need: bigint,
+  acc: { sum: bigint },
+): number {
+  const span = SPAN_BY_LEVEL[level]!;
+  if (node.count === 0) return -1;
+  if (lo <= base && base + span - 1 <= hi && acc.sum + node.sum < need) {
+    acc.sum += node.sum;
+    return -1;
+  }
+  if (level === 0) {
+    acc.sum += node.sum;
+    return acc.sum >= need ? base : -1;
+  }
+  const kidSpan = SPAN_BY_LEVEL[level - 1]!;
+  const kids = node.kids!;
+  let kidBase = base;
+  for (let i = 0; i < WIDTH; i++, kidBase += kidSpan) {
+    if (kidBase > hi) break;
+    if (kidBase + kidSpan - 1 < lo) continue;
+    const found = reachIn(kids[i]!, level - 1, kidBase, lo, hi, need, acc);
+    if (found >= 0) return found;
+  }
+  return -1;
+}
+
+// Splits the heights from..to (clamped to ring.size of them, in height order) into one or
+// two slot ranges.
+function slotRanges(
+  ring: Ring,
+  from: number,
+  to: number,
+  fn: (lo: number, hi: number) => void,
+): void {
+  if (from > to) return;
+  const count = Math.min(to - from + 1, ring.size);
+  const lo = from % ring.size;
+  const hi = lo + count - 1;
+  if (hi < ring.size) fn(lo, hi);
+  else {
+    fn(lo, ring.size - 1);
+    fn(0, hi - ring.size);
+  }
+}
+
+/** Adds `delta` (and `count` withdrawals, with `id` listed) at `height`. */
+export function addAt(
+  ring: Ring,
+  root: SumNode,
+  height: number,
+  delta: bigint,
+  count: number,
+  id: string | undefined,
+  owner: Owner,
+): SumNode {
+  return addIn(root, ring.depth, height % ring.size, delta, count, id, owner);
+}
+
+/** The sum over heights from..to inclusive (empty when from > to). */
+export function sumHeights(ring: Ring, root: SumNode, from: number, to: number): bigint {
+  let total = 0n;
+  slotRanges(ring, from, to, (lo, hi) => {
+    total += sumIn(root, ring.depth, 0, lo, hi);
+  });
+  return total;
+}
+
+/** Empties the heights from..to inclusive. */
+export function clearHeights(
+  ring: Ring,
+  root: SumNode,
+  from: number,
+  to: number,
+  owner: Owner,
+): SumNode {
+  let out = root;
+  slotRanges(ring, from, to, (lo, hi) => {
+    out = clearIn(out, ring.depth, 0, lo, hi, owner);
+  });
+  return out;
+}
+
+/** Calls `fn` with every id listed at the heights from..to inclusive. */
+export function visitHeights(
+  ring: Ring,
+  root: SumNode,
+  from: number,
+  to: number,
+  fn: (id: string) => void,
+): void {
+  slotRanges(ring, from, to, (lo, hi) => visitIn(root, ring.depth, 0, lo, hi, fn));
+}
+
+/**
+ * The first height `p` in from..to with sum(from..p) ≥ `need`, or `undefined` when even
+ * the whole range sums to less. `need` must be > 0.
+ */
+export function firstHeightReaching(
+  ring: Ring,
+  root: SumNode,
+  from: number,
+  to: number,
+  need: bigint,
+): number | undefined {
+  if (from > to) return undefined;
+  const acc = { sum: 0n };
+  const startSlot = from % ring.size;
+  let found: number | undefined;
+  slotRanges(ring, from, to, (lo, hi) => {
+    if (found !== undefined) return;
+    const slot = reachIn(root, ring.depth, 0, lo, hi, need, acc);
+    if (slot >= 0) found = slot;
+  });
+  if (found === undefined) return undefined;
+  // Map the slot back to its height: the first `size` heights from `from` are distinct slots.
+  const offset = found >= startSlot ? found - startSlot : found + ring.size - startSlot;
+  return from + offset;
+}
