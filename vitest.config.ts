@@ -3,6 +3,7 @@ import { defineConfig } from 'vitest/config';
 export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
+    testTimeout: 120_000,
     benchmark: { include: ['bench/**/*.bench.ts'] },
   },
 });

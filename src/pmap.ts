@@ -151,7 +151,8 @@ function setIn<V>(
 export function mapSet<V>(map: PMap<V>, key: string, value: V, owner: Owner = {}): PMap<V> {
   const grew = { added: false };
   const root = setIn(map.root, 0, { kind: 0, hash: hashOf(key), key, value }, owner, grew);
-  if (root === map.root) return map;
+  // An owned root may have changed in place: the size must still follow.
+  if (root === map.root && !grew.added) return map;
   return { root, size: grew.added ? map.size + 1 : map.size };
 }
 
@@ -161,12 +162,18 @@ function deleteIn<V>(
   hash: number,
   key: string,
   owner: Owner,
+  gone: { removed: boolean },
 ): Node<V> | undefined {
-  if (node.kind === 0) return node.key === key ? undefined : node;
+  if (node.kind === 0) {
+    if (node.key !== key) return node;
+    gone.removed = true;
+    return undefined;
+  }
   if (node.kind === 1) {
     if (node.hash !== hash) return node;
     const at = node.leaves.findIndex((l) => l.key === key);
     if (at < 0) return node;
+    gone.removed = true;
     if (node.leaves.length === 2) return node.leaves[1 - at];
     return { kind: 1, hash, leaves: node.leaves.filter((_, i) => i !== at) };
   }
@@ -174,7 +181,7 @@ function deleteIn<V>(
   if ((node.bitmap & bit) === 0) return node;
   const idx = popcount(node.bitmap & (bit - 1));
   const kid = node.kids[idx]!;
-  const next = deleteIn(kid, shift + 5, hash, key, owner);
+  const next = deleteIn(kid, shift + 5, hash, key, owner, gone);
   if (next === kid) return node;
   if (next === undefined) {
     if (node.kids.length === 1) return undefined;
@@ -197,8 +204,9 @@ function deleteIn<V>(
 /** Returns a map without `key`; the same map when the key is absent. */
 export function mapDelete<V>(map: PMap<V>, key: string, owner: Owner = {}): PMap<V> {
   if (map.root === undefined) return map;
-  const root = deleteIn(map.root, 0, hashOf(key), key, owner);
-  if (root === map.root) return map;
+  const gone = { removed: false };
+  const root = deleteIn(map.root, 0, hashOf(key), key, owner, gone);
+  if (!gone.removed) return map;
   return root === undefined ? EMPTY : { root, size: map.size - 1 };
 }
 

@@ -1,0 +1,249 @@
+/** Arbitraries and assertion helpers shared by the property tests. */
+import { fc } from '@fast-check/vitest';
+import { expect } from 'vitest';
+import {
+  admitDeposits,
+  admitWithdrawals,
+  apply,
+  type CapsInput,
+  checkDeposit,
+  checkWithdrawal,
+  effectiveLimits,
+  getAccountLimits,
+  getLimits,
+  type LimitsEvent,
+  type LimitsState,
+  whenAvailable,
+} from '../src/index.js';
+import type { NaiveModel } from './model.js';
+
+export const ACCOUNTS = ['alice', 'bob', 'carol', 'dave'] as const;
+export const IDS = Array.from({ length: 12 }, (_, i) => `w${i}`);
+export const PROBE_AMOUNTS = [1n, 40n, 150n, 400n, 1000n] as const;
+
+const amount = fc.oneof(
+  { weight: 20, arbitrary: fc.bigInt({ min: 1n, max: 300n }) },
+  { weight: 1, arbitrary: fc.bigInt({ min: 1n, max: 2n ** 63n - 1n }) },
+);
+
+/** Caps input for a history of `history` blocks: mostly valid, sometimes breaking a rule. */
+export function capsArb(history: number): fc.Arbitrary<CapsInput> {
+  const cap = fc.option(fc.bigInt({ min: 0n, max: 1200n }), { nil: null, freq: 3 });
+  const window = fc.oneof(
+    {
+      weight: 6,
+      arbitrary: fc.record({
+        b: fc.integer({ min: 1, max: history }),
+        c: fc.bigInt({ min: 0n, max: 1500n }),
+      }),
+    },
+    { weight: 3, arbitrary: fc.constant(null) },
+    {
+      weight: 1,
+      arbitrary: fc.record({
+        b: fc.integer({ min: 0, max: history + 2 }),
+        c: fc.bigInt({ min: 0n, max: 1500n }),
+      }),
+    },
+  );
+  return fc
+    .record({
+      pegCap: cap,
+      perDepositCap: cap,
+      perDepositMinimum: fc.option(fc.bigInt({ min: 0n, max: 300n }), { nil: null, freq: 2 }),
+      perWithdrawalCap: cap,
+      window,
+      incomplete: fc.integer({ min: 0, max: 30 }),
+    })
+    .map(({ window, incomplete, ...rest }): CapsInput => {
+      const out: Record<string, bigint | null> = { ...rest };
+      if (window !== null) {
+        out.rollingWithdrawalBlocks = BigInt(window.b);
+        out.rollingWithdrawalCap = window.c;
+      }
+      if (incomplete === 0) out.rollingWithdrawalBlocks = 3n;
+      if (incomplete === 1) out.rollingWithdrawalCap = null;
+      return out as CapsInput;
+    });
+}
+
+/** A step of a random history; heights are relative to the tip so most events are valid. */
+export type Step =
+  | { kind: 'block'; gap: number }
+  | { kind: 'reorg'; depth: number }
+  | { kind: 'withdraw'; id: string; account: string; amount: bigint; back: number }
+  | { kind: 'reject'; id: string }
+  | { kind: 'rejectHeld'; pick: number }
+  | { kind: 'account'; account: string; caps: CapsInput }
+  | { kind: 'global'; caps: CapsInput; accounts: Record<string, CapsInput> }
+  | { kind: 'pegged'; total: bigint; account: string | undefined }
+  | { kind: 'raw'; event: LimitsEvent };
+
+export function stepArb(history: number): fc.Arbitrary<Step> {
+  const account = fc.constantFrom(...ACCOUNTS);
+  return fc.oneof(
+    {
+      weight: 8,
+      arbitrary: fc.record({
+        kind: fc.constant('block' as const),
+        gap: fc.oneof(fc.constant(1), fc.integer({ min: -1, max: history + 3 })),
+      }),
+    },
+    {
+      weight: 2,
+      arbitrary: fc.record({
+        kind: fc.constant('reorg' as const),
+        depth: fc.integer({ min: -1, max: history + 1 }),
+      }),
+    },
+    {
+      weight: 16,
+      arbitrary: fc.record({
+        kind: fc.constant('withdraw' as const),
+        id: fc.constantFrom(...IDS),
+        account,
+        amount,
+        back: fc.oneof(fc.integer({ min: 0, max: 3 }), fc.integer({ min: -1, max: history + 2 })),
+      }),
+    },
+    {
+      weight: 6,
+      arbitrary: fc.record({ kind: fc.constant('reject' as const), id: fc.constantFrom(...IDS) }),
+    },
+    {
+      weight: 2,
+      arbitrary: fc.record({
+        kind: fc.constant('account' as const),
+        account,
+        caps: capsArb(history),
+      }),
+    },
+    {
+      weight: 1,
+      arbitrary: fc.record({
+        kind: fc.constant('global' as const),
+        caps: capsArb(history),
+        accounts: fc.dictionary(account, capsArb(history), { maxKeys: 2 }),
+      }),
+    },
+    {
+      weight: 2,
+      arbitrary: fc.record({
+        kind: fc.constant('pegged' as const),
+        total: fc.bigInt({ min: 0n, max: 2000n }),
+        account: fc.option(account, { nil: undefined }),
+      }),
+    },
+  );
+}
+
+/** Turns a step into a concrete event, given the model's tip and held withdrawals. */
+export function toEvent(step: Step, model: NaiveModel): LimitsEvent {
+  const tip = model.tip;
+  const at = tip ?? 0;
+  switch (step.kind) {
+    case 'block':
+      return {
+        type: 'blockConnected',
+        height: Math.max(0, tip === null ? 1000 + step.gap : at + step.gap),
+      };
+    case 'reorg':
+      return { type: 'chainReorganized', height: Math.max(0, at - step.depth) };
+    case 'withdraw':
+      return {
+        type: 'withdrawalRequested',
+        id: step.id,
+        account: step.account,
+        amount: step.amount,
+        height: Math.max(0, at - step.back),
+      };
+    case 'reject':
+      return { type: 'withdrawalRejected', id: step.id };
+    case 'rejectHeld': {
+      const held = model.withdrawals;
+      return {
+        type: 'withdrawalRejected',
+        id: held.length === 0 ? 'none' : held[step.pick % held.length]!.id,
+      };
+    }
+    case 'account':
+      return { type: 'accountLimitsSet', account: step.account, limits: step.caps };
+    case 'global':
+      return { type: 'limitsSet', limits: { ...step.caps, accountCaps: step.accounts } };
+    case 'pegged':
+      return step.account === undefined
+        ? { type: 'peggedTotalObserved', total: step.total }
+        : { type: 'peggedTotalObserved', total: step.total, account: step.account };
+    case 'raw':
+      return step.event;
+  }
+}
+
+/** Asserts that every view and check of `state` agrees with the model. */
+export function expectSameAsModel(state: LimitsState, model: NaiveModel): void {
+  expect(state.tip).toBe(model.tip);
+  expect(getLimits(state)).toEqual(model.limits());
+  for (const account of ACCOUNTS) {
+    const entry = model.entries.has(account) ? model.limits().accountCaps[account] : undefined;
+    expect(getAccountLimits(state, account)).toEqual(entry);
+    expect(effectiveLimits(state, account)).toEqual(model.effective(account));
+    for (const amount of PROBE_AMOUNTS) {
+      expect(
+        checkWithdrawal(state, { account, amount }),
+        `withdraw ${amount} by ${account}`,
+      ).toEqual(model.checkWithdrawal(account, amount));
+      expect(checkDeposit(state, { account, amount }), `deposit ${amount} by ${account}`).toEqual(
+        model.checkDeposit(account, amount),
+      );
+      expect(whenAvailable(state, { account, amount }), `when ${amount} for ${account}`).toBe(
+        model.whenAvailable(account, amount),
+      );
+    }
+  }
+  const batch = ACCOUNTS.flatMap((account, i) => [
+    { account, amount: 60n + BigInt(i) * 25n },
+    { account, amount: 130n },
+  ]);
+  const wanted = { admitted: [] as unknown[], refused: [] as unknown[] };
+  const extra: Array<{
+    id: string;
+    account: string;
+    amount: bigint;
+    height: number;
+    rejected: boolean;
+  }> = [];
+  for (const req of batch) {
+    const v = model.checkWithdrawal(req.account, req.amount, model.tip, extra);
+    if (v.ok) {
+      wanted.admitted.push(req);
+      extra.push({ id: '', account: req.account, amount: req.amount, height: 0, rejected: false });
+    } else wanted.refused.push({ request: req, reason: v.reason, limit: v.limit });
+  }
+  expect(admitWithdrawals(state, batch)).toEqual(wanted);
+  const deposits = { admitted: [] as unknown[], refused: [] as unknown[] };
+  const added: typeof extra = [];
+  for (const req of batch) {
+    const v = model.checkDeposit(req.account, req.amount, added);
+    if (v.ok) {
+      deposits.admitted.push(req);
+      added.push({ id: '', account: req.account, amount: req.amount, height: 0, rejected: false });
+    } else deposits.refused.push({ request: req, reason: v.reason, limit: v.limit });
+  }
+  expect(admitDeposits(state, batch)).toEqual(deposits);
+}
+
+/** Applies one event to both; asserts the same outcome and returns the new state. */
+export function applyBoth(state: LimitsState, model: NaiveModel, event: LimitsEvent): LimitsState {
+  const backup = model.clone();
+  const expected = model.apply(event as unknown as Record<string, unknown>);
+  const result = apply(state, event);
+  expect(
+    result.ok ? undefined : result.error.code,
+    JSON.stringify(event, (_, v) => (typeof v === 'bigint' ? `${v}n` : v)),
+  ).toBe(expected);
+  if (!result.ok) {
+    Object.assign(model, backup);
+    return state;
+  }
+  return result.state;
+}

@@ -1,0 +1,390 @@
+/**
+ * A deliberately naive model of SPEC §1–§3: a plain list of withdrawals, every figure
+ * recomputed by scanning it. Slow and obvious, so the fast code can be compared with it.
+ */
+import type { Amount, Caps, ThrottleProfile, VerdictReason } from '../src/index.js';
+
+type Mutable<T> = { -readonly [K in keyof T]: T[K] };
+
+export interface ModelWithdrawal {
+  id: string;
+  account: string;
+  amount: bigint;
+  height: number;
+  rejected: boolean;
+}
+
+export interface ModelVerdict {
+  ok: boolean;
+  reason?: VerdictReason;
+  limit?: Amount | null;
+}
+
+const MAX = 2n ** 63n - 1n;
+const FIELDS = [
+  'pegCap',
+  'perDepositCap',
+  'perDepositMinimum',
+  'perWithdrawalCap',
+  'rollingWithdrawalBlocks',
+  'rollingWithdrawalCap',
+] as const;
+
+const minB = (a: bigint, b: bigint) => (a < b ? a : b);
+const maxB = (a: bigint, b: bigint) => (a > b ? a : b);
+
+export class NaiveModel {
+  tip: number | null = null;
+  highest: number | null = null;
+  withdrawals: ModelWithdrawal[] = [];
+  global: Caps;
+  entries = new Map<string, Caps>();
+  pegged = 0n;
+  accountPegged = new Map<string, bigint>();
+  throttle: string | null = null;
+  keys = new Map<string, { hash: string; revoked: boolean }>();
+
+  constructor(
+    readonly history: number,
+    readonly profile: ThrottleProfile,
+    global: Caps,
+  ) {
+    this.global = global;
+  }
+
+  clone(): NaiveModel {
+    const m = new NaiveModel(this.history, this.profile, this.global);
+    m.tip = this.tip;
+    m.highest = this.highest;
+    m.withdrawals = this.withdrawals.map((w) => ({ ...w }));
+    m.entries = new Map(this.entries);
+    m.pegged = this.pegged;
+    m.accountPegged = new Map(this.accountPegged);
+    m.throttle = this.throttle;
+    m.keys = new Map([...this.keys].map(([k, v]) => [k, { ...v }]));
+    return m;
+  }
+
+  // --- validation, restated -------------------------------------------------------------
+
+  /** The error code of invalid caps, or undefined. */
+  capsError(c: Partial<Record<string, unknown>>): string | undefined {
+    for (const k of Object.keys(c))
+      if (!(FIELDS as readonly string[]).includes(k)) return 'unknown_field';
+    for (const f of FIELDS) {
+      const v = c[f];
+      if (v === undefined || v === null) continue;
+      if (typeof v !== 'bigint' || v < 0n || v > MAX) return 'invalid_amount';
+    }
+    const blocks = (c.rollingWithdrawalBlocks ?? null) as bigint | null;
+    const cap = (c.rollingWithdrawalCap ?? null) as bigint | null;
+    if ((blocks === null) !== (cap === null)) return 'incomplete_rolling_window';
+    if (blocks !== null && blocks < 1n) return 'invalid_amount';
+    if (blocks !== null && blocks > BigInt(this.history)) return 'window_exceeds_history';
+    const min = (c.perDepositMinimum ?? null) as bigint | null;
+    const dcap = (c.perDepositCap ?? null) as bigint | null;
+    if (min !== null && dcap !== null && min > dcap) return 'minimum_above_cap';
+    return undefined;
+  }
+
+  static caps(c: Partial<Record<string, unknown>>): Caps {
+    const out: Record<string, bigint | null> = {};
+    for (const f of FIELDS) out[f] = (c[f] ?? null) as bigint | null;
+    return out as unknown as Caps;
+  }
+
+  // --- events ---------------------------------------------------------------------------
+
+  /** Applies an event in place; returns the error code when it is invalid (and changes nothing). */
+  apply(e: Record<string, unknown>): string | undefined {
+    switch (e.type) {
+      case 'blockConnected': {
+        const h = e.height as number;
+        if (!Number.isSafeInteger(h) || h < 0) return 'invalid_height';
+        if (this.tip !== null && h <= this.tip) return 'height_not_above_tip';
+        this.tip = h;
+        this.highest = this.highest === null ? h : Math.max(this.highest, h);
+        this.forget();
+        return undefined;
+      }
+      case 'chainReorganized': {
+        const h = e.height as number;
+        if (!Number.isSafeInteger(h) || h < 0) return 'invalid_height';
+        if (this.tip === null || h >= this.tip) return 'height_not_below_tip';
+        if (h <= (this.highest as number) - this.history) return 'reorg_too_deep';
+        this.tip = h;
+        this.withdrawals = this.withdrawals.filter((w) => w.height <= h);
+        return undefined;
+      }
+      case 'withdrawalRequested': {
+        const { id, account, amount, height } = e as unknown as ModelWithdrawal;
+        if (typeof id !== 'string' || id.length === 0 || id.length > 256)
+          return 'invalid_withdrawal_id';
+        if (typeof account !== 'string' || account.length === 0) return 'invalid_account';
+        if (typeof amount !== 'bigint' || amount <= 0n || amount > MAX) return 'invalid_amount';
+        if (!Number.isSafeInteger(height) || height < 0) return 'invalid_height';
+        if (this.tip === null || height > this.tip) return 'height_ahead_of_tip';
+        const known = this.withdrawals.find((w) => w.id === id);
+        if (known) {
+          return known.account === account && known.amount === amount && known.height === height
+            ? undefined
+            : 'duplicate_withdrawal';
+        }
+        if (height > (this.highest as number) - this.history) {
+          this.withdrawals.push({ id, account, amount, height, rejected: false });
+        }
+        return undefined;
+      }
+      case 'withdrawalRejected': {
+        const w = this.withdrawals.find((x) => x.id === e.id);
+        if (!w) return 'unknown_withdrawal';
+        w.rejected = true;
+        return undefined;
+      }
+      case 'limitsSet': {
+        const l = e.limits as Record<string, unknown>;
+        const { accountCaps, ...rest } = l;
+        const err = this.capsError(rest);
+        if (err) return err;
+        const ac = (accountCaps ?? {}) as Record<string, Record<string, unknown>>;
+        for (const k of Object.keys(ac)) {
+          const entryErr = this.capsError(ac[k]!);
+          if (entryErr) return entryErr;
+        }
+        this.global = NaiveModel.caps(rest);
+        for (const k of Object.keys(ac)) this.setEntry(k, NaiveModel.caps(ac[k]!));
+        this.throttle = null;
+        return undefined;
+      }
+      case 'accountLimitsSet': {
+        const err = this.capsError(e.limits as Record<string, unknown>);
+        if (err) return err;
+        this.setEntry(e.account as string, NaiveModel.caps(e.limits as Record<string, unknown>));
+        return undefined;
+      }
+      case 'peggedTotalObserved': {
+        const t = e.total as bigint;
+        if (typeof t !== 'bigint' || t < 0n || t > MAX) return 'invalid_amount';
+        if (e.account === undefined) this.pegged = t;
+        else this.accountPegged.set(e.account as string, t);
+        return undefined;
+      }
+      case 'throttleKeyAdded': {
+        if (this.keys.has(e.name as string)) return 'duplicate_key';
+        this.keys.set(e.name as string, { hash: e.secretHash as string, revoked: false });
+        return undefined;
+      }
+      case 'throttleKeyRevoked':
+      case 'throttleKeyReactivated': {
+        const k = this.keys.get(e.name as string);
+        if (!k) return 'unknown_key';
+        k.revoked = e.type === 'throttleKeyRevoked';
+        return undefined;
+      }
+      case 'throttleStarted': {
+        if (!this.keys.has(e.initiator as string)) return 'unknown_key';
+        this.throttle ??= e.initiator as string;
+        return undefined;
+      }
+      case 'throttleEnded':
+        this.throttle = null;
+        return undefined;
+      default:
+        return 'invalid_event';
+    }
+  }
+
+  private setEntry(account: string, caps: Caps): void {
+    if (FIELDS.every((f) => caps[f] === null)) this.entries.delete(account);
+    else this.entries.set(account, caps);
+  }
+
+  private forget(): void {
+    const oldest = (this.highest as number) - this.history;
+    this.withdrawals = this.withdrawals.filter((w) => w.height > oldest);
+  }
+
+  // --- views ----------------------------------------------------------------------------
+
+  seenGlobal(): Caps {
+    const g = this.global;
+    if (this.throttle === null) return g;
+    const p = this.profile;
+    return {
+      ...g,
+      perWithdrawalCap:
+        g.perWithdrawalCap === null
+          ? p.perWithdrawalCap
+          : minB(g.perWithdrawalCap, p.perWithdrawalCap),
+      rollingWithdrawalBlocks:
+        g.rollingWithdrawalBlocks === null
+          ? p.rollingWithdrawalBlocks
+          : maxB(g.rollingWithdrawalBlocks, p.rollingWithdrawalBlocks),
+      rollingWithdrawalCap:
+        g.rollingWithdrawalCap === null
+          ? p.rollingWithdrawalCap
+          : minB(g.rollingWithdrawalCap, p.rollingWithdrawalCap),
+    };
+  }
+
+  seenEntry(account: string): Caps | undefined {
+    const e = this.entries.get(account);
+    if (e === undefined || this.throttle === null) return e;
+    const p = this.profile;
+    return {
+      ...e,
+      perWithdrawalCap:
+        e.perWithdrawalCap === null ? null : minB(e.perWithdrawalCap, p.perWithdrawalCap),
+      rollingWithdrawalBlocks:
+        e.rollingWithdrawalBlocks === null
+          ? null
+          : maxB(e.rollingWithdrawalBlocks, p.rollingWithdrawalBlocks),
+      rollingWithdrawalCap:
+        e.rollingWithdrawalCap === null
+          ? null
+          : minB(e.rollingWithdrawalCap, p.rollingWithdrawalCap),
+    };
+  }
+
+  /** Withdrawn in the window of `blocks` ending at tip `at` (default: the tip), optionally for one account. */
+  withdrawn(blocks: bigint, account?: string, at: number | null = this.tip): bigint {
+    if (at === null) return 0n;
+    const from = at - Number(blocks) + 1;
+    let sum = 0n;
+    for (const w of this.withdrawals) {
+      if (w.rejected || w.height < from || w.height > at) continue;
+      if (account !== undefined && w.account !== account) continue;
+      sum += w.amount;
+    }
+    return sum;
+  }
+
+  limits() {
+    const g = this.seenGlobal();
+    const accountCaps: Record<string, unknown> = {};
+    for (const name of [...this.entries.keys()].sort()) {
+      accountCaps[name] = { ...this.seenEntry(name), throttleModeInitiator: this.throttle };
+    }
+    const room =
+      g.rollingWithdrawalCap === null
+        ? null
+        : g.rollingWithdrawalCap - this.withdrawn(g.rollingWithdrawalBlocks!);
+    return {
+      availableToWithdraw: room === null ? null : maxB(room, 0n),
+      ...g,
+      throttleModeInitiator: this.throttle,
+      accountCaps,
+    };
+  }
+
+  resolved(account: string) {
+    const g = this.seenGlobal();
+    const e = this.seenEntry(account);
+    return {
+      perWithdrawalCap: e?.perWithdrawalCap ?? g.perWithdrawalCap,
+      perDepositCap: e?.perDepositCap ?? g.perDepositCap,
+      perDepositMinimum: e ? e.perDepositMinimum : g.perDepositMinimum,
+      pegCap: g.pegCap,
+      accountPegCap: e ? e.pegCap : null,
+      global: g,
+      entry: e,
+    };
+  }
+
+  /** checkWithdrawal, at tip `at`, with `extra` already admitted in this batch. */
+  checkWithdrawal(
+    account: string,
+    amount: bigint,
+    at: number | null = this.tip,
+    extra: ModelWithdrawal[] = [],
+  ): ModelVerdict {
+    const r = this.resolved(account);
+    if (r.perWithdrawalCap !== null && amount > r.perWithdrawalCap) {
+      return { ok: false, reason: 'above_per_withdrawal_cap', limit: r.perWithdrawalCap };
+    }
+    const g = r.global;
+    const extraAll = extra.reduce((s, w) => s + w.amount, 0n);
+    if (g.rollingWithdrawalCap !== null) {
+      const room = maxB(
+        g.rollingWithdrawalCap -
+          this.withdrawn(g.rollingWithdrawalBlocks!, undefined, at) -
+          extraAll,
+        0n,
+      );
+      if (amount > room) return { ok: false, reason: 'rolling_cap_exceeded', limit: room };
+    }
+    const e = r.entry;
+    if (e?.rollingWithdrawalCap != null) {
+      const mine = extra.filter((w) => w.account === account).reduce((s, w) => s + w.amount, 0n);
+      const room = maxB(
+        e.rollingWithdrawalCap - this.withdrawn(e.rollingWithdrawalBlocks!, account, at) - mine,
+        0n,
+      );
+      if (amount > room) return { ok: false, reason: 'account_rolling_cap_exceeded', limit: room };
+    }
+    return { ok: true };
+  }
+
+  checkDeposit(account: string, amount: bigint, extra: ModelWithdrawal[] = []): ModelVerdict {
+    const r = this.resolved(account);
+    if (r.perDepositMinimum !== null && amount < r.perDepositMinimum) {
+      return { ok: false, reason: 'below_minimum', limit: r.perDepositMinimum };
+    }
+    if (r.perDepositCap !== null && amount > r.perDepositCap) {
+      return { ok: false, reason: 'above_per_deposit_cap', limit: r.perDepositCap };
+    }
+    if (r.pegCap !== null) {
+      const room = maxB(r.pegCap - this.pegged - extra.reduce((s, w) => s + w.amount, 0n), 0n);
+      if (amount > room) return { ok: false, reason: 'peg_cap_exceeded', limit: room };
+    }
+    if (r.accountPegCap !== null) {
+      const mine = extra.filter((w) => w.account === account).reduce((s, w) => s + w.amount, 0n);
+      const room = maxB(r.accountPegCap - (this.accountPegged.get(account) ?? 0n) - mine, 0n);
+      if (amount > room) return { ok: false, reason: 'account_peg_cap_exceeded', limit: room };
+    }
+    return { ok: true };
+  }
+
+  /** Tries every tip height from the current one upwards. */
+  whenAvailable(account: string, amount: bigint): number | null {
+    if (this.tip === null) return null;
+    const limit = this.tip + this.history + 1;
+    for (let at = this.tip; at <= limit; at++) {
+      if (this.checkWithdrawal(account, amount, at).ok) return at;
+    }
+    return null;
+  }
+
+  effective(account: string) {
+    const r = this.resolved(account);
+    const g = r.global;
+    const e = r.entry;
+    let available: bigint | null = null;
+    if (g.rollingWithdrawalCap !== null)
+      available = maxB(g.rollingWithdrawalCap - this.withdrawn(g.rollingWithdrawalBlocks!), 0n);
+    if (e?.rollingWithdrawalCap != null) {
+      const own = maxB(
+        e.rollingWithdrawalCap - this.withdrawn(e.rollingWithdrawalBlocks!, account),
+        0n,
+      );
+      available = available === null ? own : minB(available, own);
+    }
+    return {
+      pegCap: r.pegCap,
+      accountPegCap: r.accountPegCap,
+      perDepositCap: r.perDepositCap,
+      perDepositMinimum: r.perDepositMinimum,
+      perWithdrawalCap: r.perWithdrawalCap,
+      rollingWithdrawalBlocks: g.rollingWithdrawalBlocks,
+      rollingWithdrawalCap: g.rollingWithdrawalCap,
+      accountRollingWithdrawalBlocks: e ? e.rollingWithdrawalBlocks : null,
+      accountRollingWithdrawalCap: e ? e.rollingWithdrawalCap : null,
+      account,
+      hasEntry: this.entries.has(account),
+      availableToWithdraw: available,
+      peggedTotal: this.pegged,
+      accountPeggedTotal: this.accountPegged.get(account) ?? 0n,
+      throttleModeInitiator: this.throttle,
+    } satisfies Mutable<Record<string, unknown>>;
+  }
+}
