@@ -45,7 +45,8 @@ export function emptyMap<V>(): PMap<V> {
   return EMPTY;
 }
 
-function hashOf(key: string): number {
+/** The 32-bit FNV-1a hash of a key. @internal (exported for tests) */
+export function hashOf(key: string): number {
   // FNV-1a, 32 bits.
   let h = 0x811c9dc5;
   for (let i = 0; i < key.length; i++) {
