@@ -36,9 +36,27 @@ type Node<V> = Leaf<V> | Collision<V> | Branch<V>;
 export interface PMap<V> {
   readonly root: Node<V> | undefined;
   readonly size: number;
+  /** @internal The batch that may still change this wrapper in place. */
+  readonly owner: Owner | undefined;
 }
 
-const EMPTY: PMap<never> = { root: undefined, size: 0 };
+const EMPTY: PMap<never> = { root: undefined, size: 0, owner: undefined };
+
+// Whether the last update added or removed a key. Updates never re-enter, so one
+// module-level flag serves them all without an allocation per call.
+let sizeChange = 0;
+
+function wrap<V>(map: PMap<V>, root: Node<V> | undefined, owner: Owner): PMap<V> {
+  const size = map.size + sizeChange;
+  if (root === undefined) return EMPTY;
+  if (map.owner === owner) {
+    const out = map as { root: Node<V> | undefined; size: number };
+    out.root = root;
+    out.size = size;
+    return map;
+  }
+  return { root, size, owner };
+}
 
 /** The empty map. */
 export function emptyMap<V>(): PMap<V> {
@@ -63,11 +81,10 @@ function popcount(x: number): number {
   return Math.imul(x, 0x01010101) >>> 24;
 }
 
-/** Looks a key up; `undefined` when absent. */
-export function mapGet<V>(map: PMap<V>, key: string): V | undefined {
+/** Looks a key up; `undefined` when absent. `hash` may be passed when already known. */
+export function mapGet<V>(map: PMap<V>, key: string, hash = hashOf(key)): V | undefined {
   let node = map.root;
   if (node === undefined) return undefined;
-  const hash = hashOf(key);
   let shift = 0;
   for (;;) {
     if (node.kind === 0) return node.key === key ? node.value : undefined;
@@ -88,6 +105,18 @@ function editable<V>(node: Branch<V>, owner: Owner): Branch<V> {
   return { kind: 2, bitmap: node.bitmap, kids: node.kids.slice(), owner };
 }
 
+// In-place insert and remove; `splice` would allocate an array of the removed items.
+function insertAt<T>(items: T[], at: number, item: T): void {
+  items.push(item);
+  for (let i = items.length - 1; i > at; i--) items[i] = items[i - 1]!;
+  items[at] = item;
+}
+
+function removeAt<T>(items: T[], at: number): void {
+  for (let i = at; i < items.length - 1; i++) items[i] = items[i + 1]!;
+  items.pop();
+}
+
 function merge<V>(shift: number, a: Leaf<V> | Collision<V>, b: Leaf<V>, owner: Owner): Node<V> {
   if (a.hash === b.hash) {
     const leaves = a.kind === 0 ? [a, b] : [...a.leaves, b];
@@ -100,25 +129,19 @@ function merge<V>(shift: number, a: Leaf<V> | Collision<V>, b: Leaf<V>, owner: O
 }
 
 // `grew` reports whether a key was added (not replaced), so the size stays exact.
-function setIn<V>(
-  node: Node<V> | undefined,
-  shift: number,
-  leaf: Leaf<V>,
-  owner: Owner,
-  grew: { added: boolean },
-): Node<V> {
+function setIn<V>(node: Node<V> | undefined, shift: number, leaf: Leaf<V>, owner: Owner): Node<V> {
   if (node === undefined) {
-    grew.added = true;
+    sizeChange = 1;
     return leaf;
   }
   if (node.kind === 0) {
     if (node.key === leaf.key) return node.value === leaf.value ? node : leaf;
-    grew.added = true;
+    sizeChange = 1;
     return merge(shift, node, leaf, owner);
   }
   if (node.kind === 1) {
     if (node.hash !== leaf.hash) {
-      grew.added = true;
+      sizeChange = 1;
       return merge(shift, node, leaf, owner);
     }
     const at = node.leaves.findIndex((l) => l.key === leaf.key);
@@ -126,7 +149,7 @@ function setIn<V>(
     const leaves = node.leaves.slice();
     if (at >= 0) leaves[at] = leaf;
     else {
-      grew.added = true;
+      sizeChange = 1;
       leaves.push(leaf);
     }
     return { kind: 1, hash: node.hash, leaves };
@@ -134,14 +157,14 @@ function setIn<V>(
   const bit = 1 << ((leaf.hash >>> shift) & 31);
   const idx = popcount(node.bitmap & (bit - 1));
   if ((node.bitmap & bit) === 0) {
-    grew.added = true;
+    sizeChange = 1;
     const out = editable(node, owner);
-    out.kids.splice(idx, 0, leaf);
+    insertAt(out.kids, idx, leaf);
     out.bitmap |= bit;
     return out;
   }
   const kid = node.kids[idx]!;
-  const next = setIn(kid, shift + 5, leaf, owner, grew);
+  const next = setIn(kid, shift + 5, leaf, owner);
   if (next === kid) return node;
   const out = editable(node, owner);
   out.kids[idx] = next;
@@ -149,12 +172,18 @@ function setIn<V>(
 }
 
 /** Returns a map with `key` set to `value`; the same map when nothing changes. */
-export function mapSet<V>(map: PMap<V>, key: string, value: V, owner: Owner = {}): PMap<V> {
-  const grew = { added: false };
-  const root = setIn(map.root, 0, { kind: 0, hash: hashOf(key), key, value }, owner, grew);
+export function mapSet<V>(
+  map: PMap<V>,
+  key: string,
+  value: V,
+  owner: Owner = {},
+  hash = hashOf(key),
+): PMap<V> {
+  sizeChange = 0;
+  const root = setIn(map.root, 0, { kind: 0, hash, key, value }, owner);
   // An owned root may have changed in place: the size must still follow.
-  if (root === map.root && !grew.added) return map;
-  return { root, size: grew.added ? map.size + 1 : map.size };
+  if (root === map.root && sizeChange === 0) return map;
+  return wrap(map, root, owner);
 }
 
 function deleteIn<V>(
@@ -163,18 +192,17 @@ function deleteIn<V>(
   hash: number,
   key: string,
   owner: Owner,
-  gone: { removed: boolean },
 ): Node<V> | undefined {
   if (node.kind === 0) {
     if (node.key !== key) return node;
-    gone.removed = true;
+    sizeChange = -1;
     return undefined;
   }
   if (node.kind === 1) {
     if (node.hash !== hash) return node;
     const at = node.leaves.findIndex((l) => l.key === key);
     if (at < 0) return node;
-    gone.removed = true;
+    sizeChange = -1;
     if (node.leaves.length === 2) return node.leaves[1 - at];
     return { kind: 1, hash, leaves: node.leaves.filter((_, i) => i !== at) };
   }
@@ -182,7 +210,7 @@ function deleteIn<V>(
   if ((node.bitmap & bit) === 0) return node;
   const idx = popcount(node.bitmap & (bit - 1));
   const kid = node.kids[idx]!;
-  const next = deleteIn(kid, shift + 5, hash, key, owner, gone);
+  const next = deleteIn(kid, shift + 5, hash, key, owner);
   if (next === kid) return node;
   if (next === undefined) {
     if (node.kids.length === 1) return undefined;
@@ -192,7 +220,7 @@ function deleteIn<V>(
       if (other.kind !== 2) return other;
     }
     const out = editable(node, owner);
-    out.kids.splice(idx, 1);
+    removeAt(out.kids, idx);
     out.bitmap &= ~bit;
     return out;
   }
@@ -205,10 +233,10 @@ function deleteIn<V>(
 /** Returns a map without `key`; the same map when the key is absent. */
 export function mapDelete<V>(map: PMap<V>, key: string, owner: Owner = {}): PMap<V> {
   if (map.root === undefined) return map;
-  const gone = { removed: false };
-  const root = deleteIn(map.root, 0, hashOf(key), key, owner, gone);
-  if (!gone.removed) return map;
-  return root === undefined ? EMPTY : { root, size: map.size - 1 };
+  sizeChange = 0;
+  const root = deleteIn(map.root, 0, hashOf(key), key, owner);
+  if (sizeChange === 0) return map;
+  return wrap(map, root, owner);
 }
 
 function each<V>(node: Node<V>, fn: (value: V, key: string) => void): void {

@@ -62,12 +62,6 @@ export interface Withdrawal {
   readonly rejected: boolean;
 }
 
-/** What the state knows of one account beyond its entry: its withdrawals by height and pegged total. */
-interface AccountBook {
-  readonly window: SumNode;
-  readonly peggedTotal: Amount;
-}
-
 /**
  * The state of the limits: configuration, chain tip, retained withdrawals, throttle mode.
  * An immutable value: read it through the views (`getLimits`, `effectiveLimits`, …) and
@@ -98,8 +92,10 @@ export interface LimitsState {
   readonly window: SumNode;
   /** @internal Withdrawals by id. */
   readonly withdrawals: PMap<Withdrawal>;
-  /** @internal Per-account books. */
-  readonly books: PMap<AccountBook>;
+  /** @internal Each account's own per-block sums (accounts with withdrawals held). */
+  readonly accountWindows: PMap<SumNode>;
+  /** @internal Each account's pegged-in total last observed (absent = 0). */
+  readonly accountPegged: PMap<Amount>;
 }
 
 /** Every event of SPEC §2. Amounts are bigint, heights are numbers. */
@@ -144,11 +140,17 @@ export interface LimitsOptions {
 
 /** The mutable working copy one `apply`/`applyAll` call changes; never escapes. */
 type Draft = { -readonly [K in keyof LimitsState]: LimitsState[K] } & {
+  /**
+   * Withdrawals added, changed or removed (REMOVED) during this call, written into the
+   * persistent map once at the end: a withdrawal added and forgotten within one batch
+   * never touches it, and lookups cost a hash-table probe.
+   */
+  pending: Map<string, Withdrawal | typeof REMOVED>;
+  /** Account windows touched during this call, likewise written back at the end. */
+  windows: Map<string, SumNode>;
   owner: Owner;
   changed: boolean;
 };
-
-const EMPTY_BOOK_COUNT = 0;
 
 function requireHeight(value: unknown, path: string): Height {
   if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 0) {
@@ -242,9 +244,10 @@ export function createLimitsState(options: LimitsOptions = {}): LimitsState {
     ring,
     window: ring.empty,
     withdrawals: emptyMap(),
-    books: emptyMap(),
+    accountWindows: emptyMap(),
+    accountPegged: emptyMap(),
   };
-  const draft: Draft = { ...base, owner: {}, changed: false };
+  const draft = draftOf(base);
   try {
     if (options.throttleProfile !== undefined) {
       draft.throttleProfile = validateProfile(
@@ -264,7 +267,51 @@ export function createLimitsState(options: LimitsOptions = {}): LimitsState {
   return freeze(draft);
 }
 
+const REMOVED = Symbol('removed');
+
+// Written out field by field: a spread with extra fields is several times slower here.
+function draftOf(state: LimitsState): Draft {
+  return {
+    historyBlocks: state.historyBlocks,
+    tip: state.tip,
+    highestTip: state.highestTip,
+    limits: state.limits,
+    entries: state.entries,
+    peggedTotal: state.peggedTotal,
+    throttleProfile: state.throttleProfile,
+    throttleInitiator: state.throttleInitiator,
+    throttleKeys: state.throttleKeys,
+    ring: state.ring,
+    window: state.window,
+    withdrawals: state.withdrawals,
+    accountWindows: state.accountWindows,
+    accountPegged: state.accountPegged,
+    owner: {},
+    changed: false,
+    pending: new Map(),
+    windows: new Map(),
+  };
+}
+
+function getWithdrawal(d: Draft, id: string): Withdrawal | undefined {
+  const p = d.pending.get(id);
+  if (p !== undefined) return p === REMOVED ? undefined : p;
+  return mapGet(d.withdrawals, id);
+}
+
 function freeze(d: Draft): LimitsState {
+  for (const [id, w] of d.pending) {
+    d.withdrawals =
+      w === REMOVED ? mapDelete(d.withdrawals, id, d.owner) : mapSet(d.withdrawals, id, w, d.owner);
+  }
+  d.pending.clear();
+  for (const [account, window] of d.windows) {
+    d.accountWindows =
+      window.count === 0
+        ? mapDelete(d.accountWindows, account, d.owner)
+        : mapSet(d.accountWindows, account, window, d.owner);
+  }
+  d.windows.clear();
   return {
     historyBlocks: d.historyBlocks,
     tip: d.tip,
@@ -278,7 +325,8 @@ function freeze(d: Draft): LimitsState {
     ring: d.ring,
     window: d.window,
     withdrawals: d.withdrawals,
-    books: d.books,
+    accountWindows: d.accountWindows,
+    accountPegged: d.accountPegged,
   };
 }
 
@@ -313,25 +361,22 @@ function setEntry(d: Draft, account: string, caps: Caps): void {
 }
 
 function bookAdd(d: Draft, account: string, height: Height, delta: bigint, count: number): void {
-  const book = mapGet(d.books, account) ?? { window: d.ring.empty, peggedTotal: 0n };
-  const window = addAt(d.ring, book.window, height, delta, count, undefined, d.owner);
-  putBook(d, account, { window, peggedTotal: book.peggedTotal });
-}
-
-function putBook(d: Draft, account: string, book: AccountBook): void {
-  d.books =
-    book.window.count === EMPTY_BOOK_COUNT && book.peggedTotal === 0n
-      ? mapDelete(d.books, account, d.owner)
-      : mapSet(d.books, account, book, d.owner);
+  // An account whose withdrawals are all gone or rejected keeps no window (see freeze).
+  const before = d.windows.get(account) ?? mapGet(d.accountWindows, account) ?? d.ring.empty;
+  const after = addAt(d.ring, before, height, delta, count, undefined, d.owner);
+  // A root this call already owned changed in place: the cache holds it already.
+  if (after !== before) d.windows.set(account, after);
 }
 
 // Removes every withdrawal at heights from..to: from the id map, the account books and the ring.
 function dropHeights(d: Draft, from: Height, to: Height): void {
   if (from > to) return;
   visitHeights(d.ring, d.window, from, to, (id) => {
-    const w = mapGet(d.withdrawals, id);
+    const w = getWithdrawal(d, id);
     if (w === undefined || w.height < from || w.height > to) return;
-    d.withdrawals = mapDelete(d.withdrawals, id, d.owner);
+    // One added during this call never reached the persistent map: no tombstone needed.
+    if (mapGet(d.withdrawals, id) === undefined) d.pending.delete(id);
+    else d.pending.set(id, REMOVED);
     if (!w.rejected) bookAdd(d, w.account, w.height, -w.amount, -1);
   });
   d.window = clearHeights(d.ring, d.window, from, to, d.owner);
@@ -396,7 +441,7 @@ function withdrawalRequested(d: Draft, e: Record<string, unknown>): void {
       'height',
     );
   }
-  const known = mapGet(d.withdrawals, id);
+  const known = getWithdrawal(d, id);
   if (known !== undefined) {
     if (known.account === account && known.amount === amount && known.height === height) return;
     fail(
@@ -407,12 +452,7 @@ function withdrawalRequested(d: Draft, e: Record<string, unknown>): void {
   }
   // Older than the retained history: accepted, counted nowhere (SPEC §2).
   if (height < oldestRetained(d)) return;
-  d.withdrawals = mapSet(
-    d.withdrawals,
-    id,
-    { id, account, amount, height, rejected: false },
-    d.owner,
-  );
+  d.pending.set(id, { id, account, amount, height, rejected: false });
   d.window = addAt(d.ring, d.window, height, amount, 1, id, d.owner);
   bookAdd(d, account, height, amount, 1);
   d.changed = true;
@@ -420,7 +460,7 @@ function withdrawalRequested(d: Draft, e: Record<string, unknown>): void {
 
 function withdrawalRejected(d: Draft, e: Record<string, unknown>): void {
   const id = requireId(e.id, 'id');
-  const w = mapGet(d.withdrawals, id);
+  const w = getWithdrawal(d, id);
   if (w === undefined) {
     fail(
       'unknown_withdrawal',
@@ -429,7 +469,7 @@ function withdrawalRejected(d: Draft, e: Record<string, unknown>): void {
     );
   }
   if (w.rejected) return;
-  d.withdrawals = mapSet(d.withdrawals, id, { ...w, rejected: true }, d.owner);
+  d.pending.set(id, { ...w, rejected: true });
   d.window = addAt(d.ring, d.window, w.height, -w.amount, 0, undefined, d.owner);
   bookAdd(d, w.account, w.height, -w.amount, -1);
   d.changed = true;
@@ -443,9 +483,11 @@ function peggedTotalObserved(d: Draft, e: Record<string, unknown>): void {
     return;
   }
   const account = requireAccount(e.account, 'account');
-  const book = mapGet(d.books, account) ?? { window: d.ring.empty, peggedTotal: 0n };
-  if (book.peggedTotal === total) return;
-  putBook(d, account, { window: book.window, peggedTotal: total });
+  if ((mapGet(d.accountPegged, account) ?? 0n) === total) return;
+  d.accountPegged =
+    total === 0n
+      ? mapDelete(d.accountPegged, account, d.owner)
+      : mapSet(d.accountPegged, account, total, d.owner);
   d.changed = true;
 }
 
@@ -473,8 +515,9 @@ export function registerEvent(type: LimitsEvent['type'], handler: EventHandler):
   handlers.set(type, handler);
 }
 
-function step(d: Draft, event: unknown): void {
-  if (!isRecord(event) || typeof event.type !== 'string') {
+function step(d: Draft, value: unknown): void {
+  const event = value as Record<string, unknown>;
+  if (typeof value !== 'object' || value === null || typeof event.type !== 'string') {
     fail(
       'invalid_event',
       `expected an event object with a string "type", got ${describe(event)}`,
@@ -493,7 +536,7 @@ function withIndex(error: LimitsError, index: number): LimitsError {
 }
 
 function run(state: LimitsState, events: Iterable<unknown>, indexed: boolean): ApplyResult {
-  const d: Draft = { ...state, owner: {}, changed: false };
+  const d = draftOf(state);
   let index = 0;
   try {
     for (const event of events) {

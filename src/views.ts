@@ -85,7 +85,7 @@ export function heightWithin(
 
 /** The window of one account's own withdrawals, if it has any. */
 export function accountTree(state: LimitsState, account: string): SumNode | undefined {
-  return mapGet(state.books, account)?.window;
+  return mapGet(state.accountWindows, account);
 }
 
 /** The caps that apply to `account` (fallback resolved, throttle overlay applied). */
@@ -96,7 +96,7 @@ export function resolvedCaps(state: LimitsState, account: string): ResolvedCaps 
 
 /** The pegged total last observed for one account (0 when none was). */
 export function accountPeggedTotal(state: LimitsState, account: string): Amount {
-  return mapGet(state.books, account)?.peggedTotal ?? 0n;
+  return mapGet(state.accountPegged, account) ?? 0n;
 }
 
 function remaining(cap: Amount, withdrawn: Amount): Amount {

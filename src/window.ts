@@ -22,9 +22,15 @@ export interface IdList {
   readonly next: IdList | undefined;
 }
 
-/** A node of the sum tree. Leaves (level 0) have no kids and may carry ids. */
+/**
+ * A node of the sum tree. Leaves (level 0) have no kids and may carry ids. An inner node's
+ * `sum` is filled in lazily (`undefined` = not yet computed): a batch of additions then
+ * allocates one bigint per addition, at the leaf, instead of one per level. Filling it in
+ * later is a cache write, invisible to every reader; nodes that a batch may still change
+ * in place are reset to `undefined` whenever it does.
+ */
 export interface SumNode {
-  sum: bigint;
+  sum: bigint | undefined;
   count: number;
   kids: SumNode[] | undefined;
   ids: IdList | undefined;
@@ -78,32 +84,44 @@ function own(node: SumNode, owner: Owner): SumNode {
 }
 
 function addIn(
-  node: SumNode,
-  level: number,
+  root: SumNode,
+  depth: number,
   slot: number,
   delta: bigint,
   count: number,
   id: string | undefined,
   owner: Owner,
 ): SumNode {
-  const out = own(node, owner);
-  out.sum += delta;
-  out.count += count;
-  if (level === 0) {
-    if (id !== undefined) out.ids = { id, next: out.ids };
-    return out;
+  const top = own(root, owner);
+  let node = top;
+  for (let level = depth; level > 0; level--) {
+    node.count += count;
+    node.sum = undefined;
+    const kids = node.kids!;
+    const i = (slot >>> (BITS * (level - 1))) & (WIDTH - 1);
+    const kid = own(kids[i]!, owner);
+    kids[i] = kid;
+    node = kid;
   }
-  const span = SPAN_BY_LEVEL[level - 1]!;
-  const i = Math.floor(slot / span) % WIDTH;
-  const kids = out.kids!;
-  kids[i] = addIn(kids[i]!, level - 1, slot, delta, count, id, owner);
-  return out;
+  node.sum = (node.sum as bigint) + delta;
+  node.count += count;
+  if (id !== undefined) node.ids = { id, next: node.ids };
+  return top;
+}
+
+/** The sum of a node, computing and caching the sums of inner nodes on first use. */
+function sumOf(node: SumNode): bigint {
+  if (node.sum !== undefined) return node.sum;
+  let total = 0n;
+  for (const kid of node.kids!) if (kid.count !== 0) total += sumOf(kid);
+  node.sum = total;
+  return total;
 }
 
 function sumIn(node: SumNode, level: number, base: number, lo: number, hi: number): bigint {
   const span = SPAN_BY_LEVEL[level]!;
   if (node.count === 0) return 0n;
-  if (lo <= base && base + span - 1 <= hi) return node.sum;
+  if (lo <= base && base + span - 1 <= hi) return sumOf(node);
   const kidSpan = SPAN_BY_LEVEL[level - 1]!;
   const kids = node.kids!;
   let total = 0n;
@@ -129,6 +147,7 @@ function clearIn(
   if (lo <= base && base + span - 1 <= hi) return emptyAt(level);
   const kidSpan = SPAN_BY_LEVEL[level - 1]!;
   const out = own(node, owner);
+  out.sum = undefined;
   const kids = out.kids!;
   let kidBase = base;
   for (let i = 0; i < WIDTH; i++, kidBase += kidSpan) {
@@ -136,7 +155,6 @@ function clearIn(
     if (kidBase + kidSpan - 1 < lo) continue;
     const before = kids[i]!;
     const after = clearIn(before, level - 1, kidBase, lo, hi, owner);
-    out.sum -= before.sum - after.sum;
     out.count -= before.count - after.count;
     kids[i] = after;
   }
@@ -179,12 +197,15 @@ function reachIn(
 ): number {
   const span = SPAN_BY_LEVEL[level]!;
   if (node.count === 0) return -1;
-  if (lo <= base && base + span - 1 <= hi && acc.sum + node.sum < need) {
-    acc.sum += node.sum;
-    return -1;
+  if (lo <= base && base + span - 1 <= hi) {
+    const sum = sumOf(node);
+    if (acc.sum + sum < need) {
+      acc.sum += sum;
+      return -1;
+    }
   }
   if (level === 0) {
-    acc.sum += node.sum;
+    acc.sum += node.sum as bigint;
     return acc.sum >= need ? base : -1;
   }
   const kidSpan = SPAN_BY_LEVEL[level - 1]!;

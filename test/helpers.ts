@@ -9,6 +9,8 @@ import {
   type LimitsOptions,
   type LimitsState,
 } from '../src/index.js';
+import { mapForEach, type PMap } from '../src/pmap.js';
+import { sumHeights } from '../src/window.js';
 
 /** Applies events that must all succeed. */
 export function run(state: LimitsState, ...events: LimitsEvent[]): LimitsState {
@@ -56,3 +58,44 @@ export function withdraw(
 }
 
 export const WINDOW_144 = { rollingWithdrawalBlocks: 144n, rollingWithdrawalCap: 1000n } as const;
+
+/**
+ * Everything observable about a state, in a canonical form independent of how its
+ * persistent structures happen to be shaped: two states with equal canonical forms
+ * answer every question alike.
+ */
+export function canonical(state: LimitsState): unknown {
+  const entries = (m: PMap<unknown>) => {
+    const out: Array<[string, unknown]> = [];
+    mapForEach(m, (v, k) => out.push([k, v]));
+    return out.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+  };
+  const heights: Array<[number, bigint]> = [];
+  const accountHeights: Array<[string, number, bigint]> = [];
+  if (state.tip !== null && state.highestTip !== null) {
+    const from = Math.max(0, state.highestTip - state.historyBlocks + 1);
+    for (let h = from; h <= state.highestTip; h++) {
+      heights.push([h, sumHeights(state.ring, state.window, h, h)]);
+      mapForEach(state.accountWindows, (tree, account) => {
+        const sum = sumHeights(state.ring, tree, h, h);
+        if (sum !== 0n) accountHeights.push([account, h, sum]);
+      });
+    }
+  }
+  return {
+    historyBlocks: state.historyBlocks,
+    tip: state.tip,
+    highestTip: state.highestTip,
+    limits: state.limits,
+    entries: entries(state.entries),
+    peggedTotal: state.peggedTotal,
+    accountPegged: entries(state.accountPegged),
+    throttleProfile: state.throttleProfile,
+    throttleInitiator: state.throttleInitiator,
+    throttleKeys: entries(state.throttleKeys),
+    withdrawals: entries(state.withdrawals),
+    withdrawalCount: state.withdrawals.size,
+    heights,
+    accountHeights: accountHeights.sort(),
+  };
+}
