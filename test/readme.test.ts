@@ -1,0 +1,37 @@
+import { expect, test } from 'vitest';
+import {
+  applyAll,
+  checkWithdrawal,
+  createLimitsState,
+  getLimits,
+  whenAvailable,
+} from '../src/index.js';
+
+test('the README example gives the results it shows', () => {
+  let state = createLimitsState({
+    limits: {
+      perWithdrawalCap: 150_000_000n,
+      rollingWithdrawalBlocks: 144n,
+      rollingWithdrawalCap: 500_000_000n,
+    },
+  });
+  const r = applyAll(state, [
+    { type: 'blockConnected', height: 870_000 },
+    {
+      type: 'withdrawalRequested',
+      id: 'tx1',
+      account: 'alice',
+      amount: 120_000_000n,
+      height: 870_000,
+    },
+  ]);
+  if (!r.ok) throw r.error;
+  state = r.state;
+  expect(getLimits(state).availableToWithdraw).toBe(380_000_000n);
+  expect(checkWithdrawal(state, { account: 'bob', amount: 200_000_000n })).toEqual({
+    ok: false,
+    reason: 'above_per_withdrawal_cap',
+    limit: 150_000_000n,
+  });
+  expect(whenAvailable(state, { account: 'bob', amount: 150_000_000n })).toBe(870_000);
+});
