@@ -5,7 +5,7 @@
 import { type Amount, isInt64 } from './amount.js';
 import { isAccountName } from './limits.js';
 import type { LimitsState } from './state.js';
-import { seenGlobal } from './throttle.js';
+import { seenGlobal } from './overlay.js';
 import {
   accountPeggedTotal,
   accountTree,
