@@ -4,8 +4,8 @@
  */
 import { type Amount, isInt64 } from './amount.js';
 import { isAccountName } from './limits.js';
-import type { LimitsState } from './state.js';
 import { seenGlobal } from './overlay.js';
+import type { LimitsState } from './state.js';
 import {
   accountPeggedTotal,
   accountTree,

@@ -22,7 +22,15 @@ export type LimitsErrorCode =
   | 'invalid_amount_text'
   | 'too_many_decimals'
   | 'amount_out_of_range'
-  | 'invalid_json';
+  | 'invalid_json'
+  | 'invalid_key_name'
+  | 'invalid_secret_hash'
+  | 'duplicate_key'
+  | 'unknown_key'
+  | 'weak_secret'
+  | 'invalid_request'
+  | 'invalid_credentials'
+  | 'key_revoked';
 
 /**
  * An error with a stable snake_case `code`, a message that says what was wrong and where,

@@ -18,6 +18,7 @@ export {
 } from './checks.js';
 export { LimitsError, type LimitsErrorCode, type Result } from './errors.js';
 export { decodeJson, encodeJson, tryDecodeJson } from './json.js';
+export { generateThrottleSecret, hashThrottleSecret } from './keys.js';
 export type { Caps, CapsInput, LimitsConfig, ResolvedCaps } from './limits.js';
 export type { PMap } from './pmap.js';
 export {
@@ -35,6 +36,7 @@ export {
   type ThrottleProfile,
   type Withdrawal,
 } from './state.js';
+export { type StartThrottleResult, startThrottle } from './throttle.js';
 export {
   type AccountLimits,
   type EffectiveLimits,

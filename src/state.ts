@@ -7,6 +7,7 @@
  */
 import { type Amount, requireCap, requirePositive } from './amount.js';
 import { describe, fail, joinPath, LimitsError, type LimitsErrorCode } from './errors.js';
+import { throttleEnded, throttleKeyAdded, throttleKeyRevocation, throttleStarted } from './keys.js';
 import {
   accountCapsEntries,
   type Caps,
@@ -496,8 +497,8 @@ function accountLimitsSet(d: Draft, e: Record<string, unknown>): void {
   setEntry(d, account, validateCaps(e.limits, 'limits', d.historyBlocks));
 }
 
-/** Handlers of events defined outside this module (the throttle events). */
-export type EventHandler = (d: Draft, e: Record<string, unknown>) => void;
+type EventHandler = (d: Draft, e: Record<string, unknown>) => void;
+
 export type { Draft };
 
 const handlers = new Map<string, EventHandler>([
@@ -508,12 +509,12 @@ const handlers = new Map<string, EventHandler>([
   ['withdrawalRequested', withdrawalRequested],
   ['withdrawalRejected', withdrawalRejected],
   ['peggedTotalObserved', peggedTotalObserved],
+  ['throttleKeyAdded', throttleKeyAdded],
+  ['throttleKeyRevoked', throttleKeyRevocation(true)],
+  ['throttleKeyReactivated', throttleKeyRevocation(false)],
+  ['throttleStarted', throttleStarted],
+  ['throttleEnded', throttleEnded],
 ]);
-
-/** Registers the handler of an event type kept in another module. */
-export function registerEvent(type: LimitsEvent['type'], handler: EventHandler): void {
-  handlers.set(type, handler);
-}
 
 function step(d: Draft, value: unknown): void {
   const event = value as Record<string, unknown>;

@@ -4,9 +4,9 @@
  */
 import type { Amount } from './amount.js';
 import { type Caps, isAccountName, type ResolvedCaps, resolveCaps } from './limits.js';
+import { seenEntry, seenGlobal } from './overlay.js';
 import { mapForEach, mapGet } from './pmap.js';
 import { type LimitsState, oldestRetained } from './state.js';
-import { seenEntry, seenGlobal } from './overlay.js';
 import { firstHeightReaching, type SumNode, sumHeights } from './window.js';
 
 /** The limits of one account entry, as `GET /limits/{account}` reports them. */

@@ -77,6 +77,8 @@ export type Step =
   | { kind: 'account'; account: string; caps: CapsInput }
   | { kind: 'global'; caps: CapsInput; accounts: Record<string, CapsInput> }
   | { kind: 'pegged'; total: bigint; account: string | undefined }
+  | { kind: 'throttle'; initiator: string }
+  | { kind: 'unthrottle' }
   | { kind: 'raw'; event: LimitsEvent };
 
 export function stepArb(history: number): fc.Arbitrary<Step> {
@@ -127,6 +129,14 @@ export function stepArb(history: number): fc.Arbitrary<Step> {
       }),
     },
     {
+      weight: 1,
+      arbitrary: fc.record({
+        kind: fc.constant('throttle' as const),
+        initiator: fc.constantFrom('ops-1', 'ops-2'),
+      }),
+    },
+    { weight: 1, arbitrary: fc.record({ kind: fc.constant('unthrottle' as const) }) },
+    {
       weight: 2,
       arbitrary: fc.record({
         kind: fc.constant('pegged' as const),
@@ -174,6 +184,10 @@ export function toEvent(step: Step, model: NaiveModel): LimitsEvent {
       return step.account === undefined
         ? { type: 'peggedTotalObserved', total: step.total }
         : { type: 'peggedTotalObserved', total: step.total, account: step.account };
+    case 'throttle':
+      return { type: 'throttleStarted', initiator: step.initiator };
+    case 'unthrottle':
+      return { type: 'throttleEnded' };
     case 'raw':
       return step.event;
   }

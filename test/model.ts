@@ -182,7 +182,6 @@ export class NaiveModel {
         return undefined;
       }
       case 'throttleStarted': {
-        if (!this.keys.has(e.initiator as string)) return 'unknown_key';
         this.throttle ??= e.initiator as string;
         return undefined;
       }

@@ -35,3 +35,23 @@ test('the README example gives the results it shows', () => {
   });
   expect(whenAvailable(state, { account: 'bob', amount: 150_000_000n })).toBe(870_000);
 });
+
+test('the README throttle example gives the results it shows', async () => {
+  const { apply, generateThrottleSecret, hashThrottleSecret, startThrottle } = await import(
+    '../src/index.js'
+  );
+  const secret = generateThrottleSecret();
+  let state = createLimitsState();
+  const r = apply(state, {
+    type: 'throttleKeyAdded',
+    name: 'ops-1',
+    secretHash: hashThrottleSecret(secret),
+  });
+  if (r.ok) state = r.state;
+  const t = startThrottle(state, { name: 'ops-1', secret });
+  expect(t.ok).toBe(true);
+  if (t.ok) {
+    expect(t.limits.perWithdrawalCap).toBe(150_000_000n);
+    expect(t.limits.throttleModeInitiator).toBe('ops-1');
+  }
+});

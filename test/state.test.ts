@@ -203,7 +203,8 @@ describe('events (SPEC §2)', () => {
       limits: { pegCap: 4n },
     });
     expect(Object.keys(getLimits(s).accountCaps)).toEqual(['__proto__']);
-    expect(getLimits(s).accountCaps['__proto__']?.pegCap).toBe(4n);
+    const name = '__proto__';
+    expect(getLimits(s).accountCaps[name]?.pegCap).toBe(4n);
   });
 
   test('blockConnected must go above the tip; gaps are allowed and skipped heights are empty', () => {

@@ -1,0 +1,184 @@
+/**
+ * Throttle keys: secrets, their salted hashes, constant-time verification, and the key
+ * registry events (SPEC §3). Browser-safe: a pure-JS SHA-256 and the global Web Crypto
+ * `getRandomValues`.
+ */
+import { sha256 } from '@noble/hashes/sha2';
+import { describe, fail, LimitsError } from './errors.js';
+import { isAccountName, MAX_NAME_LENGTH } from './limits.js';
+import { mapGet, mapSet } from './pmap.js';
+import type { Draft, ThrottleKey } from './state.js';
+
+/** The fewest characters a secret may have: 22 base64url characters carry 128 bits. */
+export const MIN_SECRET_LENGTH = 22;
+/** The most characters a secret may have (a bound on the work one request can cause). */
+export const MAX_SECRET_LENGTH = 1024;
+
+const SCHEME = 'sha256';
+const HASH_FORMAT = /^sha256:[A-Za-z0-9_-]{22}:[A-Za-z0-9_-]{43}$/;
+const B64 = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_';
+const encoder = new TextEncoder();
+
+function base64url(bytes: Uint8Array): string {
+  let out = '';
+  let i = 0;
+  for (; i + 2 < bytes.length; i += 3) {
+    const n = (bytes[i]! << 16) | (bytes[i + 1]! << 8) | bytes[i + 2]!;
+    out += B64[(n >>> 18) & 63]! + B64[(n >>> 12) & 63]! + B64[(n >>> 6) & 63]! + B64[n & 63]!;
+  }
+  if (i + 1 === bytes.length) {
+    const n = bytes[i]! << 16;
+    out += B64[(n >>> 18) & 63]! + B64[(n >>> 12) & 63]!;
+  } else if (i + 2 === bytes.length) {
+    const n = (bytes[i]! << 16) | (bytes[i + 1]! << 8);
+    out += B64[(n >>> 18) & 63]! + B64[(n >>> 12) & 63]! + B64[(n >>> 6) & 63]!;
+  }
+  return out;
+}
+
+function randomBytes(n: number): Uint8Array {
+  const bytes = new Uint8Array(n);
+  globalThis.crypto.getRandomValues(bytes);
+  return bytes;
+}
+
+// The digest of salt ‖ secret. One SHA-256 is enough: secrets are random with ≥ 128 bits,
+// so there is nothing to stretch, and the endpoint stays cheap to call.
+function digest(salt: string, secret: string): string {
+  return base64url(sha256(encoder.encode(`${salt}:${secret}`)));
+}
+
+/** Compares two strings of equal length in time that does not depend on where they differ. */
+function equalInConstantTime(a: string, b: string): boolean {
+  let diff = a.length ^ b.length;
+  const n = Math.min(a.length, b.length);
+  for (let i = 0; i < n; i++) diff |= a.charCodeAt(i) ^ b.charCodeAt(i);
+  return diff === 0;
+}
+
+/**
+ * Generates a throttle key secret: 32 random bytes (256 bits) as 43 URL-safe characters.
+ *
+ * @example
+ * ```ts
+ * generateThrottleSecret(); // 'kq3J…' (43 characters of A–Z a–z 0–9 - _)
+ * ```
+ */
+export function generateThrottleSecret(): string {
+  return base64url(randomBytes(32));
+}
+
+/**
+ * Hashes a throttle key secret with a fresh random salt, for the `throttleKeyAdded`
+ * event: `sha256:<salt>:<digest>`. The hash never contains the secret.
+ *
+ * @throws LimitsError `weak_secret` when the secret has fewer than 22 characters (under
+ *   128 bits even if random) or more than 1024
+ * @example
+ * ```ts
+ * const secret = generateThrottleSecret();
+ * apply(state, { type: 'throttleKeyAdded', name: 'ops-1', secretHash: hashThrottleSecret(secret) });
+ * ```
+ */
+export function hashThrottleSecret(secret: string): string {
+  if (
+    typeof secret !== 'string' ||
+    secret.length < MIN_SECRET_LENGTH ||
+    secret.length > MAX_SECRET_LENGTH
+  ) {
+    throw new LimitsError(
+      'weak_secret',
+      `a throttle secret must have ${MIN_SECRET_LENGTH} to ${MAX_SECRET_LENGTH} characters; use generateThrottleSecret()`,
+    );
+  }
+  const salt = base64url(randomBytes(16));
+  return `${SCHEME}:${salt}:${digest(salt, secret)}`;
+}
+
+// Stands in for the hash of a key that does not exist, so that an unknown name costs the
+// same work as a wrong secret.
+const ABSENT_HASH = `${SCHEME}:AAAAAAAAAAAAAAAAAAAAAA:${'A'.repeat(43)}`;
+
+/**
+ * Whether `secret` matches `secretHash` (or, when there is no key, nothing, after the
+ * same work). Constant time in the secret's content.
+ */
+export function verifyThrottleSecret(secretHash: string | undefined, secret: string): boolean {
+  // Sliced by position rather than split: the same steps for a stored hash and the stand-in.
+  const hash = secretHash ?? ABSENT_HASH;
+  const salt = hash.slice(SCHEME.length + 1, SCHEME.length + 23);
+  const expected = hash.slice(SCHEME.length + 24);
+  const matches = equalInConstantTime(digest(salt, secret), expected);
+  return matches && secretHash !== undefined;
+}
+
+function requireKeyName(value: unknown, path: string): string {
+  if (!isAccountName(value)) {
+    fail(
+      'invalid_key_name',
+      `expected a key name of 1 to ${MAX_NAME_LENGTH} characters without control characters, got ${describe(value)}`,
+      path,
+    );
+  }
+  return value;
+}
+
+function requireKey(d: Draft, name: string): ThrottleKey {
+  const key = mapGet(d.throttleKeys, name);
+  if (key === undefined)
+    fail('unknown_key', `no throttle key is named ${JSON.stringify(name)}`, 'name');
+  return key;
+}
+
+/** `throttleKeyAdded`: registers a key by name and secret hash; a name that exists is refused. */
+export function throttleKeyAdded(d: Draft, e: Record<string, unknown>): void {
+  const name = requireKeyName(e.name, 'name');
+  if (typeof e.secretHash !== 'string' || !HASH_FORMAT.test(e.secretHash)) {
+    fail(
+      'invalid_secret_hash',
+      'expected a secret hash made by hashThrottleSecret (sha256:<salt>:<digest>)',
+      'secretHash',
+    );
+  }
+  if (mapGet(d.throttleKeys, name) !== undefined) {
+    fail(
+      'duplicate_key',
+      `a throttle key named ${JSON.stringify(name)} exists already; revoke it or pick another name`,
+      'name',
+    );
+  }
+  d.throttleKeys = mapSet(
+    d.throttleKeys,
+    name,
+    { name, secretHash: e.secretHash, revoked: false },
+    d.owner,
+  );
+  d.changed = true;
+}
+
+/** `throttleKeyRevoked` / `throttleKeyReactivated`: a no-op when the key is already so. */
+export function throttleKeyRevocation(
+  revoked: boolean,
+): (d: Draft, e: Record<string, unknown>) => void {
+  return (d, e) => {
+    const key = requireKey(d, requireKeyName(e.name, 'name'));
+    if (key.revoked === revoked) return;
+    d.throttleKeys = mapSet(d.throttleKeys, key.name, { ...key, revoked }, d.owner);
+    d.changed = true;
+  };
+}
+
+/** `throttleStarted`: turns the overlay on; while active, nothing changes and the first initiator stays. */
+export function throttleStarted(d: Draft, e: Record<string, unknown>): void {
+  const initiator = requireKeyName(e.initiator, 'initiator');
+  if (d.throttleInitiator !== null) return;
+  d.throttleInitiator = initiator;
+  d.changed = true;
+}
+
+/** `throttleEnded`: removes the overlay; a no-op when throttle mode is not active. */
+export function throttleEnded(d: Draft): void {
+  if (d.throttleInitiator === null) return;
+  d.throttleInitiator = null;
+  d.changed = true;
+}
