@@ -16,11 +16,30 @@ export {
   type VerdictReason,
   whenAvailable,
 } from './checks.js';
+export { eventFromJson, eventsFromJson } from './codec.js';
 export { LimitsError, type LimitsErrorCode, type Result } from './errors.js';
+export {
+  type HandleOptions,
+  type HandleResult,
+  type HttpErrorCode,
+  type HttpRequest,
+  type HttpResponse,
+  handleRequest,
+  MAX_EVENTS_BODY,
+  MAX_THROTTLE_BODY,
+} from './http.js';
 export { decodeJson, encodeJson, tryDecodeJson } from './json.js';
 export { generateThrottleSecret, hashThrottleSecret } from './keys.js';
 export type { Caps, CapsInput, LimitsConfig, ResolvedCaps } from './limits.js';
+export { openApiDocument } from './openapi.js';
 export type { PMap } from './pmap.js';
+export {
+  createFetchHandler,
+  createService,
+  type FetchHandler,
+  type Service,
+  type ServiceOptions,
+} from './service.js';
 export {
   type ApplyResult,
   apply,

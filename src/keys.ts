@@ -49,7 +49,7 @@ function digest(salt: string, secret: string): string {
 }
 
 /** Compares two strings of equal length in time that does not depend on where they differ. */
-function equalInConstantTime(a: string, b: string): boolean {
+export function equalInConstantTime(a: string, b: string): boolean {
   let diff = a.length ^ b.length;
   const n = Math.min(a.length, b.length);
   for (let i = 0; i < n; i++) diff |= a.charCodeAt(i) ^ b.charCodeAt(i);

@@ -1,0 +1,320 @@
+/**
+ * The service interface as a pure function (SPEC §4): a request and a state in, a response
+ * and the next state out. No sockets, no clocks: the adapters (`createService`, the Fetch
+ * handler, `peg-limits serve`) carry requests to it.
+ */
+
+import { eventsFromJson } from './codec.js';
+import type { LimitsError } from './errors.js';
+import { encodeJson, tryDecodeJson } from './json.js';
+import { equalInConstantTime } from './keys.js';
+import { isAccountName } from './limits.js';
+import { openApiDocument } from './openapi.js';
+import { applyAll, type LimitsEvent, type LimitsState } from './state.js';
+import { startThrottle } from './throttle.js';
+import { getAccountLimits, getLimits } from './views.js';
+
+/** A request as the handler sees it. `path` may carry a query string, which is ignored. */
+export interface HttpRequest {
+  readonly method: string;
+  readonly path: string;
+  /** Header names in any case. */
+  readonly headers?:
+    | Readonly<Record<string, string | ReadonlyArray<string> | undefined>>
+    | undefined;
+  /** The body as text or bytes (UTF-8). */
+  readonly body?: string | Uint8Array | undefined;
+}
+
+/** A response: status, headers (lower-case names) and body text. */
+export interface HttpResponse {
+  readonly status: number;
+  readonly headers: Readonly<Record<string, string>>;
+  readonly body: string;
+}
+
+/** What {@link handleRequest} returns: the next state, the response, and the events it accepted (to journal). */
+export interface HandleResult {
+  readonly state: LimitsState;
+  readonly response: HttpResponse;
+  readonly events: ReadonlyArray<LimitsEvent>;
+}
+
+/** Options of {@link handleRequest}. */
+export interface HandleOptions {
+  /** The operator token; `POST /admin/events` answers 404 when it is unset or empty. */
+  readonly adminToken?: string | undefined;
+}
+
+/** The largest body `POST /start_throttle` takes. */
+export const MAX_THROTTLE_BODY = 16 * 1024;
+/** The largest body `POST /admin/events` takes. */
+export const MAX_EVENTS_BODY = 1024 * 1024;
+
+/** Codes of the errors only the HTTP layer has. */
+export type HttpErrorCode =
+  | 'not_found'
+  | 'method_not_allowed'
+  | 'account_not_found'
+  | 'payload_too_large'
+  | 'unsupported_media_type'
+  | 'invalid_token'
+  | 'internal_error';
+
+const TITLES: Readonly<Record<string, string>> = {
+  not_found: 'Not found',
+  method_not_allowed: 'Method not allowed',
+  account_not_found: 'The account has no entry',
+  payload_too_large: 'Body too large',
+  unsupported_media_type: 'Body is not JSON',
+  invalid_token: 'Invalid operator token',
+  internal_error: 'Internal error',
+  invalid_request: 'Invalid request',
+  invalid_credentials: 'Invalid credentials',
+  key_revoked: 'Throttle key revoked',
+  invalid_account: 'Invalid account',
+  invalid_json: 'Invalid JSON',
+};
+
+// Event errors that say the request conflicts with the state rather than being malformed.
+const CONFLICTS = new Set([
+  'height_not_above_tip',
+  'height_not_below_tip',
+  'reorg_too_deep',
+  'height_ahead_of_tip',
+  'duplicate_withdrawal',
+  'unknown_withdrawal',
+  'duplicate_key',
+  'unknown_key',
+]);
+
+const JSON_HEADERS = { 'content-type': 'application/json', 'cache-control': 'no-store' } as const;
+
+function json(status: number, value: unknown): HttpResponse {
+  return { status, headers: JSON_HEADERS, body: encodeJson(value) };
+}
+
+/** An RFC 9457 problem response. */
+export function problem(
+  status: number,
+  code: string,
+  detail: string,
+  extra: {
+    readonly path?: string | undefined;
+    readonly headers?: Readonly<Record<string, string>>;
+  } = {},
+): HttpResponse {
+  const body: Record<string, unknown> = {
+    type: `urn:peg-limits:problem:${code}`,
+    title: TITLES[code] ?? code.replace(/_/g, ' '),
+    status,
+    detail,
+    code,
+  };
+  if (extra.path !== undefined) body.path = extra.path;
+  return {
+    status,
+    headers: {
+      'content-type': 'application/problem+json',
+      'cache-control': 'no-store',
+      ...extra.headers,
+    },
+    body: encodeJson(body),
+  };
+}
+
+function fromError(status: number, error: LimitsError): HttpResponse {
+  return problem(status, error.code, error.message, { path: error.path });
+}
+
+function header(request: HttpRequest, name: string): string | undefined {
+  const headers = request.headers;
+  if (headers === undefined) return undefined;
+  for (const key of Object.keys(headers)) {
+    if (key.toLowerCase() !== name) continue;
+    const value = headers[key];
+    return typeof value === 'string' ? value : value?.join(', ');
+  }
+  return undefined;
+}
+
+const encoder = new TextEncoder();
+const decoder = new TextDecoder('utf-8', { fatal: true });
+
+// Reads a JSON body: checks its media type and size, decodes it exactly.
+function readJson(
+  request: HttpRequest,
+  max: number,
+): { ok: true; value: unknown } | { ok: false; response: HttpResponse } {
+  const type = header(request, 'content-type')?.split(';')[0]?.trim().toLowerCase();
+  if (type !== 'application/json') {
+    return {
+      ok: false,
+      response: problem(
+        415,
+        'unsupported_media_type',
+        `expected Content-Type: application/json, got ${type ?? 'none'}`,
+      ),
+    };
+  }
+  const body = request.body ?? '';
+  const size =
+    typeof body === 'string'
+      ? body.length > max
+        ? max + 1
+        : encoder.encode(body).length
+      : body.length;
+  if (size > max)
+    return {
+      ok: false,
+      response: problem(413, 'payload_too_large', `the body must be at most ${max} bytes`),
+    };
+  let text: string;
+  try {
+    text = typeof body === 'string' ? body : decoder.decode(body);
+  } catch {
+    return { ok: false, response: problem(400, 'invalid_request', 'the body is not UTF-8') };
+  }
+  const parsed = tryDecodeJson(text);
+  if (!parsed.ok)
+    return { ok: false, response: problem(400, 'invalid_request', parsed.error.message) };
+  return { ok: true, value: parsed.value };
+}
+
+function decodeAccount(segment: string): string | undefined {
+  try {
+    const account = decodeURIComponent(segment);
+    return isAccountName(account) ? account : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+function notAllowed(allow: string): HttpResponse {
+  return problem(405, 'method_not_allowed', `this resource answers ${allow} only`, {
+    headers: { allow },
+  });
+}
+
+function startThrottleRoute(state: LimitsState, request: HttpRequest): HandleResult {
+  const body = readJson(request, MAX_THROTTLE_BODY);
+  if (!body.ok) return { state, response: body.response, events: [] };
+  const r = startThrottle(state, body.value);
+  if (!r.ok) {
+    const status =
+      r.error.code === 'invalid_credentials' ? 401 : r.error.code === 'key_revoked' ? 403 : 400;
+    return { state, response: fromError(status, r.error), events: [] };
+  }
+  const events: LimitsEvent[] =
+    r.state === state
+      ? []
+      : [{ type: 'throttleStarted', initiator: r.limits.throttleModeInitiator as string }];
+  return { state: r.state, response: json(200, r.limits), events };
+}
+
+function adminRoute(state: LimitsState, request: HttpRequest, token: string): HandleResult {
+  const given = /^Bearer (.+)$/i.exec(header(request, 'authorization') ?? '')?.[1] ?? '';
+  if (!equalInConstantTime(given, token)) {
+    return {
+      state,
+      response: problem(
+        401,
+        'invalid_token',
+        'a valid operator token is required (Authorization: Bearer <token>)',
+        {
+          headers: { 'www-authenticate': 'Bearer' },
+        },
+      ),
+      events: [],
+    };
+  }
+  const body = readJson(request, MAX_EVENTS_BODY);
+  if (!body.ok) return { state, response: body.response, events: [] };
+  const decoded = eventsFromJson(body.value);
+  if (!decoded.ok) return { state, response: fromError(400, decoded.error), events: [] };
+  const r = applyAll(state, decoded.events);
+  if (!r.ok)
+    return {
+      state,
+      response: fromError(CONFLICTS.has(r.error.code) ? 409 : 400, r.error),
+      events: [],
+    };
+  return {
+    state: r.state,
+    response: json(200, getLimits(r.state)),
+    events: r.state === state ? [] : decoded.events,
+  };
+}
+
+/**
+ * Answers one request of the service interface. Pure: the same state and request always
+ * give the same result, and nothing outside is touched. Never throws.
+ *
+ * | request | success | errors |
+ * |---|---|---|
+ * | `GET /limits` | 200 Limits | — |
+ * | `GET /limits/{account}` | 201 AccountLimits | 404 `account_not_found`, 400 `invalid_account` |
+ * | `POST /start_throttle` | 200 Limits | 400, 401, 403, 413, 415 |
+ * | `POST /admin/events` | 200 Limits | 400, 401, 404 (no token configured), 409, 413, 415 |
+ * | `GET /openapi.json` | 200 | — |
+ *
+ * @example
+ * ```ts
+ * const { state: next, response, events } = handleRequest(state, { method: 'GET', path: '/limits' });
+ * response.status; // 200
+ * JSON.parse(response.body).availableToWithdraw;
+ * ```
+ */
+export function handleRequest(
+  state: LimitsState,
+  request: HttpRequest,
+  options: HandleOptions = {},
+): HandleResult {
+  try {
+    const path = request.path.split('?')[0] ?? '';
+    const method = request.method.toUpperCase();
+    const unchanged = (response: HttpResponse): HandleResult => ({ state, response, events: [] });
+    if (path === '/limits') {
+      return unchanged(method === 'GET' ? json(200, getLimits(state)) : notAllowed('GET'));
+    }
+    if (path.startsWith('/limits/')) {
+      if (method !== 'GET') return unchanged(notAllowed('GET'));
+      const account = decodeAccount(path.slice('/limits/'.length));
+      if (account === undefined) {
+        return unchanged(
+          problem(
+            400,
+            'invalid_account',
+            'the account must be 1 to 256 characters without control characters, percent-encoded',
+          ),
+        );
+      }
+      const limits = getAccountLimits(state, account);
+      if (limits === undefined) {
+        return unchanged(
+          problem(
+            404,
+            'account_not_found',
+            `${JSON.stringify(account)} has no entry of its own: the global limits apply`,
+          ),
+        );
+      }
+      return unchanged(json(201, limits));
+    }
+    if (path === '/start_throttle') {
+      return method === 'POST' ? startThrottleRoute(state, request) : unchanged(notAllowed('POST'));
+    }
+    if (path === '/openapi.json') {
+      return unchanged(method === 'GET' ? json(200, openApiDocument) : notAllowed('GET'));
+    }
+    if (path === '/admin/events' && options.adminToken !== undefined && options.adminToken !== '') {
+      return method === 'POST'
+        ? adminRoute(state, request, options.adminToken)
+        : unchanged(notAllowed('POST'));
+    }
+    return unchanged(problem(404, 'not_found', `no resource at ${path}`));
+  } catch (e) {
+    const message = e instanceof Error ? e.message : String(e);
+    return { state, response: problem(500, 'internal_error', message), events: [] };
+  }
+}

@@ -1,0 +1,272 @@
+/**
+ * The OpenAPI 3.1 description of the service: the three endpoints of the interface, the
+ * operator endpoint and this document. Served at `GET /openapi.json` and shipped as
+ * `peg-limits/openapi.json`.
+ */
+
+const int64 = { type: ['integer', 'null'], format: 'int64' } as const;
+
+function problem(description: string) {
+  return {
+    description,
+    content: { 'application/problem+json': { schema: { $ref: '#/components/schemas/Problem' } } },
+  };
+}
+
+/** The OpenAPI 3.1 document of the service. */
+export const openApiDocument = {
+  openapi: '3.1.0',
+  info: {
+    title: 'peg-limits',
+    version: '1',
+    description:
+      'Limits of a token pegged one-to-one to a base currency: global and per-account caps, a rolling withdrawal window in blocks, and throttle mode. Amounts are int64 integers in the smallest unit, written as plain JSON numbers with every digit.',
+  },
+  paths: {
+    '/limits': {
+      get: {
+        operationId: 'getLimits',
+        summary: 'The global limits, with every account entry',
+        responses: {
+          '200': {
+            description: 'The global limits; every field is present, null where unset.',
+            content: { 'application/json': { schema: { $ref: '#/components/schemas/Limits' } } },
+          },
+        },
+      },
+    },
+    '/limits/{account}': {
+      get: {
+        operationId: 'getAccountLimits',
+        summary: "One account's entry",
+        parameters: [
+          {
+            name: 'account',
+            in: 'path',
+            required: true,
+            description:
+              'The account, percent-encoded: 1 to 256 characters, no control characters.',
+            schema: { type: 'string', minLength: 1 },
+          },
+        ],
+        responses: {
+          '201': {
+            description:
+              "The account's entry. A null per-deposit or per-withdrawal cap means the global one applies.",
+            content: {
+              'application/json': { schema: { $ref: '#/components/schemas/AccountLimits' } },
+            },
+          },
+          '400': problem('The account name is malformed (invalid_account).'),
+          '404': problem('The account has no entry: the global limits apply (account_not_found).'),
+        },
+      },
+    },
+    '/start_throttle': {
+      post: {
+        operationId: 'startThrottle',
+        summary: 'Try to turn throttle mode on with a throttle key',
+        requestBody: {
+          required: true,
+          content: {
+            'application/json': { schema: { $ref: '#/components/schemas/ThrottleRequest' } },
+          },
+        },
+        responses: {
+          '200': {
+            description: 'Throttle mode is on; the limits after the attempt.',
+            content: { 'application/json': { schema: { $ref: '#/components/schemas/Limits' } } },
+          },
+          '400': problem(
+            'Not JSON, or name or secret missing, empty, not a string or too long (invalid_request).',
+          ),
+          '401': problem('Unknown key name or wrong secret (invalid_credentials).'),
+          '403': problem('The key is revoked (key_revoked).'),
+          '413': problem('The body is over 16 KiB (payload_too_large).'),
+          '415': problem('The body is not application/json (unsupported_media_type).'),
+        },
+      },
+    },
+    '/admin/events': {
+      post: {
+        operationId: 'postEvents',
+        summary: 'Apply operator events, all or nothing',
+        description: 'Answers 404 when the service has no operator token configured.',
+        security: [{ operatorToken: [] }],
+        requestBody: {
+          required: true,
+          content: {
+            'application/json': {
+              schema: {
+                oneOf: [
+                  { $ref: '#/components/schemas/Event' },
+                  { type: 'array', items: { $ref: '#/components/schemas/Event' } },
+                ],
+              },
+            },
+          },
+        },
+        responses: {
+          '200': {
+            description: 'Every event was applied (and journaled); the limits after them.',
+            content: { 'application/json': { schema: { $ref: '#/components/schemas/Limits' } } },
+          },
+          '400': problem('An event is malformed; nothing was applied.'),
+          '401': problem('Missing or wrong bearer token (invalid_token).'),
+          '404': problem('No operator token is configured (not_found).'),
+          '409': problem(
+            'An event conflicts with the state (a height, a duplicate, an unknown id); nothing was applied.',
+          ),
+          '413': problem('The body is over 1 MiB (payload_too_large).'),
+          '415': problem('The body is not application/json (unsupported_media_type).'),
+        },
+      },
+    },
+    '/openapi.json': {
+      get: {
+        operationId: 'getOpenApi',
+        summary: 'This document',
+        responses: {
+          '200': { description: 'The OpenAPI document.', content: { 'application/json': {} } },
+        },
+      },
+    },
+  },
+  components: {
+    securitySchemes: { operatorToken: { type: 'http', scheme: 'bearer' } },
+    schemas: {
+      AccountLimits: {
+        type: 'object',
+        additionalProperties: false,
+        required: [
+          'pegCap',
+          'perDepositCap',
+          'perDepositMinimum',
+          'perWithdrawalCap',
+          'rollingWithdrawalBlocks',
+          'rollingWithdrawalCap',
+          'throttleModeInitiator',
+        ],
+        properties: {
+          pegCap: { ...int64, description: "The account's peg cap, on its own pegged-in total." },
+          perDepositCap: {
+            ...int64,
+            description: 'Cap per deposit; null means the global one applies.',
+          },
+          perDepositMinimum: {
+            ...int64,
+            description: 'Minimum per deposit; null means no minimum.',
+          },
+          perWithdrawalCap: {
+            ...int64,
+            description: 'Cap per withdrawal; null means the global one applies.',
+          },
+          rollingWithdrawalBlocks: {
+            ...int64,
+            description: "Length of the account's own window in blocks.",
+          },
+          rollingWithdrawalCap: {
+            ...int64,
+            description: 'Most the account may withdraw in its own window.',
+          },
+          throttleModeInitiator: {
+            type: ['string', 'null'],
+            description: 'The key that started throttle mode.',
+          },
+        },
+      },
+      Limits: {
+        type: 'object',
+        additionalProperties: false,
+        required: [
+          'availableToWithdraw',
+          'pegCap',
+          'perDepositCap',
+          'perDepositMinimum',
+          'perWithdrawalCap',
+          'rollingWithdrawalBlocks',
+          'rollingWithdrawalCap',
+          'throttleModeInitiator',
+          'accountCaps',
+        ],
+        properties: {
+          availableToWithdraw: {
+            ...int64,
+            description:
+              'Left to withdraw in the current window; rejected withdrawals do not count.',
+          },
+          pegCap: { ...int64, description: 'Cap on the total pegged in.' },
+          perDepositCap: { ...int64, description: 'Cap per deposit; null means no cap.' },
+          perDepositMinimum: {
+            ...int64,
+            description: 'Minimum per deposit; null means no minimum.',
+          },
+          perWithdrawalCap: { ...int64, description: 'Cap per withdrawal; null means no cap.' },
+          rollingWithdrawalBlocks: {
+            ...int64,
+            description: 'Length of the rolling window in blocks.',
+          },
+          rollingWithdrawalCap: {
+            ...int64,
+            description: 'Most that may be withdrawn within the window.',
+          },
+          throttleModeInitiator: {
+            type: ['string', 'null'],
+            description: 'The key that started throttle mode; null when off.',
+          },
+          accountCaps: {
+            type: 'object',
+            description: 'Every account entry, by account name.',
+            additionalProperties: { $ref: '#/components/schemas/AccountLimits' },
+          },
+        },
+      },
+      ThrottleRequest: {
+        type: 'object',
+        required: ['name', 'secret'],
+        properties: {
+          name: { type: 'string', minLength: 1, maxLength: 256 },
+          secret: { type: 'string', minLength: 1, maxLength: 1024 },
+        },
+      },
+      Event: {
+        type: 'object',
+        required: ['type'],
+        description:
+          'An event of the library (limitsSet, blockConnected, withdrawalRequested, …) with amounts as integers.',
+        properties: {
+          type: {
+            type: 'string',
+            enum: [
+              'limitsSet',
+              'accountLimitsSet',
+              'blockConnected',
+              'chainReorganized',
+              'withdrawalRequested',
+              'withdrawalRejected',
+              'peggedTotalObserved',
+              'throttleKeyAdded',
+              'throttleKeyRevoked',
+              'throttleKeyReactivated',
+              'throttleStarted',
+              'throttleEnded',
+            ],
+          },
+        },
+      },
+      Problem: {
+        type: 'object',
+        description: 'An RFC 9457 problem.',
+        required: ['type', 'title', 'status', 'detail', 'code'],
+        properties: {
+          type: { type: 'string' },
+          title: { type: 'string' },
+          status: { type: 'integer' },
+          detail: { type: 'string' },
+          code: { type: 'string', description: 'Stable snake_case error code.' },
+          path: { type: 'string', description: 'The field at fault, when one is.' },
+        },
+      },
+    },
+  },
+} as const;
