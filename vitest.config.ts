@@ -6,6 +6,7 @@ export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
     testTimeout: 120_000,
+    globalSetup: ['test/global-setup.ts'],
     benchmark: { include: ['bench/**/*.bench.ts'] },
   },
 });

@@ -1,0 +1,363 @@
+import { appendFileSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterEach, describe, expect, test } from 'vitest';
+import {
+  createLimitsState,
+  decodeJson,
+  generateThrottleSecret,
+  type HttpResponse,
+  hashThrottleSecret,
+} from '../src/index.js';
+import { JournalError, openJournal } from '../src/server/journal.js';
+import { type RunningServer, startServer } from '../src/server/serve.js';
+import { expectDocumented } from './openapi.js';
+import { killGroup, type Proc, runToEnd, spawnServer, tempDir, waitFor } from './proc.js';
+
+const TOKEN = 'operator-token-0123456789';
+const CLI = 'dist/cli.js';
+
+async function send(
+  url: string,
+  path: string,
+  init: RequestInit = {},
+): Promise<HttpResponse & { json: Record<string, unknown> }> {
+  const r = await fetch(`${url}${path}`, init);
+  const body = await r.text();
+  const headers: Record<string, string> = {};
+  r.headers.forEach((v, k) => {
+    headers[k] = v;
+  });
+  return { status: r.status, headers, body, json: decodeJson(body) as Record<string, unknown> };
+}
+
+function events(value: unknown, token = TOKEN): RequestInit {
+  return {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
+    body: typeof value === 'string' ? value : JSON.stringify(value),
+  };
+}
+
+const running: RunningServer[] = [];
+const procs: Proc[] = [];
+afterEach(async () => {
+  for (const s of running.splice(0)) await s.close();
+  for (const p of procs.splice(0)) killGroup(p);
+});
+
+async function start(dataDir: string, log?: (line: string) => void): Promise<RunningServer> {
+  const s = await startServer({
+    state: createLimitsState({
+      limits: { rollingWithdrawalBlocks: 144n, rollingWithdrawalCap: 1000n },
+    }),
+    dataDir,
+    port: 0,
+    adminToken: TOKEN,
+    log,
+  });
+  running.push(s);
+  return s;
+}
+
+describe('the server over a loopback port', () => {
+  test('serves every endpoint, as the document describes, and keeps its state across a restart', async () => {
+    const dir = tempDir();
+    const secret = generateThrottleSecret();
+    let s = await start(dir);
+    expect(s.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+    const first = await send(s.url, '/limits');
+    expectDocumented('/limits', 'GET', first);
+    expect(first.json.availableToWithdraw).toBe(1000n);
+
+    const fed = await send(
+      s.url,
+      '/admin/events',
+      events(
+        `[{"type":"blockConnected","height":870000},` +
+          `{"type":"withdrawalRequested","id":"w1","account":"alice","amount":300,"height":870000},` +
+          `{"type":"accountLimitsSet","account":"alice","limits":{"pegCap":9223372036854775807}},` +
+          `{"type":"throttleKeyAdded","name":"ops-1","secretHash":"${hashThrottleSecret(secret)}"}]`,
+      ),
+    );
+    expectDocumented('/admin/events', 'POST', fed);
+    expect(fed.status).toBe(200);
+    expect(fed.json.availableToWithdraw).toBe(700n);
+
+    const alice = await send(s.url, '/limits/alice');
+    expectDocumented('/limits/{account}', 'GET', alice);
+    expect(alice.status).toBe(201);
+    expect(alice.body).toContain('"pegCap":9223372036854775807');
+    const bob = await send(s.url, '/limits/bob');
+    expectDocumented('/limits/{account}', 'GET', bob);
+    expect(bob.status).toBe(404);
+
+    const throttle = await send(s.url, '/start_throttle', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ name: 'ops-1', secret }),
+    });
+    expectDocumented('/start_throttle', 'POST', throttle);
+    expect(throttle.json.throttleModeInitiator).toBe('ops-1');
+    expect(throttle.json.rollingWithdrawalCap).toBe(1000n);
+    const refused = await send(s.url, '/start_throttle', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ name: 'ops-1', secret: generateThrottleSecret() }),
+    });
+    expectDocumented('/start_throttle', 'POST', refused);
+    expect(refused.status).toBe(401);
+    const openapi = await send(s.url, '/openapi.json');
+    expect(openapi.json.openapi).toBe('3.1.0');
+    const before = (await send(s.url, '/limits')).body;
+
+    await s.close();
+    running.length = 0;
+    s = await start(dir);
+    expect((await send(s.url, '/limits')).body).toBe(before);
+    const lines = readFileSync(join(dir, 'journal.jsonl'), 'utf8').trim().split('\n');
+    expect(lines).toHaveLength(2);
+    expect(lines[1]).toBe('[{"type":"throttleStarted","initiator":"ops-1"}]');
+  });
+
+  test('a batch of operator events is all or nothing, on disk too', async () => {
+    const dir = tempDir();
+    const s = await start(dir);
+    const r = await send(
+      s.url,
+      '/admin/events',
+      events([
+        { type: 'blockConnected', height: 5 },
+        { type: 'blockConnected', height: 4 },
+      ]),
+    );
+    expect(r.status).toBe(409);
+    expectDocumented('/admin/events', 'POST', r);
+    expect(s.service.state.tip).toBeNull();
+    expect(readFileSync(join(dir, 'journal.jsonl'), 'utf8')).toBe('');
+  });
+
+  test('an oversized body is 413', async () => {
+    const s = await start(tempDir());
+    const r = await send(
+      s.url,
+      '/admin/events',
+      events(`[${'{"type":"throttleEnded"},'.repeat(50_000)}{"type":"throttleEnded"}]`),
+    );
+    expect(r.status).toBe(413);
+  });
+});
+
+describe('the journal', () => {
+  test('a torn last line is dropped with a warning and cut off the file', async () => {
+    const dir = tempDir();
+    writeFileSync(
+      join(dir, 'journal.jsonl'),
+      '[{"type":"blockConnected","height":7}]\n[{"type":"blockConn',
+    );
+    const warnings: string[] = [];
+    const s = await start(dir, (line) => warnings.push(line));
+    expect(s.service.state.tip).toBe(7);
+    expect(warnings.join('\n')).toMatch(/journal\.jsonl:2: dropped a last line cut short/);
+    await send(s.url, '/admin/events', events({ type: 'blockConnected', height: 8 }));
+    expect(readFileSync(join(dir, 'journal.jsonl'), 'utf8')).toBe(
+      '[{"type":"blockConnected","height":7}]\n[{"type":"blockConnected","height":8}]\n',
+    );
+  });
+
+  test('damage anywhere else refuses to start, naming the line', async () => {
+    const dir = tempDir();
+    writeFileSync(
+      join(dir, 'journal.jsonl'),
+      '[{"type":"blockConnected","height":7}]\nnot json\n[{"type":"throttleEnded"}]\n',
+    );
+    await expect(openJournal(dir)).rejects.toThrow(/journal\.jsonl:2: the journal is damaged/);
+    await expect(openJournal(dir)).rejects.toBeInstanceOf(JournalError);
+  });
+
+  test('an event that no longer applies refuses to start, naming the line', async () => {
+    const dir = tempDir();
+    writeFileSync(
+      join(dir, 'journal.jsonl'),
+      '[{"type":"blockConnected","height":7}]\n[{"type":"blockConnected","height":6}]\n',
+    );
+    await expect(start(dir)).rejects.toThrow(/journal\.jsonl:2: cannot replay/);
+  });
+});
+
+describe('peg-limits serve (the command)', () => {
+  test('prints its address first, serves, and exits cleanly on SIGTERM', async () => {
+    const dir = tempDir();
+    const p = await spawnServer('node', [CLI, 'serve', '--port', '0', '--data', dir]);
+    procs.push(p);
+    expect(p.stdout.split('\n')[0]).toMatch(/^listening on http:\/\/127\.0\.0\.1:\d+$/);
+    const r = await send(p.url, '/limits');
+    expect(r.json.rollingWithdrawalBlocks).toBe(144n);
+    expect(r.json.pegCap).toBe(100_000_000_000n);
+    const admin = await send(p.url, '/admin/events', events({ type: 'throttleEnded' }));
+    expect(admin.status).toBe(404);
+    await waitFor(() => /GET \/limits 200/.test(p.stderr));
+    p.child.kill('SIGTERM');
+    expect(await p.exited).toBe(0);
+    await waitFor(() => /SIGTERM: finishing requests in flight/.test(p.stderr));
+  });
+
+  test('npm start serves on the embedded configuration, passing arguments through', async () => {
+    const p = await spawnServer('npm', [
+      'start',
+      '--silent',
+      '--',
+      '--port',
+      '0',
+      '--data',
+      tempDir(),
+      '--quiet',
+    ]);
+    procs.push(p);
+    const r = await send(p.url, '/limits');
+    expect(r.status).toBe(200);
+    expect(r.json.perDepositMinimum).toBe(10_000n);
+  });
+
+  test('--quiet turns the request log off', async () => {
+    const p = await spawnServer('node', [
+      CLI,
+      'serve',
+      '--port',
+      '0',
+      '--data',
+      tempDir(),
+      '--quiet',
+    ]);
+    procs.push(p);
+    await send(p.url, '/limits');
+    p.child.kill('SIGINT');
+    expect(await p.exited).toBe(0);
+    expect(p.stderr).not.toMatch(/GET \/limits/);
+  });
+
+  test('a bad configuration or option stops it with a clear message', async () => {
+    const dir = tempDir();
+    const config = join(dir, 'config.json');
+    writeFileSync(config, '{"limits":{"rollingWithdrawalBlocks":144}}');
+    const bad = await runToEnd('node', [
+      CLI,
+      'serve',
+      '--config',
+      config,
+      '--port',
+      '0',
+      '--data',
+      dir,
+    ]);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toMatch(
+      /invalid configuration: .*config\.json: limits\.rollingWithdrawalCap: rollingWithdrawalBlocks and rollingWithdrawalCap/,
+    );
+    writeFileSync(config, '{"limit":{}}');
+    expect(
+      (await runToEnd('node', [CLI, 'serve', '--config', config, '--data', dir])).stderr,
+    ).toMatch(/unknown field "limit"/);
+    expect((await runToEnd('node', [CLI, 'serve', '--port', 'x'])).stderr).toMatch(
+      /--port must be/,
+    );
+    expect((await runToEnd('node', [CLI, 'serve', '--nope'])).code).toBe(2);
+    expect((await runToEnd('node', [CLI, 'frobnicate'])).stderr).toMatch(/unknown command/);
+  });
+
+  test('a configuration file sets the limits, the profile and the keys', async () => {
+    const dir = tempDir();
+    const secret = generateThrottleSecret();
+    const config = join(dir, 'config.json');
+    writeFileSync(
+      config,
+      JSON.stringify({
+        historyBlocks: 100,
+        limits: { pegCap: 5, accountCaps: { alice: { perWithdrawalCap: 1 } } },
+        throttleProfile: {
+          perWithdrawalCap: 2,
+          rollingWithdrawalBlocks: 3,
+          rollingWithdrawalCap: 4,
+        },
+        throttleKeys: [{ name: 'ops-1', secretHash: hashThrottleSecret(secret) }],
+      }),
+    );
+    const p = await spawnServer('node', [
+      CLI,
+      'serve',
+      '--config',
+      config,
+      '--port',
+      '0',
+      '--data',
+      dir,
+      '--quiet',
+    ]);
+    procs.push(p);
+    const r = await send(p.url, '/start_throttle', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ name: 'ops-1', secret }),
+    });
+    expect(r.json).toMatchObject({
+      pegCap: 5n,
+      perWithdrawalCap: 2n,
+      rollingWithdrawalBlocks: 3n,
+      rollingWithdrawalCap: 4n,
+    });
+    expect((r.json.accountCaps as Record<string, unknown>).alice).toMatchObject({
+      perWithdrawalCap: 1n,
+    });
+  });
+
+  test('after a SIGKILL during a stream of operator events, a restart has every acknowledged event', async () => {
+    const dir = tempDir();
+    const env = { PEG_LIMITS_ADMIN_TOKEN: TOKEN };
+    const p = await spawnServer(
+      'node',
+      [CLI, 'serve', '--port', '0', '--data', dir, '--quiet'],
+      env,
+    );
+    procs.push(p);
+    expect(
+      (await send(p.url, '/admin/events', events({ type: 'blockConnected', height: 100 }))).status,
+    ).toBe(200);
+    const acknowledged: string[] = [];
+    let n = 0;
+    let stop = false;
+    const writer = async () => {
+      while (!stop) {
+        const id = `w${n++}`;
+        try {
+          const r = await send(
+            p.url,
+            '/admin/events',
+            events({ type: 'withdrawalRequested', id, account: 'a', amount: 1, height: 100 }),
+          );
+          if (r.status === 200) acknowledged.push(id);
+        } catch {
+          return; // the server is gone
+        }
+      }
+    };
+    const writers = Promise.all([writer(), writer(), writer(), writer()]);
+    while (acknowledged.length < 200) await new Promise((r) => setTimeout(r, 5));
+    killGroup(p, 'SIGKILL');
+    stop = true;
+    await writers;
+    expect(await p.exited).toBe('SIGKILL');
+    // A crash may leave half a line: simulate the worst case on top of what the kill left.
+    appendFileSync(join(dir, 'journal.jsonl'), '[{"type":"withdrawalRequested","id":"torn');
+
+    const q = await spawnServer(
+      'node',
+      [CLI, 'serve', '--port', '0', '--data', dir, '--quiet'],
+      env,
+    );
+    procs.push(q);
+    await waitFor(() => /dropped a last line cut short/.test(q.stderr));
+    const reject = acknowledged.map((id) => ({ type: 'withdrawalRejected', id }));
+    const r = await send(q.url, '/admin/events', events(reject));
+    expect(r.status, r.body).toBe(200);
+    expect(acknowledged.length).toBeGreaterThanOrEqual(200);
+  });
+});
