@@ -4,8 +4,8 @@
  * `getRandomValues`.
  */
 import { sha256 } from '@noble/hashes/sha2';
-import { describe, fail, LimitsError } from './errors.js';
-import { isAccountName, MAX_NAME_LENGTH } from './limits.js';
+import { fail, LimitsError } from './errors.js';
+import { requireName } from './limits.js';
 import { mapGet, mapSet } from './pmap.js';
 import type { Draft, ThrottleKey } from './state.js';
 
@@ -113,14 +113,7 @@ export function verifyThrottleSecret(secretHash: string | undefined, secret: str
 }
 
 function requireKeyName(value: unknown, path: string): string {
-  if (!isAccountName(value)) {
-    fail(
-      'invalid_key_name',
-      `expected a key name of 1 to ${MAX_NAME_LENGTH} characters without control characters, got ${describe(value)}`,
-      path,
-    );
-  }
-  return value;
+  return requireName(value, path, 'invalid_key_name', 'a key name');
 }
 
 function requireKey(d: Draft, name: string): ThrottleKey {

@@ -3,7 +3,7 @@
  * (SPEC §1.2). Pure functions over plain values.
  */
 import { type Amount, requireCap } from './amount.js';
-import { describe, fail, joinPath } from './errors.js';
+import { describe, fail, joinPath, type LimitsErrorCode } from './errors.js';
 
 /** The six settable limits, global or of one account; `null` means unset. */
 export interface Caps {
@@ -199,14 +199,29 @@ export function isAccountName(value: unknown): value is string {
   );
 }
 
-/** Validates an account name (throws `invalid_account`, caught at the boundary). */
-export function requireAccount(value: unknown, path: string): string {
+/**
+ * Validates a name by the rules of account names (throws, caught at the boundary).
+ *
+ * @param code - the error code to throw (`invalid_account`, `invalid_key_name`)
+ * @param noun - what the name names, for the message
+ */
+export function requireName(
+  value: unknown,
+  path: string,
+  code: LimitsErrorCode = 'invalid_account',
+  noun = 'an account name',
+): string {
   if (!isAccountName(value)) {
     fail(
-      'invalid_account',
-      `expected an account name of 1 to ${MAX_NAME_LENGTH} characters without control characters, got ${describe(value)}`,
+      code,
+      `expected ${noun} of 1 to ${MAX_NAME_LENGTH} characters without control characters, got ${describe(value)}`,
       path,
     );
   }
   return value;
+}
+
+/** Validates an account name (throws `invalid_account`, caught at the boundary). */
+export function requireAccount(value: unknown, path: string): string {
+  return requireName(value, path);
 }

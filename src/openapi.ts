@@ -4,6 +4,8 @@
  * `peg-limits/openapi.json`.
  */
 
+import { CAP_FIELDS } from './limits.js';
+
 const int64 = { type: ['integer', 'null'], format: 'int64' } as const;
 
 function problem(description: string) {
@@ -138,15 +140,7 @@ export const openApiDocument = {
       AccountLimits: {
         type: 'object',
         additionalProperties: false,
-        required: [
-          'pegCap',
-          'perDepositCap',
-          'perDepositMinimum',
-          'perWithdrawalCap',
-          'rollingWithdrawalBlocks',
-          'rollingWithdrawalCap',
-          'throttleModeInitiator',
-        ],
+        required: [...CAP_FIELDS, 'throttleModeInitiator'],
         properties: {
           pegCap: { ...int64, description: "The account's peg cap, on its own pegged-in total." },
           perDepositCap: {
@@ -178,17 +172,7 @@ export const openApiDocument = {
       Limits: {
         type: 'object',
         additionalProperties: false,
-        required: [
-          'availableToWithdraw',
-          'pegCap',
-          'perDepositCap',
-          'perDepositMinimum',
-          'perWithdrawalCap',
-          'rollingWithdrawalBlocks',
-          'rollingWithdrawalCap',
-          'throttleModeInitiator',
-          'accountCaps',
-        ],
+        required: ['availableToWithdraw', ...CAP_FIELDS, 'throttleModeInitiator', 'accountCaps'],
         properties: {
           availableToWithdraw: {
             ...int64,

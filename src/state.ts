@@ -6,7 +6,7 @@
  * `apply`/`applyAll` may be changed in place while every earlier state stays untouched.
  */
 import { type Amount, requireCap, requirePositive } from './amount.js';
-import { describe, fail, joinPath, LimitsError, type LimitsErrorCode } from './errors.js';
+import { describe, fail, joinPath, LimitsError } from './errors.js';
 import { throttleEnded, throttleKeyAdded, throttleKeyRevocation, throttleStarted } from './keys.js';
 import {
   accountCapsEntries,
@@ -595,22 +595,3 @@ export function applyAll(state: LimitsState, events: Iterable<LimitsEvent>): App
 
 /** The oldest height with retained data, for the views. @internal */
 export { oldestRetained };
-
-/** Codes an event can fail with, for documentation and tests. @internal */
-export const EVENT_ERROR_CODES: ReadonlyArray<LimitsErrorCode> = [
-  'invalid_event',
-  'unknown_field',
-  'invalid_amount',
-  'invalid_height',
-  'invalid_account',
-  'invalid_withdrawal_id',
-  'incomplete_rolling_window',
-  'window_exceeds_history',
-  'minimum_above_cap',
-  'height_not_above_tip',
-  'height_not_below_tip',
-  'reorg_too_deep',
-  'height_ahead_of_tip',
-  'duplicate_withdrawal',
-  'unknown_withdrawal',
-];
