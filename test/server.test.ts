@@ -1,4 +1,5 @@
 import { appendFileSync, readFileSync, writeFileSync } from 'node:fs';
+import { request } from 'node:http';
 import { join } from 'node:path';
 import { afterEach, describe, expect, test } from 'vitest';
 import {
@@ -216,6 +217,47 @@ describe('peg-limits serve (the command)', () => {
     const r = await send(p.url, '/limits');
     expect(r.status).toBe(200);
     expect(r.json.perDepositMinimum).toBe(10_000n);
+  });
+
+  test('SIGTERM lets a request in flight finish, journaled, before the process exits', async () => {
+    const dir = tempDir();
+    const p = await spawnServer('node', [CLI, 'serve', '--port', '0', '--data', dir], {
+      PEG_LIMITS_ADMIN_TOKEN: TOKEN,
+    });
+    procs.push(p);
+    const body = '{"type":"blockConnected","height":42}';
+    const url = new URL(`${p.url}/admin/events`);
+    const answer = new Promise<{ status: number; body: string }>((resolve, reject) => {
+      const req = request(
+        {
+          host: url.hostname,
+          port: url.port,
+          path: url.pathname,
+          method: 'POST',
+          headers: {
+            'content-type': 'application/json',
+            authorization: `Bearer ${TOKEN}`,
+            'content-length': body.length,
+          },
+        },
+        (res) => {
+          let text = '';
+          res.on('data', (c: Buffer) => (text += c.toString()));
+          res.on('end', () => resolve({ status: res.statusCode ?? 0, body: text }));
+        },
+      );
+      req.on('error', reject);
+      // Half the body now, the signal, then the rest: the request is in flight when the signal lands.
+      req.write(body.slice(0, 10));
+      setTimeout(() => {
+        p.child.kill('SIGTERM');
+        setTimeout(() => req.end(body.slice(10)), 300);
+      }, 100);
+    });
+    const r = await answer;
+    expect(r.status).toBe(200);
+    expect(await p.exited).toBe(0);
+    expect(readFileSync(join(dir, 'journal.jsonl'), 'utf8')).toBe(`[${body}]\n`);
   });
 
   test('--quiet turns the request log off', async () => {
