@@ -39,6 +39,15 @@ function events(value: unknown, token = TOKEN): RequestInit {
   };
 }
 
+/** The body of POST /start_throttle for key ops-1. */
+function throttleWith(secret: string): RequestInit {
+  return {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ name: 'ops-1', secret }),
+  };
+}
+
 const running: RunningServer[] = [];
 const procs: Proc[] = [];
 afterEach(async () => {
@@ -92,19 +101,11 @@ describe('the server over a loopback port', () => {
     expectDocumented('/limits/{account}', 'GET', bob);
     expect(bob.status).toBe(404);
 
-    const throttle = await send(s.url, '/start_throttle', {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ name: 'ops-1', secret }),
-    });
+    const throttle = await send(s.url, '/start_throttle', throttleWith(secret));
     expectDocumented('/start_throttle', 'POST', throttle);
     expect(throttle.json.throttleModeInitiator).toBe('ops-1');
     expect(throttle.json.rollingWithdrawalCap).toBe(1000n);
-    const refused = await send(s.url, '/start_throttle', {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ name: 'ops-1', secret: generateThrottleSecret() }),
-    });
+    const refused = await send(s.url, '/start_throttle', throttleWith(generateThrottleSecret()));
     expectDocumented('/start_throttle', 'POST', refused);
     expect(refused.status).toBe(401);
     const openapi = await send(s.url, '/openapi.json');
@@ -335,11 +336,7 @@ describe('peg-limits serve (the command)', () => {
       '--quiet',
     ]);
     procs.push(p);
-    const r = await send(p.url, '/start_throttle', {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ name: 'ops-1', secret }),
-    });
+    const r = await send(p.url, '/start_throttle', throttleWith(secret));
     expect(r.json).toMatchObject({
       pegCap: 5n,
       perWithdrawalCap: 2n,

@@ -116,7 +116,13 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     journal,
     close() {
       closing ??= new Promise<void>((resolve) => {
-        server.close(() => resolve());
+        // Keep-alive connections turn idle once their request is answered: close them then,
+        // rather than waiting for their timeout.
+        const sweep = setInterval(() => server.closeIdleConnections(), 50);
+        server.close(() => {
+          clearInterval(sweep);
+          resolve();
+        });
         server.closeIdleConnections();
       }).then(() => journal.close());
       return closing;
