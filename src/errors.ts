@@ -65,8 +65,7 @@ export type Result<T> =
   | { readonly ok: false; readonly error: LimitsError };
 
 /** Joins a field name onto a dotted path. */
-export function joinPath(base: string | undefined, key: string | number): string {
-  if (typeof key === 'number') return `${base ?? ''}[${key}]`;
+export function joinPath(base: string | undefined, key: string): string {
   return base === undefined || base === '' ? key : `${base}.${key}`;
 }
 

@@ -72,15 +72,7 @@ export function validateCaps(
 ): Caps {
   if (!isRecord(input))
     fail('invalid_event', `expected an object of limits, got ${describe(input)}`, path);
-  for (const key of Object.keys(input)) {
-    if (!(CAP_FIELDS as ReadonlyArray<string>).includes(key) && !allowed.includes(key)) {
-      fail(
-        'unknown_field',
-        `unknown field; expected one of ${CAP_FIELDS.join(', ')}`,
-        joinPath(path, key),
-      );
-    }
-  }
+  rejectUnknownFields(input, CAP_FIELDS, path, allowed);
   const out: Record<string, Amount | null> = {};
   for (const f of CAP_FIELDS) {
     const v = input[f];
@@ -89,6 +81,24 @@ export function validateCaps(
   const caps = out as unknown as Caps;
   checkCaps(caps, path, historyBlocks);
   return caps;
+}
+
+/** Throws `unknown_field` for a key of `input` that is neither in `fields` nor `allowed`. */
+export function rejectUnknownFields(
+  input: Readonly<Record<string, unknown>>,
+  fields: ReadonlyArray<string>,
+  path: string,
+  allowed: ReadonlyArray<string> = [],
+): void {
+  for (const key of Object.keys(input)) {
+    if (!fields.includes(key) && !allowed.includes(key)) {
+      fail(
+        'unknown_field',
+        `unknown field; expected one of ${fields.join(', ')}`,
+        joinPath(path, key),
+      );
+    }
+  }
 }
 
 /** The cross-field rules of SPEC §1.1 on caps whose fields are already valid amounts. */

@@ -14,27 +14,30 @@ function max(a: Amount, b: Amount): Amount {
   return a > b ? a : b;
 }
 
+// Tightens the three throttled fields; an unset field takes the profile's value when
+// `fillUnset`, and stays unset otherwise.
+function tighten(caps: Caps, profile: ThrottleProfile, fillUnset: boolean): Caps {
+  const pick = (value: Amount | null, limit: Amount, stricter: (a: Amount, b: Amount) => Amount) =>
+    value === null ? (fillUnset ? limit : null) : stricter(value, limit);
+  return {
+    ...caps,
+    perWithdrawalCap: pick(caps.perWithdrawalCap, profile.perWithdrawalCap, min),
+    rollingWithdrawalBlocks: pick(
+      caps.rollingWithdrawalBlocks,
+      profile.rollingWithdrawalBlocks,
+      max,
+    ),
+    rollingWithdrawalCap: pick(caps.rollingWithdrawalCap, profile.rollingWithdrawalCap, min),
+  };
+}
+
 /**
  * The global caps as throttle mode shows them: the per-withdrawal cap and the window cap
  * can only go down, the window can only get longer, and an unset field takes the profile's
  * value.
  */
 export function throttledGlobal(caps: Caps, profile: ThrottleProfile): Caps {
-  return {
-    ...caps,
-    perWithdrawalCap:
-      caps.perWithdrawalCap === null
-        ? profile.perWithdrawalCap
-        : min(caps.perWithdrawalCap, profile.perWithdrawalCap),
-    rollingWithdrawalBlocks:
-      caps.rollingWithdrawalBlocks === null
-        ? profile.rollingWithdrawalBlocks
-        : max(caps.rollingWithdrawalBlocks, profile.rollingWithdrawalBlocks),
-    rollingWithdrawalCap:
-      caps.rollingWithdrawalCap === null
-        ? profile.rollingWithdrawalCap
-        : min(caps.rollingWithdrawalCap, profile.rollingWithdrawalCap),
-  };
+  return tighten(caps, profile, true);
 }
 
 /**
@@ -42,19 +45,7 @@ export function throttledGlobal(caps: Caps, profile: ThrottleProfile): Caps {
  * unset fields stay unset, so the (tightened) global values apply to them.
  */
 export function throttledEntry(caps: Caps, profile: ThrottleProfile): Caps {
-  return {
-    ...caps,
-    perWithdrawalCap:
-      caps.perWithdrawalCap === null ? null : min(caps.perWithdrawalCap, profile.perWithdrawalCap),
-    rollingWithdrawalBlocks:
-      caps.rollingWithdrawalBlocks === null
-        ? null
-        : max(caps.rollingWithdrawalBlocks, profile.rollingWithdrawalBlocks),
-    rollingWithdrawalCap:
-      caps.rollingWithdrawalCap === null
-        ? null
-        : min(caps.rollingWithdrawalCap, profile.rollingWithdrawalCap),
-  };
+  return tighten(caps, profile, false);
 }
 
 /** The global caps every view and check sees. */

@@ -18,6 +18,7 @@ import {
   type LimitsConfig,
   MAX_NAME_LENGTH,
   NO_CAPS,
+  rejectUnknownFields,
   requireAccount,
   validateCaps,
 } from './limits.js';
@@ -179,16 +180,11 @@ function requireId(value: unknown, path: string): string {
 function validateProfile(value: unknown, historyBlocks: number, path: string): ThrottleProfile {
   if (!isRecord(value))
     fail('invalid_option', `expected a throttle profile object, got ${describe(value)}`, path);
-  const fields = ['perWithdrawalCap', 'rollingWithdrawalBlocks', 'rollingWithdrawalCap'] as const;
-  for (const key of Object.keys(value)) {
-    if (!(fields as ReadonlyArray<string>).includes(key)) {
-      fail(
-        'unknown_field',
-        `unknown field; expected one of ${fields.join(', ')}`,
-        joinPath(path, key),
-      );
-    }
-  }
+  rejectUnknownFields(
+    value,
+    ['perWithdrawalCap', 'rollingWithdrawalBlocks', 'rollingWithdrawalCap'],
+    path,
+  );
   const profile: ThrottleProfile = {
     perWithdrawalCap: requireCap(value.perWithdrawalCap, joinPath(path, 'perWithdrawalCap')),
     rollingWithdrawalBlocks: requireCap(
@@ -305,14 +301,12 @@ function freeze(d: Draft): LimitsState {
     d.withdrawals =
       w === REMOVED ? mapDelete(d.withdrawals, id, d.owner) : mapSet(d.withdrawals, id, w, d.owner);
   }
-  d.pending.clear();
   for (const [account, window] of d.windows) {
     d.accountWindows =
       window.count === 0
         ? mapDelete(d.accountWindows, account, d.owner)
         : mapSet(d.accountWindows, account, window, d.owner);
   }
-  d.windows.clear();
   return {
     historyBlocks: d.historyBlocks,
     tip: d.tip,
@@ -373,11 +367,15 @@ function bookAdd(d: Draft, account: string, height: Height, delta: bigint, count
 function dropHeights(d: Draft, from: Height, to: Height): void {
   if (from > to) return;
   visitHeights(d.ring, d.window, from, to, (id) => {
-    const w = getWithdrawal(d, id);
+    const touched = d.pending.get(id);
+    if (touched === REMOVED) return;
+    const stored = touched === undefined ? mapGet(d.withdrawals, id) : undefined;
+    const w = touched ?? stored;
     if (w === undefined || w.height < from || w.height > to) return;
-    // One added during this call never reached the persistent map: no tombstone needed.
-    if (mapGet(d.withdrawals, id) === undefined) d.pending.delete(id);
-    else d.pending.set(id, REMOVED);
+    // Only a withdrawal the persistent map holds needs a tombstone; one added during this
+    // call never reached it.
+    if (stored !== undefined || mapGet(d.withdrawals, id) !== undefined) d.pending.set(id, REMOVED);
+    else d.pending.delete(id);
     if (!w.rejected) bookAdd(d, w.account, w.height, -w.amount, -1);
   });
   d.window = clearHeights(d.ring, d.window, from, to, d.owner);

@@ -88,10 +88,13 @@ export function accountTree(state: LimitsState, account: string): SumNode | unde
   return mapGet(state.accountWindows, account);
 }
 
+function entryOf(state: LimitsState, account: string): Caps | undefined {
+  return isAccountName(account) ? mapGet(state.entries, account) : undefined;
+}
+
 /** The caps that apply to `account` (fallback resolved, throttle overlay applied). */
 export function resolvedCaps(state: LimitsState, account: string): ResolvedCaps {
-  const entry = isAccountName(account) ? mapGet(state.entries, account) : undefined;
-  return resolveCaps(seenGlobal(state), seenEntry(state, entry));
+  return resolveCaps(seenGlobal(state), seenEntry(state, entryOf(state, account)));
 }
 
 /** The pegged total last observed for one account (0 when none was). */
@@ -186,9 +189,8 @@ export function getAccountLimits(state: LimitsState, account: string): AccountLi
  * ```
  */
 export function effectiveLimits(state: LimitsState, account: string): EffectiveLimits {
-  const valid = isAccountName(account);
-  const rawEntry = valid ? mapGet(state.entries, account) : undefined;
-  const resolved = resolvedCaps(state, account);
+  const rawEntry = entryOf(state, account);
+  const resolved = resolveCaps(seenGlobal(state), seenEntry(state, rawEntry));
   let available: Amount | null = null;
   if (resolved.rollingWithdrawalBlocks !== null && resolved.rollingWithdrawalCap !== null) {
     available = remaining(
@@ -212,7 +214,7 @@ export function effectiveLimits(state: LimitsState, account: string): EffectiveL
     hasEntry: rawEntry !== undefined,
     availableToWithdraw: available,
     peggedTotal: state.peggedTotal,
-    accountPeggedTotal: valid ? accountPeggedTotal(state, account) : 0n,
+    accountPeggedTotal: accountPeggedTotal(state, account),
     throttleModeInitiator: state.throttleInitiator,
   };
 }

@@ -55,6 +55,13 @@ afterEach(async () => {
   for (const p of procs.splice(0)) killGroup(p);
 });
 
+/** Runs `peg-limits serve` with `args`, stopped after the test. */
+async function serve(args: string[], env: NodeJS.ProcessEnv = {}): Promise<Proc> {
+  const p = await spawnServer('node', [CLI, 'serve', ...args], env);
+  procs.push(p);
+  return p;
+}
+
 async function start(dataDir: string, log?: (line: string) => void): Promise<RunningServer> {
   const s = await startServer({
     state: createLimitsState({
@@ -189,8 +196,7 @@ describe('the journal', () => {
 describe('peg-limits serve (the command)', () => {
   test('prints its address first, serves, and exits cleanly on SIGTERM', async () => {
     const dir = tempDir();
-    const p = await spawnServer('node', [CLI, 'serve', '--port', '0', '--data', dir]);
-    procs.push(p);
+    const p = await serve(['--port', '0', '--data', dir]);
     expect(p.stdout.split('\n')[0]).toMatch(/^listening on http:\/\/127\.0\.0\.1:\d+$/);
     const r = await send(p.url, '/limits');
     expect(r.json.rollingWithdrawalBlocks).toBe(144n);
@@ -222,10 +228,9 @@ describe('peg-limits serve (the command)', () => {
 
   test('SIGTERM lets a request in flight finish, journaled, before the process exits', async () => {
     const dir = tempDir();
-    const p = await spawnServer('node', [CLI, 'serve', '--port', '0', '--data', dir], {
+    const p = await serve(['--port', '0', '--data', dir], {
       PEG_LIMITS_ADMIN_TOKEN: TOKEN,
     });
-    procs.push(p);
     const body = '{"type":"blockConnected","height":42}';
     const url = new URL(`${p.url}/admin/events`);
     const answer = new Promise<{ status: number; body: string }>((resolve, reject) => {
@@ -262,16 +267,8 @@ describe('peg-limits serve (the command)', () => {
   });
 
   test('--quiet turns the request log off', async () => {
-    const p = await spawnServer('node', [
-      CLI,
-      'serve',
-      '--port',
-      '0',
-      '--data',
-      tempDir(),
-      '--quiet',
-    ]);
-    procs.push(p);
+    const p = await serve(['--host', '127.0.0.2', '--port', '0', '--data', tempDir(), '--quiet']);
+    expect(p.url).toMatch(/^http:\/\/127\.0\.0\.2:\d+$/);
     await send(p.url, '/limits');
     p.child.kill('SIGINT');
     expect(await p.exited).toBe(0);
@@ -307,6 +304,18 @@ describe('peg-limits serve (the command)', () => {
     expect((await runToEnd('node', [CLI, 'frobnicate'])).stderr).toMatch(/unknown command/);
   });
 
+  test('a damaged journal stops it with the line named', async () => {
+    const dir = tempDir();
+    writeFileSync(
+      join(dir, 'journal.jsonl'),
+      '[{"type":"blockConnected","height":7}]\n{oops\n[]\n',
+    );
+    const r = await runToEnd('node', [CLI, 'serve', '--port', '0', '--data', dir]);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(/journal\.jsonl:2: the journal is damaged/);
+    expect(r.stdout).toBe('');
+  });
+
   test('a configuration file sets the limits, the profile and the keys', async () => {
     const dir = tempDir();
     const secret = generateThrottleSecret();
@@ -324,18 +333,7 @@ describe('peg-limits serve (the command)', () => {
         throttleKeys: [{ name: 'ops-1', secretHash: hashThrottleSecret(secret) }],
       }),
     );
-    const p = await spawnServer('node', [
-      CLI,
-      'serve',
-      '--config',
-      config,
-      '--port',
-      '0',
-      '--data',
-      dir,
-      '--quiet',
-    ]);
-    procs.push(p);
+    const p = await serve(['--config', config, '--port', '0', '--data', dir, '--quiet']);
     const r = await send(p.url, '/start_throttle', throttleWith(secret));
     expect(r.json).toMatchObject({
       pegCap: 5n,
@@ -351,12 +349,7 @@ describe('peg-limits serve (the command)', () => {
   test('after a SIGKILL during a stream of operator events, a restart has every acknowledged event', async () => {
     const dir = tempDir();
     const env = { PEG_LIMITS_ADMIN_TOKEN: TOKEN };
-    const p = await spawnServer(
-      'node',
-      [CLI, 'serve', '--port', '0', '--data', dir, '--quiet'],
-      env,
-    );
-    procs.push(p);
+    const p = await serve(['--port', '0', '--data', dir, '--quiet'], env);
     expect(
       (await send(p.url, '/admin/events', events({ type: 'blockConnected', height: 100 }))).status,
     ).toBe(200);
@@ -387,12 +380,7 @@ describe('peg-limits serve (the command)', () => {
     // A crash may leave half a line: simulate the worst case on top of what the kill left.
     appendFileSync(join(dir, 'journal.jsonl'), '[{"type":"withdrawalRequested","id":"torn');
 
-    const q = await spawnServer(
-      'node',
-      [CLI, 'serve', '--port', '0', '--data', dir, '--quiet'],
-      env,
-    );
-    procs.push(q);
+    const q = await serve(['--port', '0', '--data', dir, '--quiet'], env);
     await waitFor(() => /dropped a last line cut short/.test(q.stderr));
     const reject = acknowledged.map((id) => ({ type: 'withdrawalRejected', id }));
     const r = await send(q.url, '/admin/events', events(reject));

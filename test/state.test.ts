@@ -2,7 +2,9 @@ import { describe, expect, test } from 'vitest';
 import {
   apply,
   applyAll,
+  checkDeposit,
   createLimitsState,
+  effectiveLimits,
   getLimits,
   LimitsError,
   type LimitsEvent,
@@ -335,6 +337,13 @@ describe('events (SPEC §2)', () => {
     expect(twice.ok && twice.state).toBe(s);
     expectError(s, { type: 'withdrawalRejected', id: 'nope' }, 'unknown_withdrawal', 'id');
     expect(apply(s, withdraw('a', 10n, 100, 'x')).ok).toBe(true);
+  });
+
+  test('pegged-in totals start at 0, globally and for every account', () => {
+    const s = at(1, { pegCap: 100n, accountCaps: { a: { pegCap: 10n } } });
+    expect(s.peggedTotal).toBe(0n);
+    expect(effectiveLimits(s, 'a').accountPeggedTotal).toBe(0n);
+    expect(checkDeposit(s, { account: 'a', amount: 10n })).toEqual({ ok: true });
   });
 
   test('peggedTotalObserved sets the global or an account total', () => {
