@@ -4,7 +4,7 @@
  * Everything here is pure and browser-safe: no `node:` imports.
  * @packageDocumentation
  */
-export { type Amount, formatAmount, MAX_AMOUNT, MIN_AMOUNT, parseAmount } from './amount.js';
+export { type Amount, formatAmount, MAX_AMOUNT, MIN_AMOUNT, parseAmount } from './core/amount.js';
 export {
   type Admission,
   admitDeposits,
@@ -15,31 +15,11 @@ export {
   type Verdict,
   type VerdictReason,
   whenAvailable,
-} from './checks.js';
-export { eventFromJson, eventsFromJson } from './codec.js';
-export { LimitsError, type LimitsErrorCode, type Result } from './errors.js';
-export {
-  type HandleOptions,
-  type HandleResult,
-  type HttpErrorCode,
-  type HttpRequest,
-  type HttpResponse,
-  handleRequest,
-  MAX_EVENTS_BODY,
-  MAX_THROTTLE_BODY,
-} from './http.js';
-export { decodeJson, encodeJson, tryDecodeJson } from './json.js';
-export { generateThrottleSecret, hashThrottleSecret } from './keys.js';
-export type { Caps, CapsInput, LimitsConfig, ResolvedCaps } from './limits.js';
-export { openApiDocument } from './openapi.js';
-export type { PMap } from './pmap.js';
-export {
-  createFetchHandler,
-  createService,
-  type FetchHandler,
-  type Service,
-  type ServiceOptions,
-} from './service.js';
+} from './core/checks.js';
+export { LimitsError, type LimitsErrorCode, type Result } from './core/errors.js';
+export { generateThrottleSecret, hashThrottleSecret } from './core/keys.js';
+export type { Caps, CapsInput, LimitsConfig, ResolvedCaps } from './core/limits.js';
+export type { PMap } from './core/pmap.js';
 export {
   type ApplyResult,
   apply,
@@ -54,8 +34,8 @@ export {
   type ThrottleKey,
   type ThrottleProfile,
   type Withdrawal,
-} from './state.js';
-export { type StartThrottleResult, startThrottle } from './throttle.js';
+} from './core/state.js';
+export { type StartThrottleResult, startThrottle } from './core/throttle.js';
 export {
   type AccountLimits,
   type EffectiveLimits,
@@ -63,4 +43,24 @@ export {
   getAccountLimits,
   getLimits,
   type Limits,
-} from './views.js';
+} from './core/views.js';
+export { eventFromJson, eventsFromJson } from './http/codec.js';
+export {
+  type HandleOptions,
+  type HandleResult,
+  type HttpErrorCode,
+  type HttpRequest,
+  type HttpResponse,
+  handleRequest,
+  MAX_EVENTS_BODY,
+  MAX_THROTTLE_BODY,
+} from './http/handler.js';
+export { decodeJson, encodeJson, tryDecodeJson } from './http/json.js';
+export { openApiDocument } from './http/openapi.js';
+export {
+  createFetchHandler,
+  createService,
+  type FetchHandler,
+  type Service,
+  type ServiceOptions,
+} from './http/service.js';

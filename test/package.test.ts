@@ -2,7 +2,7 @@ import { execFileSync } from 'node:child_process';
 import { readdirSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { beforeAll, describe, expect, test } from 'vitest';
-import { killGroup, spawnServer, tempDir } from './proc.js';
+import { killGroup, spawnServer, tempDir } from './support/proc.js';
 
 // The package as a consumer sees it: packed, installed into an empty project, imported.
 let project = '';

@@ -9,7 +9,7 @@ import {
   type LimitsEvent,
   type LimitsState,
   type ThrottleProfile,
-} from '../src/index.js';
+} from '../../src/index.js';
 import {
   applyBoth,
   capsArb,
@@ -17,9 +17,9 @@ import {
   type Step,
   stepArb,
   toEvent,
-} from './arbitraries.js';
-import { canonical } from './helpers.js';
-import { NaiveModel } from './model.js';
+} from '../support/arbitraries.js';
+import { canonical } from '../support/helpers.js';
+import { NaiveModel } from '../support/model.js';
 
 const HISTORY = 10;
 const PROFILE: ThrottleProfile = {

@@ -1,5 +1,7 @@
 /** Small helpers for the example tests. */
 import { expect } from 'vitest';
+import { mapForEach, type PMap } from '../../src/core/pmap.js';
+import { sumHeights } from '../../src/core/window.js';
 import {
   apply,
   applyAll,
@@ -8,9 +10,7 @@ import {
   type LimitsEvent,
   type LimitsOptions,
   type LimitsState,
-} from '../src/index.js';
-import { mapForEach, type PMap } from '../src/pmap.js';
-import { sumHeights } from '../src/window.js';
+} from '../../src/index.js';
 
 /** Applies events that must all succeed. */
 export function run(state: LimitsState, ...events: LimitsEvent[]): LimitsState {

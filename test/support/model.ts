@@ -2,7 +2,7 @@
  * A deliberately naive model of SPEC §1–§3: a plain list of withdrawals, every figure
  * recomputed by scanning it. Slow and obvious, so the fast code can be compared with it.
  */
-import type { Amount, Caps, ThrottleProfile, VerdictReason } from '../src/index.js';
+import type { Amount, Caps, ThrottleProfile, VerdictReason } from '../../src/index.js';
 
 type Mutable<T> = { -readonly [K in keyof T]: T[K] };
 

@@ -7,7 +7,7 @@ import {
   ringOf,
   sumHeights,
   visitHeights,
-} from '../src/window.js';
+} from '../../src/core/window.js';
 
 // A plain array model of the ring: heights map to slots h mod size.
 const opArb = (size: number) =>

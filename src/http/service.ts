@@ -3,8 +3,9 @@
  * lets the caller persist accepted events before anything is answered, and adapts the pure
  * handler to the Fetch API. Browser-safe.
  */
-import { type HttpRequest, type HttpResponse, handleRequest, problem } from './http.js';
-import type { LimitsEvent, LimitsState } from './state.js';
+
+import type { LimitsEvent, LimitsState } from '../core/state.js';
+import { type HttpRequest, type HttpResponse, handleRequest, problem } from './handler.js';
 
 /** Options of {@link createService} and {@link createFetchHandler}. */
 export interface ServiceOptions {

@@ -14,7 +14,7 @@ import {
   type LimitsEvent,
   type LimitsState,
   whenAvailable,
-} from '../src/index.js';
+} from '../../src/index.js';
 import type { NaiveModel } from './model.js';
 
 export const ACCOUNTS = ['alice', 'bob', 'carol', 'dave'] as const;

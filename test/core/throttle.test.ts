@@ -14,10 +14,10 @@ import {
   startThrottle,
   type ThrottleProfile,
   whenAvailable,
-} from '../src/index.js';
-import { ACCOUNTS, PROBE_AMOUNTS, stepArb, toEvent } from './arbitraries.js';
-import { at, canonical, expectError, run, withdraw } from './helpers.js';
-import { NaiveModel } from './model.js';
+} from '../../src/index.js';
+import { ACCOUNTS, PROBE_AMOUNTS, stepArb, toEvent } from '../support/arbitraries.js';
+import { at, canonical, expectError, run, withdraw } from '../support/helpers.js';
+import { NaiveModel } from '../support/model.js';
 
 const PROFILE = {
   perWithdrawalCap: 150_000_000n,

@@ -1,7 +1,7 @@
 /** Validates actual responses against the OpenAPI document with a real JSON Schema validator. */
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import { expect } from 'vitest';
-import { type HttpResponse, openApiDocument } from '../src/index.js';
+import { type HttpResponse, openApiDocument } from '../../src/index.js';
 
 const ajv = new Ajv2020({ strict: false, allErrors: true });
 ajv.addFormat('int64', { type: 'number', validate: (n: number) => Number.isInteger(n) });

@@ -7,7 +7,7 @@
  */
 import { type Amount, requireCap, requirePositive } from './amount.js';
 import { describe, fail, joinPath, LimitsError } from './errors.js';
-import { throttleEnded, throttleKeyAdded, throttleKeyRevocation, throttleStarted } from './keys.js';
+import { isSecretHash } from './keys.js';
 import {
   accountCapsEntries,
   type Caps,
@@ -20,6 +20,7 @@ import {
   NO_CAPS,
   rejectUnknownFields,
   requireAccount,
+  requireName,
   validateCaps,
 } from './limits.js';
 import { emptyMap, mapDelete, mapGet, mapSet, type Owner, type PMap } from './pmap.js';
@@ -495,9 +496,71 @@ function accountLimitsSet(d: Draft, e: Record<string, unknown>): void {
   setEntry(d, account, validateCaps(e.limits, 'limits', d.historyBlocks));
 }
 
-type EventHandler = (d: Draft, e: Record<string, unknown>) => void;
+// The throttle key registry and throttle mode (SPEC §3).
 
-export type { Draft };
+function requireKeyName(value: unknown, path: string): string {
+  return requireName(value, path, 'invalid_key_name', 'a key name');
+}
+
+function requireKey(d: Draft, name: string): ThrottleKey {
+  const key = mapGet(d.throttleKeys, name);
+  if (key === undefined)
+    fail('unknown_key', `no throttle key is named ${JSON.stringify(name)}`, 'name');
+  return key;
+}
+
+/** `throttleKeyAdded`: registers a key by name and secret hash; a name that exists is refused. */
+function throttleKeyAdded(d: Draft, e: Record<string, unknown>): void {
+  const name = requireKeyName(e.name, 'name');
+  if (!isSecretHash(e.secretHash)) {
+    fail(
+      'invalid_secret_hash',
+      'expected a secret hash made by hashThrottleSecret (sha256:<salt>:<digest>)',
+      'secretHash',
+    );
+  }
+  if (mapGet(d.throttleKeys, name) !== undefined) {
+    fail(
+      'duplicate_key',
+      `a throttle key named ${JSON.stringify(name)} exists already; revoke it or pick another name`,
+      'name',
+    );
+  }
+  d.throttleKeys = mapSet(
+    d.throttleKeys,
+    name,
+    { name, secretHash: e.secretHash, revoked: false },
+    d.owner,
+  );
+  d.changed = true;
+}
+
+/** `throttleKeyRevoked` / `throttleKeyReactivated`: a no-op when the key is already so. */
+function throttleKeyRevocation(revoked: boolean): (d: Draft, e: Record<string, unknown>) => void {
+  return (d, e) => {
+    const key = requireKey(d, requireKeyName(e.name, 'name'));
+    if (key.revoked === revoked) return;
+    d.throttleKeys = mapSet(d.throttleKeys, key.name, { ...key, revoked }, d.owner);
+    d.changed = true;
+  };
+}
+
+/** `throttleStarted`: turns the overlay on; while active, nothing changes and the first initiator stays. */
+function throttleStarted(d: Draft, e: Record<string, unknown>): void {
+  const initiator = requireKeyName(e.initiator, 'initiator');
+  if (d.throttleInitiator !== null) return;
+  d.throttleInitiator = initiator;
+  d.changed = true;
+}
+
+/** `throttleEnded`: removes the overlay; a no-op when throttle mode is not active. */
+function throttleEnded(d: Draft): void {
+  if (d.throttleInitiator === null) return;
+  d.throttleInitiator = null;
+  d.changed = true;
+}
+
+type EventHandler = (d: Draft, e: Record<string, unknown>) => void;
 
 const handlers = new Map<string, EventHandler>([
   ['limitsSet', (d, e) => setLimits(d, e.limits, 'limits')],

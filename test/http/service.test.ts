@@ -1,6 +1,11 @@
 import { describe, expect, test } from 'vitest';
-import { createFetchHandler, createService, decodeJson, type LimitsEvent } from '../src/index.js';
-import { at } from './helpers.js';
+import {
+  createFetchHandler,
+  createService,
+  decodeJson,
+  type LimitsEvent,
+} from '../../src/index.js';
+import { at } from '../support/helpers.js';
 
 const TOKEN = 'operator-token-0123456789';
 const post = (events: unknown) => ({

@@ -3,7 +3,7 @@
  * JSON numbers, so amounts above 2^53 survive the round trip.
  */
 import { isInteger, parse, stringify } from 'lossless-json';
-import { LimitsError, type Result } from './errors.js';
+import { LimitsError, type Result } from '../core/errors.js';
 
 function parseNumber(text: string): bigint | number {
   return isInteger(text) ? BigInt(text) : Number.parseFloat(text);

@@ -1,6 +1,14 @@
 import { fc, test } from '@fast-check/vitest';
 import { describe, expect } from 'vitest';
-import { emptyMap, hashOf, mapDelete, mapForEach, mapGet, mapSet, type PMap } from '../src/pmap.js';
+import {
+  emptyMap,
+  hashOf,
+  mapDelete,
+  mapForEach,
+  mapGet,
+  mapSet,
+  type PMap,
+} from '../../src/core/pmap.js';
 
 function entries<V>(m: PMap<V>): Array<[string, V]> {
   const out: Array<[string, V]> = [];

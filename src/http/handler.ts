@@ -4,15 +4,15 @@
  * handler, `peg-limits serve`) carry requests to it.
  */
 
+import type { LimitsError } from '../core/errors.js';
+import { equalInConstantTime } from '../core/keys.js';
+import { isAccountName } from '../core/limits.js';
+import { applyAll, type LimitsEvent, type LimitsState } from '../core/state.js';
+import { startThrottle } from '../core/throttle.js';
+import { getAccountLimits, getLimits } from '../core/views.js';
 import { eventsFromJson } from './codec.js';
-import type { LimitsError } from './errors.js';
 import { encodeJson, tryDecodeJson } from './json.js';
-import { equalInConstantTime } from './keys.js';
-import { isAccountName } from './limits.js';
 import { openApiDocument } from './openapi.js';
-import { applyAll, type LimitsEvent, type LimitsState } from './state.js';
-import { startThrottle } from './throttle.js';
-import { getAccountLimits, getLimits } from './views.js';
 
 /** A request as the handler sees it. `path` may carry a query string, which is ignored. */
 export interface HttpRequest {

@@ -8,8 +8,8 @@ import {
   effectiveLimits,
   getAccountLimits,
   whenAvailable,
-} from '../src/index.js';
-import { at, run, WINDOW_144, withdraw } from './helpers.js';
+} from '../../src/index.js';
+import { at, run, WINDOW_144, withdraw } from '../support/helpers.js';
 
 describe('account fallback (SPEC §1.2)', () => {
   const s = run(

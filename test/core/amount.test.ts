@@ -1,6 +1,6 @@
 import { fc, test } from '@fast-check/vitest';
 import { describe, expect } from 'vitest';
-import { formatAmount, MAX_AMOUNT, MIN_AMOUNT, parseAmount } from '../src/index.js';
+import { formatAmount, MAX_AMOUNT, MIN_AMOUNT, parseAmount } from '../../src/index.js';
 
 describe('amounts', () => {
   test('"1.5" is 150000000 at 8 decimals, and back', () => {

@@ -8,11 +8,11 @@ import {
   generateThrottleSecret,
   type HttpResponse,
   hashThrottleSecret,
-} from '../src/index.js';
-import { JournalError, openJournal } from '../src/server/journal.js';
-import { type RunningServer, startServer } from '../src/server/serve.js';
-import { expectDocumented } from './openapi.js';
-import { killGroup, type Proc, runToEnd, spawnServer, tempDir, waitFor } from './proc.js';
+} from '../../src/index.js';
+import { JournalError, openJournal } from '../../src/server/journal.js';
+import { type RunningServer, startServer } from '../../src/server/serve.js';
+import { expectDocumented } from '../support/openapi.js';
+import { killGroup, type Proc, runToEnd, spawnServer, tempDir, waitFor } from '../support/proc.js';
 
 const TOKEN = 'operator-token-0123456789';
 const CLI = 'dist/cli.js';

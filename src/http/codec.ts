@@ -3,9 +3,9 @@
  * the core. These helpers turn decoded JSON into events and back, so journals and the
  * operator endpoint speak the same exact JSON.
  */
-import { describe, LimitsError, type Result } from './errors.js';
-import { isRecord } from './limits.js';
-import type { LimitsEvent } from './state.js';
+import { describe, LimitsError, type Result } from '../core/errors.js';
+import { isRecord } from '../core/limits.js';
+import type { LimitsEvent } from '../core/state.js';
 
 function toHeight(value: unknown): unknown {
   if (typeof value === 'bigint' && value >= 0n && value <= BigInt(Number.MAX_SAFE_INTEGER))

@@ -7,7 +7,7 @@ import {
   getLimits,
   LimitsError,
   tryDecodeJson,
-} from '../src/index.js';
+} from '../../src/index.js';
 
 describe('lossless JSON', () => {
   test('int64 amounts pass through exactly, as JSON numbers', () => {

@@ -1,13 +1,10 @@
 /**
  * Throttle keys: secrets, their salted hashes, constant-time verification, and the key
  * registry events (SPEC §3). Browser-safe: a pure-JS SHA-256 and the global Web Crypto
- * `getRandomValues`.
+ * `getRandomValues`. The registry events that use them live with the state (`state.ts`).
  */
 import { sha256 } from '@noble/hashes/sha2';
-import { fail, LimitsError } from './errors.js';
-import { requireName } from './limits.js';
-import { mapGet, mapSet } from './pmap.js';
-import type { Draft, ThrottleKey } from './state.js';
+import { LimitsError } from './errors.js';
 
 /** The fewest characters a secret may have: 22 base64url characters carry 128 bits. */
 export const MIN_SECRET_LENGTH = 22;
@@ -112,66 +109,7 @@ export function verifyThrottleSecret(secretHash: string | undefined, secret: str
   return matches && secretHash !== undefined;
 }
 
-function requireKeyName(value: unknown, path: string): string {
-  return requireName(value, path, 'invalid_key_name', 'a key name');
-}
-
-function requireKey(d: Draft, name: string): ThrottleKey {
-  const key = mapGet(d.throttleKeys, name);
-  if (key === undefined)
-    fail('unknown_key', `no throttle key is named ${JSON.stringify(name)}`, 'name');
-  return key;
-}
-
-/** `throttleKeyAdded`: registers a key by name and secret hash; a name that exists is refused. */
-export function throttleKeyAdded(d: Draft, e: Record<string, unknown>): void {
-  const name = requireKeyName(e.name, 'name');
-  if (typeof e.secretHash !== 'string' || !HASH_FORMAT.test(e.secretHash)) {
-    fail(
-      'invalid_secret_hash',
-      'expected a secret hash made by hashThrottleSecret (sha256:<salt>:<digest>)',
-      'secretHash',
-    );
-  }
-  if (mapGet(d.throttleKeys, name) !== undefined) {
-    fail(
-      'duplicate_key',
-      `a throttle key named ${JSON.stringify(name)} exists already; revoke it or pick another name`,
-      'name',
-    );
-  }
-  d.throttleKeys = mapSet(
-    d.throttleKeys,
-    name,
-    { name, secretHash: e.secretHash, revoked: false },
-    d.owner,
-  );
-  d.changed = true;
-}
-
-/** `throttleKeyRevoked` / `throttleKeyReactivated`: a no-op when the key is already so. */
-export function throttleKeyRevocation(
-  revoked: boolean,
-): (d: Draft, e: Record<string, unknown>) => void {
-  return (d, e) => {
-    const key = requireKey(d, requireKeyName(e.name, 'name'));
-    if (key.revoked === revoked) return;
-    d.throttleKeys = mapSet(d.throttleKeys, key.name, { ...key, revoked }, d.owner);
-    d.changed = true;
-  };
-}
-
-/** `throttleStarted`: turns the overlay on; while active, nothing changes and the first initiator stays. */
-export function throttleStarted(d: Draft, e: Record<string, unknown>): void {
-  const initiator = requireKeyName(e.initiator, 'initiator');
-  if (d.throttleInitiator !== null) return;
-  d.throttleInitiator = initiator;
-  d.changed = true;
-}
-
-/** `throttleEnded`: removes the overlay; a no-op when throttle mode is not active. */
-export function throttleEnded(d: Draft): void {
-  if (d.throttleInitiator === null) return;
-  d.throttleInitiator = null;
-  d.changed = true;
+/** True when `value` has the form of a hash made by {@link hashThrottleSecret}. */
+export function isSecretHash(value: unknown): value is string {
+  return typeof value === 'string' && HASH_FORMAT.test(value);
 }

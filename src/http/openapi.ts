@@ -4,7 +4,7 @@
  * `peg-limits/openapi.json`.
  */
 
-import { CAP_FIELDS } from './limits.js';
+import { CAP_FIELDS } from '../core/limits.js';
 
 const int64 = { type: ['integer', 'null'], format: 'int64' } as const;
 

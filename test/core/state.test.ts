@@ -8,8 +8,8 @@ import {
   getLimits,
   LimitsError,
   type LimitsEvent,
-} from '../src/index.js';
-import { at, expectError, run, WINDOW_144, withdraw } from './helpers.js';
+} from '../../src/index.js';
+import { at, expectError, run, WINDOW_144, withdraw } from '../support/helpers.js';
 
 const available = (s: Parameters<typeof getLimits>[0]) => getLimits(s).availableToWithdraw;
 

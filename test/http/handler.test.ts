@@ -7,9 +7,9 @@ import {
   handleRequest,
   hashThrottleSecret,
   type LimitsState,
-} from '../src/index.js';
-import { at, run } from './helpers.js';
-import { expectDocumented } from './openapi.js';
+} from '../../src/index.js';
+import { at, run } from '../support/helpers.js';
+import { expectDocumented } from '../support/openapi.js';
 
 const SECRET = generateThrottleSecret();
 const TOKEN = 'operator-token-0123456789';

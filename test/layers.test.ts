@@ -1,0 +1,105 @@
+/**
+ * The folders are the layers (see the README's Design section): an import only ever points
+ * down, the core entry is browser-safe, and the core has no import cycles.
+ */
+import { readdirSync, readFileSync } from 'node:fs';
+import { dirname, join, relative, resolve } from 'node:path';
+import { describe, expect, test } from 'vitest';
+
+const IMPORT = /(?:import|export)\s[^'"]*?from\s+['"]([^'"]+)['"]/g;
+
+function importsOf(file: string): string[] {
+  return [...readFileSync(file, 'utf8').matchAll(IMPORT)].map((m) => m[1]!);
+}
+
+function local(file: string, spec: string): string {
+  return relative('.', join(dirname(file), spec.replace(/\.js$/, '.ts')));
+}
+
+function sources(dir: string): string[] {
+  return readdirSync(dir, { withFileTypes: true }).flatMap((e) =>
+    e.isDirectory()
+      ? sources(join(dir, e.name))
+      : e.name.endsWith('.ts')
+        ? [join(dir, e.name)]
+        : [],
+  );
+}
+
+// Follows the relative imports from an entry and collects every bare specifier it reaches.
+function reachableImports(entry: string): { files: string[]; bare: Set<string> } {
+  const files: string[] = [];
+  const bare = new Set<string>();
+  const todo = [resolve(entry)];
+  const seen = new Set<string>();
+  while (todo.length > 0) {
+    const file = todo.pop()!;
+    if (seen.has(file)) continue;
+    seen.add(file);
+    files.push(file);
+    for (const spec of importsOf(file)) {
+      if (spec.startsWith('.')) todo.push(join(dirname(file), spec.replace(/\.js$/, '.ts')));
+      else bare.add(spec);
+    }
+  }
+  return { files, bare };
+}
+
+test('the core entry is browser-safe: no node: imports are reachable from src/index.ts', () => {
+  const { files, bare } = reachableImports('src/index.ts');
+  expect(files.length).toBeGreaterThan(5);
+  expect(
+    [...bare].filter(
+      (s) => s.startsWith('node:') || ['fs', 'path', 'http', 'crypto', 'os'].includes(s),
+    ),
+  ).toEqual([]);
+  expect([...bare].sort()).toEqual(['@noble/hashes/sha2', 'big.js', 'lossless-json']);
+});
+
+describe('imports only point down', () => {
+  test('src/core imports nothing outside src/core, and no package but its own dependencies', () => {
+    for (const file of sources('src/core')) {
+      for (const spec of importsOf(file)) {
+        if (spec.startsWith('.')) expect(local(file, spec), file).toMatch(/^src\/core\//);
+        else expect(['@noble/hashes/sha2', 'big.js'], `${file}: ${spec}`).toContain(spec);
+      }
+    }
+  });
+
+  test('src/http imports only src/http and src/core, and nothing of Node', () => {
+    for (const file of sources('src/http')) {
+      for (const spec of importsOf(file)) {
+        if (spec.startsWith('.')) expect(local(file, spec), file).toMatch(/^src\/(core|http)\//);
+        else expect(spec, file).not.toMatch(/^node:/);
+      }
+    }
+  });
+
+  test('src/server and the command reach the core only through the package entry', () => {
+    for (const file of [...sources('src/server'), 'src/cli.ts']) {
+      for (const spec of importsOf(file)) {
+        if (spec.startsWith('.')) expect(local(file, spec), file).toMatch(/^src\/server\//);
+      }
+    }
+  });
+
+  test('the core has no import cycles', () => {
+    const graph = new Map(
+      sources('src/core').map((f) => [
+        f,
+        importsOf(f)
+          .filter((s) => s.startsWith('.'))
+          .map((s) => local(f, s)),
+      ]),
+    );
+    const done = new Set<string>();
+    const visit = (file: string, stack: string[]): void => {
+      if (stack.includes(file)) throw new Error(`import cycle: ${[...stack, file].join(' → ')}`);
+      if (done.has(file)) return;
+      for (const next of graph.get(file) ?? []) visit(next, [...stack, file]);
+      done.add(file);
+    };
+    for (const file of graph.keys()) visit(file, []);
+    expect(done.size).toBe(graph.size);
+  });
+});
