@@ -21,6 +21,14 @@ export { generateThrottleSecret, hashThrottleSecret } from './core/keys.js';
 export type { Caps, CapsInput, LimitsConfig, ResolvedCaps } from './core/limits.js';
 export type { PMap } from './core/pmap.js';
 export {
+  SNAPSHOT_FORMAT,
+  SNAPSHOT_VERSION,
+  type Snapshot,
+  type SnapshotResult,
+  snapshotOf,
+  stateFromSnapshot,
+} from './core/snapshot.js';
+export {
   type ApplyResult,
   apply,
   applyAll,

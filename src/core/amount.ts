@@ -90,7 +90,11 @@ export function parseAmount(text: string, decimals = 8): Result<{ readonly amoun
       ),
     };
   }
-  const units = BigInt(new Dec(trimmed).times(new Dec(10).pow(decimals)).toFixed(0));
+  // big.js reads no leading "+": the sign is taken off first and the digits parsed alone.
+  const negative = trimmed.startsWith('-');
+  const digits = trimmed.replace(/^[+-]/, '');
+  const magnitude = BigInt(new Dec(digits).times(new Dec(10).pow(decimals)).toFixed(0));
+  const units = negative ? -magnitude : magnitude;
   if (!isInt64(units)) {
     return {
       ok: false,

@@ -128,6 +128,14 @@ function globalWithdrawn(state: LimitsState): Amount {
   return blocks === null ? 0n : withdrawnIn(state, state.window, blocks);
 }
 
+function isIterable(value: unknown): value is Iterable<unknown> {
+  return (
+    value !== null &&
+    value !== undefined &&
+    typeof (value as { [Symbol.iterator]?: unknown })[Symbol.iterator] === 'function'
+  );
+}
+
 function admit<R extends TransferRequest>(
   requests: Iterable<R>,
   verdict: (req: R, pending: Pending) => Verdict,
@@ -135,6 +143,8 @@ function admit<R extends TransferRequest>(
   const pending: Pending = { total: 0n, byAccount: new Map() };
   const admitted: R[] = [];
   const refused: Array<{ request: R; reason: VerdictReason; limit: Amount | null }> = [];
+  // Checks never throw on data: what cannot be iterated holds no request, so admits nothing.
+  if (!isIterable(requests)) return { admitted, refused };
   for (const req of requests) {
     const v = verdict(req, pending);
     if (v.ok) {
@@ -180,7 +190,8 @@ export function checkDeposit(state: LimitsState, request: TransferRequest): Verd
 
 /**
  * Admits withdrawals in the given order, each admitted one counting against those after
- * it in the current window (how a signer filters one block's requests).
+ * it in the current window (how a signer filters one block's requests). Anything that
+ * cannot be iterated holds no request and admits nothing.
  *
  * @example
  * ```ts

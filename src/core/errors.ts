@@ -30,7 +30,8 @@ export type LimitsErrorCode =
   | 'weak_secret'
   | 'invalid_request'
   | 'invalid_credentials'
-  | 'key_revoked';
+  | 'key_revoked'
+  | 'invalid_snapshot';
 
 /**
  * An error with a stable snake_case `code`, a message that says what was wrong and where,

@@ -23,7 +23,16 @@ import {
   requireName,
   validateCaps,
 } from './limits.js';
-import { emptyMap, mapDelete, mapGet, mapSet, type Owner, type PMap } from './pmap.js';
+import {
+  emptyMap,
+  hashOf,
+  mapDelete,
+  mapForEach,
+  mapGet,
+  mapSet,
+  type Owner,
+  type PMap,
+} from './pmap.js';
 import { addAt, clearHeights, type Ring, ringOf, type SumNode, visitHeights } from './window.js';
 
 /** Block height: a non-negative safe integer. */
@@ -93,12 +102,72 @@ export interface LimitsState {
   readonly ring: Ring;
   /** @internal */
   readonly window: SumNode;
-  /** @internal Withdrawals by id. */
-  readonly withdrawals: PMap<Withdrawal>;
-  /** @internal Each account's own per-block sums (accounts with withdrawals held). */
-  readonly accountWindows: PMap<SumNode>;
+  /**
+   * @internal The withdrawals held, by id, in generations, youngest first: a generation takes
+   * the withdrawals requested while it is the youngest, and is dropped whole once all of them
+   * are older than the history. Entries older than the history may linger until then; every
+   * lookup ignores them.
+   */
+  readonly generations: ReadonlyArray<Generation>;
+  /** @internal The own per-block sums of each account whose entry sets its own window. */
+  readonly books: PMap<Book>;
   /** @internal Each account's pegged-in total last observed (absent = 0). */
   readonly accountPegged: PMap<Amount>;
+}
+
+/** @internal A generation of withdrawals (see {@link LimitsState.generations}). */
+export interface Generation {
+  readonly map: PMap<Withdrawal>;
+  /** The highest tip when it became the youngest (null before the first block). */
+  readonly opened: Height | null;
+  /** The highest tip when a younger one took over; null for the youngest. */
+  readonly sealed: Height | null;
+  /**
+   * A Bloom filter of the ids of a sealed generation, built when it is sealed (it takes no
+   * new ids after that), so that looking up an id it does not hold costs a few bit tests
+   * instead of a map lookup. `undefined` for the youngest.
+   */
+  readonly filter: Uint32Array | undefined;
+  /**
+   * The youngest generation's log of the hashes of the ids it took, appended as they are
+   * written (when they are hot in cache), so that sealing builds the filter from one compact
+   * array instead of walking the map. The log is shared along one line of states: this
+   * version's hashes are its first `logged` ones, and only the version at the log's end may
+   * append. A state derived from an older version (a branch) gives the log up
+   * (`undefined`), and its filter is built from its map when it is sealed.
+   */
+  readonly log: HashLog | undefined;
+  readonly logged: number;
+}
+
+/** @internal An append-only, growable array of key hashes. */
+export interface HashLog {
+  hashes: Uint32Array;
+  n: number;
+}
+
+function newLog(): HashLog {
+  return { hashes: new Uint32Array(64), n: 0 };
+}
+
+function logHash(log: HashLog, hash: number): void {
+  if (log.n === log.hashes.length) {
+    const bigger = new Uint32Array(log.n * 2);
+    bigger.set(log.hashes);
+    log.hashes = bigger;
+  }
+  log.hashes[log.n++] = hash;
+}
+
+/**
+ * @internal An account's own per-block sums. Heights that leave the history are not cleared
+ * when they leave: `upTo` says up to which highest tip the tree is clean, and whoever reads
+ * or changes it clears the heights that left since (a range clear, O(log H)).
+ */
+export interface Book {
+  tree: SumNode;
+  upTo: Height | null;
+  owner: Owner | undefined;
 }
 
 /** Every event of SPEC §2. Amounts are bigint, heights are numbers. */
@@ -143,17 +212,25 @@ export interface LimitsOptions {
 
 /** The mutable working copy one `apply`/`applyAll` call changes; never escapes. */
 type Draft = { -readonly [K in keyof LimitsState]: LimitsState[K] } & {
+  /** `generations`, copied on the first change. */
+  gens: Generation[];
+  gensOwned: boolean;
   /**
-   * Withdrawals added, changed or removed (REMOVED) during this call, written into the
-   * persistent map once at the end: a withdrawal added and forgotten within one batch
-   * never touches it, and lookups cost a hash-table probe.
+   * The withdrawals added, changed or removed (REMOVED) during this call, written into the
+   * generations once at the end: a withdrawal added and forgotten within one batch never
+   * touches them, and lookups cost a hash-table probe. Made on the first write.
    */
-  pending: Map<string, Withdrawal | typeof REMOVED>;
-  /** Account windows touched during this call, likewise written back at the end. */
-  windows: Map<string, SumNode>;
+  pending: Map<string, Withdrawal | typeof REMOVED> | undefined;
+  /** The generation that holds each persisted withdrawal this call changed or removed. */
+  homes: Map<string, Generation> | undefined;
+  /** Books looked up or changed during this call (NO_BOOK: none; DROPPED_BOOK: removed). */
+  bookCache: Map<string, Book | typeof NO_BOOK | typeof DROPPED_BOOK> | undefined;
   owner: Owner;
   changed: boolean;
 };
+
+/** How many generations the history is split into: at most 1/GENERATIONS of it lingers. */
+const GENERATIONS = 8;
 
 function requireHeight(value: unknown, path: string): Height {
   if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 0) {
@@ -241,8 +318,17 @@ export function createLimitsState(options: LimitsOptions = {}): LimitsState {
     throttleKeys: emptyMap(),
     ring,
     window: ring.empty,
-    withdrawals: emptyMap(),
-    accountWindows: emptyMap(),
+    generations: [
+      {
+        map: emptyMap(),
+        opened: null,
+        sealed: null,
+        filter: undefined,
+        log: newLog(),
+        logged: 0,
+      },
+    ],
+    books: emptyMap(),
     accountPegged: emptyMap(),
   };
   const draft = draftOf(base);
@@ -267,8 +353,15 @@ export function createLimitsState(options: LimitsOptions = {}): LimitsState {
 
 const REMOVED = Symbol('removed');
 
+// A fresh owner token; every token has the same shape, so reading `single` stays monomorphic.
+function ownerToken(single: boolean): Owner {
+  return { single };
+}
+const NO_BOOK = Symbol('no book');
+const DROPPED_BOOK = Symbol('dropped book');
+
 // Written out field by field: a spread with extra fields is several times slower here.
-function draftOf(state: LimitsState): Draft {
+function draftOf(state: LimitsState, single = false): Draft {
   return {
     historyBlocks: state.historyBlocks,
     tip: state.tip,
@@ -281,32 +374,253 @@ function draftOf(state: LimitsState): Draft {
     throttleKeys: state.throttleKeys,
     ring: state.ring,
     window: state.window,
-    withdrawals: state.withdrawals,
-    accountWindows: state.accountWindows,
+    generations: state.generations,
+    books: state.books,
     accountPegged: state.accountPegged,
-    owner: {},
+    gens: state.generations as Generation[],
+    gensOwned: false,
+    pending: undefined,
+    homes: undefined,
+    bookCache: undefined,
+    owner: ownerToken(single),
     changed: false,
-    pending: new Map(),
-    windows: new Map(),
   };
 }
 
-function getWithdrawal(d: Draft, id: string): Withdrawal | undefined {
-  const p = d.pending.get(id);
-  if (p !== undefined) return p === REMOVED ? undefined : p;
-  return mapGet(d.withdrawals, id);
+// Where the last successful findWithdrawal found its withdrawal: the generation holding it,
+// or undefined when it was in the draft's pending map. Lookups never re-enter, so a
+// module-level slot saves an allocation per lookup.
+let foundHome: Generation | undefined;
+
+// A blocked Bloom filter: each id sets three bits in one 32-bit word, so a lookup costs one
+// memory load per sealed generation. The word comes from the low bits of the id's hash, the
+// three bits from other bits of a second hash. About 16 bits an id: ~1.5% false positives.
+function filterWord(hash: number, mask: number): number {
+  return hash & mask;
+}
+
+function filterBits(hash: number): number {
+  const h = Math.imul(hash ^ (hash >>> 16), 0x45d9f3b);
+  return (1 << (h & 31)) | (1 << ((h >>> 5) & 31)) | (1 << ((h >>> 10) & 31));
+}
+
+function filterOf(gen: Generation): Uint32Array {
+  const n = gen.log === undefined ? gen.map.size : gen.logged;
+  let words = 2;
+  while (words * 32 < n * 16) words *= 2;
+  const filter = new Uint32Array(words);
+  const mask = words - 1;
+  if (gen.log === undefined) {
+    // A branch's generation has no log of its own: walk the map (slower, as rare).
+    mapForEach(gen.map, (_, id) => {
+      const h = hashOf(id);
+      filter[filterWord(h, mask)]! |= filterBits(h);
+    });
+    return filter;
+  }
+  const hashes = gen.log.hashes;
+  for (let k = 0; k < n; k++) {
+    const h = hashes[k]!;
+    filter[filterWord(h, mask)]! |= filterBits(h);
+  }
+  return filter;
+}
+
+function mayHold(filter: Uint32Array, hash: number): boolean {
+  const bits = filterBits(hash);
+  return (filter[filterWord(hash, filter.length - 1)]! & bits) === bits;
+}
+
+/** A withdrawal the draft holds (inside the history), or undefined; sets `foundHome`. */
+function findWithdrawal(d: Draft, id: string): Withdrawal | undefined {
+  const oldest = oldestRetained(d);
+  const p = d.pending?.get(id);
+  if (p !== undefined) {
+    // Ids are unique among the withdrawals held, so a pending entry decides.
+    foundHome = undefined;
+    return p === REMOVED || p.height < oldest ? undefined : p;
+  }
+  const gens = d.gens;
+  let hash = -1;
+  for (let i = 0; i < gens.length; i++) {
+    const gen = gens[i]!;
+    if (gen.map.size === 0) continue;
+    if (hash < 0) hash = hashOf(id);
+    if (gen.filter !== undefined && !mayHold(gen.filter, hash)) continue;
+    const w = mapGet(gen.map, id, hash);
+    if (w !== undefined && w.height >= oldest) {
+      foundHome = gen;
+      return w;
+    }
+  }
+  return undefined;
+}
+
+function pendingOf(d: Draft): Map<string, Withdrawal | typeof REMOVED> {
+  d.pending ??= new Map();
+  return d.pending;
+}
+
+// Records a change to the withdrawal findWithdrawal found last.
+function changeFound(d: Draft, id: string, w: Withdrawal | typeof REMOVED): void {
+  const home = foundHome;
+  if (home !== undefined) {
+    d.homes ??= new Map();
+    d.homes.set(id, home);
+    pendingOf(d).set(id, w);
+  } else if (w === REMOVED && d.homes?.get(id) === undefined) {
+    // Added during this call and never persisted: nothing to remove but the entry.
+    d.pending!.delete(id);
+  } else pendingOf(d).set(id, w);
+}
+
+function ownGens(d: Draft): Generation[] {
+  if (!d.gensOwned) {
+    d.gens = d.gens.slice();
+    d.gensOwned = true;
+  }
+  return d.gens;
+}
+
+/** Calls `fn` with every withdrawal the draft holds inside the history. */
+function forEachHeld(d: Draft, fn: (w: Withdrawal) => void): void {
+  const oldest = oldestRetained(d);
+  const p = d.pending;
+  if (p !== undefined) for (const w of p.values()) if (w !== REMOVED && w.height >= oldest) fn(w);
+  for (const gen of d.gens) {
+    mapForEach(gen.map, (w, id) => {
+      if (w.height >= oldest && (p === undefined || !p.has(id))) fn(w);
+    });
+  }
+}
+
+/**
+ * Calls `fn` with every withdrawal `state` holds (requested inside the retained history,
+ * not dropped by a reorganization), in no particular order. @internal
+ */
+export function forEachWithdrawal(state: LimitsState, fn: (w: Withdrawal) => void): void {
+  const oldest = oldestRetained(state);
+  for (const gen of state.generations) {
+    mapForEach(gen.map, (w) => {
+      if (w.height >= oldest) fn(w);
+    });
+  }
+}
+
+// Heights that left the history since the book was last clean are cleared from its tree.
+function cleanTree(
+  s: Pick<LimitsState, 'ring' | 'historyBlocks' | 'highestTip'>,
+  book: Book,
+  owner: Owner,
+): SumNode {
+  const { upTo } = book;
+  const highest = s.highestTip;
+  if (upTo === null || highest === null || upTo === highest) return book.tree;
+  // A reorganization never lowers the highest tip: only heights below it have left.
+  if (highest - s.historyBlocks >= upTo) return s.ring.empty;
+  return clearHeights(
+    s.ring,
+    book.tree,
+    Math.max(0, upTo - s.historyBlocks + 1),
+    highest - s.historyBlocks,
+    owner,
+  );
+}
+
+/** The per-block sums of an account's book, with the heights that left the history cleared. @internal */
+export function bookTree(state: LimitsState, book: Book): SumNode {
+  return cleanTree(state, book, { single: true });
+}
+
+function bookOf(d: Draft, account: string): Book | undefined {
+  d.bookCache ??= new Map();
+  let b = d.bookCache.get(account);
+  if (b === undefined) {
+    b = mapGet(d.books, account) ?? NO_BOOK;
+    d.bookCache.set(account, b);
+  }
+  return b === NO_BOOK || b === DROPPED_BOOK ? undefined : b;
+}
+
+// A book this call owns, clean up to the draft's highest tip.
+function ownBook(d: Draft, account: string, book: Book): Book {
+  if (book.owner === d.owner && book.upTo === d.highestTip) return book;
+  const tree = cleanTree(d, book, d.owner);
+  if (book.owner === d.owner) {
+    book.tree = tree;
+    book.upTo = d.highestTip;
+    return book;
+  }
+  const owned: Book = { tree, upTo: d.highestTip, owner: d.owner };
+  d.bookCache!.set(account, owned);
+  return owned;
+}
+
+// Writes the pending withdrawals into the generations: new ones into the youngest (its
+// height is at most the tip, and the youngest is dropped last), changed ones where they
+// live, unless a re-reported one is now above what its generation may hold.
+function flushPending(d: Draft, pending: Map<string, Withdrawal | typeof REMOVED>): void {
+  const gens = ownGens(d);
+  const oldest = oldestRetained(d);
+  const young = gens[0]!;
+  // Only the version at the log's end may append to it; a branch gives the log up.
+  const log = young.log !== undefined && young.log.n === young.logged ? young.log : undefined;
+  let youngMap = young.map;
+  // Only withdrawals this call changed that were persisted before it touch older maps.
+  const maps = d.homes === undefined ? undefined : gens.map((g) => g.map);
+  for (const [id, w] of pending) {
+    if (maps !== undefined) {
+      const home = d.homes!.get(id);
+      const at = home === undefined ? -1 : gens.indexOf(home);
+      if (at >= 0) {
+        if (w !== REMOVED && (home!.sealed === null || w.height <= home!.sealed)) {
+          if (at === 0) youngMap = mapSet(youngMap, id, w, d.owner);
+          else maps[at] = mapSet(maps[at]!, id, w, d.owner);
+          continue;
+        }
+        if (at === 0) youngMap = mapDelete(youngMap, id, d.owner);
+        else maps[at] = mapDelete(maps[at]!, id, d.owner);
+      }
+    }
+    if (w !== REMOVED && w.height >= oldest) {
+      const hash = hashOf(id);
+      const before = youngMap.size;
+      youngMap = mapSet(youngMap, id, w, d.owner, hash);
+      if (log !== undefined && youngMap.size > before) logHash(log, hash);
+    }
+  }
+  if (youngMap !== young.map)
+    gens[0] = {
+      map: youngMap,
+      opened: young.opened,
+      sealed: null,
+      filter: undefined,
+      log,
+      logged: log === undefined ? 0 : log.n,
+    };
+  if (maps === undefined) return;
+  for (let i = 1; i < gens.length; i++) {
+    const g = gens[i]!;
+    if (maps[i] !== g.map)
+      gens[i] = {
+        map: maps[i]!,
+        opened: g.opened,
+        sealed: g.sealed,
+        filter: g.filter,
+        log: undefined,
+        logged: 0,
+      };
+  }
 }
 
 function freeze(d: Draft): LimitsState {
-  for (const [id, w] of d.pending) {
-    d.withdrawals =
-      w === REMOVED ? mapDelete(d.withdrawals, id, d.owner) : mapSet(d.withdrawals, id, w, d.owner);
-  }
-  for (const [account, window] of d.windows) {
-    d.accountWindows =
-      window.count === 0
-        ? mapDelete(d.accountWindows, account, d.owner)
-        : mapSet(d.accountWindows, account, window, d.owner);
+  if (d.pending !== undefined) flushPending(d, d.pending);
+  if (d.bookCache !== undefined) {
+    for (const [account, book] of d.bookCache) {
+      if (book === DROPPED_BOOK) d.books = mapDelete(d.books, account, d.owner);
+      else if (book !== NO_BOOK && book.owner === d.owner)
+        d.books = mapSet(d.books, account, book, d.owner);
+    }
   }
   return {
     historyBlocks: d.historyBlocks,
@@ -320,8 +634,8 @@ function freeze(d: Draft): LimitsState {
     throttleKeys: d.throttleKeys,
     ring: d.ring,
     window: d.window,
-    withdrawals: d.withdrawals,
-    accountWindows: d.accountWindows,
+    generations: d.gens,
+    books: d.books,
     accountPegged: d.accountPegged,
   };
 }
@@ -350,37 +664,106 @@ function setLimits(d: Draft, input: unknown, path: string): void {
 }
 
 function setEntry(d: Draft, account: string, caps: Caps): void {
+  const had = (mapGet(d.entries, account)?.rollingWithdrawalBlocks ?? null) !== null;
+  const has = caps.rollingWithdrawalBlocks !== null;
   d.entries = isEmptyCaps(caps)
     ? mapDelete(d.entries, account, d.owner)
     : mapSet(d.entries, account, caps, d.owner);
+  // Only an account whose entry sets its own window keeps its own per-block sums.
+  if (has && !had) openBook(d, account);
+  else if (had && !has) {
+    d.bookCache ??= new Map();
+    d.bookCache.set(account, DROPPED_BOOK);
+  }
   d.changed = true;
 }
 
-function bookAdd(d: Draft, account: string, height: Height, delta: bigint, count: number): void {
-  // An account whose withdrawals are all gone or rejected keeps no window (see freeze).
-  const before = d.windows.get(account) ?? mapGet(d.accountWindows, account) ?? d.ring.empty;
-  const after = addAt(d.ring, before, height, delta, count, undefined, d.owner);
-  // A root this call already owned changed in place: the cache holds it already.
-  if (after !== before) d.windows.set(account, after);
+// An entry gained its own window: its sums over the retained history must be exact (SPEC
+// §1.2), so the account's held withdrawals are summed once: O(withdrawals held), for this
+// rare operator event only.
+function openBook(d: Draft, account: string): void {
+  const book: Book = { tree: d.ring.empty, upTo: d.highestTip, owner: d.owner };
+  forEachHeld(d, (w) => {
+    if (w.account === account && !w.rejected)
+      book.tree = addAt(d.ring, book.tree, w.height, w.amount, 1, undefined, d.owner);
+  });
+  d.bookCache ??= new Map();
+  d.bookCache.set(account, book);
 }
 
-// Removes every withdrawal at heights from..to: from the id map, the account books and the ring.
+function bookAdd(d: Draft, account: string, height: Height, delta: bigint, count: number): void {
+  const book = bookOf(d, account);
+  if (book === undefined) return;
+  const owned = ownBook(d, account, book);
+  owned.tree = addAt(d.ring, owned.tree, height, delta, count, undefined, d.owner);
+}
+
+// Removes every withdrawal at heights from..to (all inside the history) from the id map,
+// the books and the ring: a reorganization, rare and shallow, so one by one.
 function dropHeights(d: Draft, from: Height, to: Height): void {
-  if (from > to) return;
   visitHeights(d.ring, d.window, from, to, (id) => {
-    const touched = d.pending.get(id);
-    if (touched === REMOVED) return;
-    const stored = touched === undefined ? mapGet(d.withdrawals, id) : undefined;
-    const w = touched ?? stored;
+    const w = findWithdrawal(d, id);
     if (w === undefined || w.height < from || w.height > to) return;
-    // Only a withdrawal the persistent map holds needs a tombstone; one added during this
-    // call never reached it.
-    if (stored !== undefined || mapGet(d.withdrawals, id) !== undefined) d.pending.set(id, REMOVED);
-    else d.pending.delete(id);
+    changeFound(d, id, REMOVED);
     if (!w.rejected) bookAdd(d, w.account, w.height, -w.amount, -1);
   });
   d.window = clearHeights(d.ring, d.window, from, to, d.owner);
   d.changed = true;
+}
+
+// The highest tip rises from `before` to `after`: the heights that leave the history are
+// forgotten in bulk. The ring clears them as a range; the books clear them when next read
+// or changed; the id map drops whole generations once all they hold has left.
+function forget(d: Draft, before: Height | null, after: Height): void {
+  if (before !== null) {
+    const from = Math.max(0, before - d.historyBlocks + 1);
+    const to = after - d.historyBlocks;
+    if (from <= to) {
+      // A batch that added withdrawals lets go of those it forgets, so a long replay holds
+      // no more than the history; persisted ones are left to their generation.
+      const p = d.pending;
+      if (p !== undefined && p.size > 0)
+        visitHeights(d.ring, d.window, from, to, (id) => {
+          if (d.homes?.get(id) === undefined) p.delete(id);
+        });
+      d.window = clearHeights(d.ring, d.window, from, to, d.owner);
+    }
+  }
+  const young = d.gens[0]!;
+  const span = Math.ceil(d.historyBlocks / GENERATIONS);
+  if (young.opened === null || before === null) {
+    ownGens(d)[0] = {
+      map: young.map,
+      opened: after,
+      sealed: null,
+      filter: undefined,
+      log: young.log,
+      logged: young.logged,
+    };
+  } else if (after - young.opened >= span) {
+    const g = ownGens(d);
+    g[0] = {
+      map: young.map,
+      opened: young.opened,
+      sealed: before,
+      filter: filterOf(young),
+      log: undefined,
+      logged: 0,
+    };
+    g.unshift({
+      map: emptyMap(),
+      opened: after,
+      sealed: null,
+      filter: undefined,
+      log: newLog(),
+      logged: 0,
+    });
+  }
+  const oldest = after - d.historyBlocks + 1;
+  for (let last = d.gens[d.gens.length - 1]!; last.sealed !== null && last.sealed < oldest; ) {
+    ownGens(d).pop();
+    last = d.gens[d.gens.length - 1]!;
+  }
 }
 
 function blockConnected(d: Draft, e: Record<string, unknown>): void {
@@ -392,12 +775,11 @@ function blockConnected(d: Draft, e: Record<string, unknown>): void {
       'height',
     );
   }
-  if (d.highestTip !== null && height > d.highestTip) {
-    // Heights that fall out of the retained history are forgotten.
-    dropHeights(d, Math.max(0, d.highestTip - d.historyBlocks + 1), height - d.historyBlocks);
+  if (d.highestTip === null || height > d.highestTip) {
+    forget(d, d.highestTip, height);
+    d.highestTip = height;
   }
   d.tip = height;
-  d.highestTip = d.highestTip === null ? height : Math.max(d.highestTip, height);
   d.changed = true;
 }
 
@@ -431,7 +813,10 @@ function oldestRetained(s: Pick<LimitsState, 'highestTip' | 'historyBlocks'>): H
 
 function withdrawalRequested(d: Draft, e: Record<string, unknown>): void {
   const id = requireId(e.id, 'id');
-  const account = requireAccount(e.account, 'account');
+  // An account this call has looked a book up for has been validated already.
+  const cached = d.bookCache?.get(e.account as string);
+  const account =
+    cached !== undefined ? (e.account as string) : requireAccount(e.account, 'account');
   const amount = requirePositive(e.amount, 'amount');
   const height = requireHeight(e.height, 'height');
   if (d.tip === null || height > d.tip) {
@@ -441,7 +826,7 @@ function withdrawalRequested(d: Draft, e: Record<string, unknown>): void {
       'height',
     );
   }
-  const known = getWithdrawal(d, id);
+  const known = findWithdrawal(d, id);
   if (known !== undefined) {
     if (known.account === account && known.amount === amount && known.height === height) return;
     fail(
@@ -452,15 +837,15 @@ function withdrawalRequested(d: Draft, e: Record<string, unknown>): void {
   }
   // Older than the retained history: accepted, counted nowhere (SPEC §2).
   if (height < oldestRetained(d)) return;
-  d.pending.set(id, { id, account, amount, height, rejected: false });
+  pendingOf(d).set(id, { id, account, amount, height, rejected: false });
   d.window = addAt(d.ring, d.window, height, amount, 1, id, d.owner);
-  bookAdd(d, account, height, amount, 1);
+  if (cached !== NO_BOOK) bookAdd(d, account, height, amount, 1);
   d.changed = true;
 }
 
 function withdrawalRejected(d: Draft, e: Record<string, unknown>): void {
   const id = requireId(e.id, 'id');
-  const w = getWithdrawal(d, id);
+  const w = findWithdrawal(d, id);
   if (w === undefined) {
     fail(
       'unknown_withdrawal',
@@ -469,7 +854,13 @@ function withdrawalRejected(d: Draft, e: Record<string, unknown>): void {
     );
   }
   if (w.rejected) return;
-  d.pending.set(id, { ...w, rejected: true });
+  changeFound(d, id, {
+    id: w.id,
+    account: w.account,
+    amount: w.amount,
+    height: w.height,
+    rejected: true,
+  });
   d.window = addAt(d.ring, d.window, w.height, -w.amount, 0, undefined, d.owner);
   bookAdd(d, w.account, w.height, -w.amount, -1);
   d.changed = true;
@@ -586,10 +977,15 @@ function step(d: Draft, value: unknown): void {
       'type',
     );
   }
-  const handler = handlers.get(event.type);
-  if (handler === undefined)
-    fail('invalid_event', `unknown event type ${describe(event.type)}`, 'type');
-  handler(d, event);
+  // The two events of every block first: a replay is mostly these.
+  if (event.type === 'withdrawalRequested') withdrawalRequested(d, event);
+  else if (event.type === 'blockConnected') blockConnected(d, event);
+  else {
+    const handler = handlers.get(event.type);
+    if (handler === undefined)
+      fail('invalid_event', `unknown event type ${describe(event.type)}`, 'type');
+    handler(d, event);
+  }
 }
 
 function withIndex(error: LimitsError, index: number): LimitsError {
@@ -598,7 +994,7 @@ function withIndex(error: LimitsError, index: number): LimitsError {
 }
 
 function run(state: LimitsState, events: Iterable<unknown>, indexed: boolean): ApplyResult {
-  const d = draftOf(state);
+  const d = draftOf(state, !indexed);
   let index = 0;
   try {
     for (const event of events) {

@@ -6,7 +6,7 @@ import type { Amount } from './amount.js';
 import { type Caps, isAccountName, type ResolvedCaps, resolveCaps } from './limits.js';
 import { seenEntry, seenGlobal } from './overlay.js';
 import { mapForEach, mapGet } from './pmap.js';
-import { type LimitsState, oldestRetained } from './state.js';
+import { bookTree, type LimitsState, oldestRetained } from './state.js';
 import { firstHeightReaching, type SumNode, sumHeights } from './window.js';
 
 /** The limits of one account entry, as `GET /limits/{account}` reports them. */
@@ -80,12 +80,20 @@ export function heightWithin(
   if (need <= 0n) return span.to;
   const p = firstHeightReaching(state.ring, tree, span.from, span.to, need);
   // p exists: the whole span sums to more than `need`.
-  return p === undefined ? undefined : p + Number(blocks);
+  if (p === undefined) return undefined;
+  // The window frees up at p + blocks; past the largest safe height no block can reach it.
+  const at = p + Number(blocks);
+  return at > Number.MAX_SAFE_INTEGER ? undefined : at;
 }
 
-/** The window of one account's own withdrawals, if it has any. */
+/**
+ * The per-block sums of one account's own withdrawals, kept only when its entry sets its own
+ * window (no other limit reads them); `undefined` otherwise, or for a malformed name.
+ */
 export function accountTree(state: LimitsState, account: string): SumNode | undefined {
-  return mapGet(state.accountWindows, account);
+  if (!isAccountName(account)) return undefined;
+  const book = mapGet(state.books, account);
+  return book === undefined ? undefined : bookTree(state, book);
 }
 
 function entryOf(state: LimitsState, account: string): Caps | undefined {
@@ -99,7 +107,7 @@ export function resolvedCaps(state: LimitsState, account: string): ResolvedCaps 
 
 /** The pegged total last observed for one account (0 when none was). */
 export function accountPeggedTotal(state: LimitsState, account: string): Amount {
-  return mapGet(state.accountPegged, account) ?? 0n;
+  return isAccountName(account) ? (mapGet(state.accountPegged, account) ?? 0n) : 0n;
 }
 
 function remaining(cap: Amount, withdrawn: Amount): Amount {

@@ -74,6 +74,23 @@ export function ringOf(size: number): Ring {
 
 function own(node: SumNode, owner: Owner): SumNode {
   if (node.owner === owner) return node;
+  return owner.single === true ? copyNodeSingle(node, owner) : copyNode(node, owner);
+}
+
+// Two copies of the same literal on purpose: separate allocation sites, so that a big
+// batch's long-lived copies do not teach V8 to allocate a single apply's short-lived ones
+// in the old generation (see `copyBranch` in pmap.ts).
+function copyNode(node: SumNode, owner: Owner): SumNode {
+  return {
+    sum: node.sum,
+    count: node.count,
+    kids: node.kids === undefined ? undefined : node.kids.slice(),
+    ids: node.ids,
+    owner,
+  };
+}
+
+function copyNodeSingle(node: SumNode, owner: Owner): SumNode {
   return {
     sum: node.sum,
     count: node.count,
@@ -92,6 +109,9 @@ function addIn(
   id: string | undefined,
   owner: Owner,
 ): SumNode {
+  // A subtree whose count drops to zero holds nothing: it becomes the shared empty constant,
+  // so a tree's memory follows what it holds, not what it once held.
+  if (root.count + count === 0) return emptyAt(depth);
   const top = own(root, owner);
   let node = top;
   for (let level = depth; level > 0; level--) {
@@ -99,7 +119,12 @@ function addIn(
     node.sum = undefined;
     const kids = node.kids!;
     const i = (slot >>> (BITS * (level - 1))) & (WIDTH - 1);
-    const kid = own(kids[i]!, owner);
+    const before = kids[i]!;
+    if (before.count + count === 0) {
+      kids[i] = emptyAt(level - 1);
+      return top;
+    }
+    const kid = own(before, owner);
     kids[i] = kid;
     node = kid;
   }

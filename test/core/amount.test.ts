@@ -45,3 +45,14 @@ describe('amounts', () => {
     },
   );
 });
+
+test('parseAmount takes a leading plus sign like a minus sign', () => {
+  expect(parseAmount('+1.5')).toEqual({ ok: true, amount: 150_000_000n });
+  expect(parseAmount('+.5')).toEqual({ ok: true, amount: 50_000_000n });
+  expect(parseAmount('+5.')).toEqual({ ok: true, amount: 500_000_000n });
+  expect(parseAmount('-.5')).toEqual({ ok: true, amount: -50_000_000n });
+  expect(parseAmount(' +0 ')).toEqual({ ok: true, amount: 0n });
+  const r = parseAmount('++1');
+  expect(r.ok).toBe(false);
+  if (!r.ok) expect(r.error.code).toBe('invalid_amount_text');
+});

@@ -265,3 +265,35 @@ describe('whenAvailable', () => {
     expect(whenAvailable(at(7), { account: 'a', amount: 10n ** 18n })).toBe(7);
   });
 });
+
+describe('checks never throw on data', () => {
+  test('admitting something that is not iterable admits nothing', () => {
+    const state = at(10, WINDOW_144);
+    for (const requests of [null, undefined, 42, {}] as unknown as Array<
+      Iterable<{ account: string; amount: bigint }>
+    >) {
+      expect(admitWithdrawals(state, requests)).toEqual({ admitted: [], refused: [] });
+      expect(admitDeposits(state, requests)).toEqual({ admitted: [], refused: [] });
+    }
+  });
+
+  test('whenAvailable never answers a height no block can have', () => {
+    const tip = Number.MAX_SAFE_INTEGER - 2;
+    const state = run(at(tip, WINDOW_144), withdraw('alice', 1000n, tip));
+    // The window frees up at tip + 144, past the largest safe height: never.
+    expect(whenAvailable(state, { account: 'alice', amount: 1n })).toBeNull();
+    // Room left now is answered with the tip itself.
+    const roomy = run(at(tip, WINDOW_144), withdraw('alice', 10n, tip));
+    expect(whenAvailable(roomy, { account: 'alice', amount: 1n })).toBe(tip);
+  });
+
+  test('whenAvailable answers a height a block can have, exactly, near the largest safe height', () => {
+    const tip = Number.MAX_SAFE_INTEGER - 200;
+    const state = run(at(tip, WINDOW_144), withdraw('alice', 1000n, tip - 10));
+    const h = whenAvailable(state, { account: 'alice', amount: 1n });
+    expect(h).toBe(tip - 10 + 144);
+    expect(Number.isSafeInteger(h)).toBe(true);
+    const next = run(state, { type: 'blockConnected', height: h! });
+    expect(checkWithdrawal(next, { account: 'alice', amount: 1n })).toEqual({ ok: true });
+  });
+});

@@ -7,6 +7,7 @@ import {
   mapForEach,
   mapGet,
   mapSet,
+  type Owner,
   type PMap,
 } from '../../src/core/pmap.js';
 
@@ -54,13 +55,13 @@ describe('persistent map', () => {
     (ops) => {
       let m = emptyMap<number>();
       const model = new Map<string, number>();
-      let owner: object = {};
+      let owner: Owner = { single: false };
       const versions: Array<[PMap<number>, Array<[string, number]>]> = [];
       for (const o of ops) {
         if (o.op === 'batch') {
           // A new batch: nodes of the previous one must no longer change in place.
           versions.push([m, sorted(model)]);
-          owner = {};
+          owner = { single: versions.length % 2 === 1 };
           continue;
         }
         if (o.op === 'set') {

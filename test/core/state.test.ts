@@ -1,4 +1,5 @@
 import { describe, expect, test } from 'vitest';
+import { mapForEach, mapGet } from '../../src/core/pmap.js';
 import {
   apply,
   applyAll,
@@ -8,8 +9,9 @@ import {
   getLimits,
   LimitsError,
   type LimitsEvent,
+  type LimitsState,
 } from '../../src/index.js';
-import { at, expectError, run, WINDOW_144, withdraw } from '../support/helpers.js';
+import { at, expectError, heldWithdrawals, run, WINDOW_144, withdraw } from '../support/helpers.js';
 
 const available = (s: Parameters<typeof getLimits>[0]) => getLimits(s).availableToWithdraw;
 
@@ -394,4 +396,98 @@ describe('applyAll', () => {
     const s2 = run(s0, withdraw('b', 30n, 100));
     expect([available(s0), available(s1), available(s2)]).toEqual([990n, 1000n, 960n]);
   });
+});
+
+describe('books only where a limit needs them, memory that follows what is held', () => {
+  const ownWindow = { rollingWithdrawalBlocks: 5n, rollingWithdrawalCap: 100n };
+
+  test('only an account whose entry sets its own window keeps per-block sums', () => {
+    const s = run(
+      at(10, { ...WINDOW_144, accountCaps: { bob: ownWindow, carol: { pegCap: 5n } } }),
+      withdraw('alice', 10n, 10),
+      withdraw('bob', 10n, 10),
+      withdraw('carol', 10n, 10),
+    );
+    const booked: string[] = [];
+    mapForEach(s.books, (_, account) => booked.push(account));
+    expect(booked).toEqual(['bob']);
+  });
+
+  test("an entry gaining a window counts the account's withdrawals made before it was set", () => {
+    let s = run(at(10, WINDOW_144), withdraw('bob', 30n, 8), withdraw('bob', 25n, 10));
+    s = run(s, { type: 'withdrawalRejected', id: lastId(s, 'bob', 25n) });
+    s = run(s, { type: 'accountLimitsSet', account: 'bob', limits: ownWindow });
+    expect(effectiveLimits(s, 'bob').availableToWithdraw).toBe(70n);
+    // Losing the window drops the book; gaining it again recounts.
+    s = run(s, { type: 'accountLimitsSet', account: 'bob', limits: { pegCap: 1n } });
+    expect(mapGet(s.books, 'bob')).toBeUndefined();
+    s = run(s, { type: 'accountLimitsSet', account: 'bob', limits: ownWindow });
+    expect(effectiveLimits(s, 'bob').availableToWithdraw).toBe(70n);
+  });
+
+  test('a book whose withdrawals are all rejected is the shared empty tree again', () => {
+    let s = run(at(10, { accountCaps: { bob: ownWindow } }), withdraw('bob', 30n, 10, 'b1'));
+    s = run(s, { type: 'withdrawalRejected', id: 'b1' });
+    expect(mapGet(s.books, 'bob')!.tree).toBe(s.ring.empty);
+  });
+
+  test('forgetting drops whole generations: the id maps hold at most an eighth of the history more than is held', () => {
+    const history = 64;
+    let s = createLimitsState({
+      historyBlocks: history,
+      limits: { accountCaps: { a1: ownWindow } },
+    });
+    let most = 0;
+    for (let b = 1; b <= 1000; b++) {
+      const events: LimitsEvent[] = [{ type: 'blockConnected', height: b }];
+      for (let i = 0; i < 4; i++) events.push(withdraw(`a${i}`, 1n, b, `w${b}-${i}`));
+      s = run(s, ...events);
+      const stored = s.generations.reduce((n, g) => n + g.map.size, 0);
+      most = Math.max(most, stored);
+    }
+    expect(heldWithdrawals(s)).toHaveLength(history * 4);
+    expect(most).toBeLessThanOrEqual((history + history / 8) * 4);
+    expect(s.generations.length).toBeLessThanOrEqual(10);
+  });
+
+  test("a book's heights that left the history are cleared when it is next read", () => {
+    let s = run(
+      at(
+        10,
+        { accountCaps: { bob: { rollingWithdrawalBlocks: 20n, rollingWithdrawalCap: 100n } } },
+        { historyBlocks: 20 },
+      ),
+      withdraw('bob', 60n, 10),
+    );
+    expect(effectiveLimits(s, 'bob').availableToWithdraw).toBe(40n);
+    // 20 blocks on, height 10 has left the history; its slot now belongs to height 30.
+    s = run(s, { type: 'blockConnected', height: 30 }, withdraw('bob', 5n, 30));
+    expect(effectiveLimits(s, 'bob').availableToWithdraw).toBe(95n);
+  });
+});
+
+function lastId(state: LimitsState, account: string, amount: bigint): string {
+  return heldWithdrawals(state)
+    .filter((w) => w.account === account && w.amount === amount)
+    .pop()!.id;
+}
+
+test('states derived from one state keep nothing of each other: the shared hash log grows along one line only', () => {
+  const base = run(at(10, WINDOW_144), withdraw('alice', 1n, 10));
+  const logged = base.generations[0]!.logged;
+  // Many hypothetical next states from the same base, as a "what if" caller makes them.
+  const siblings = Array.from({ length: 1000 }, (_, i) =>
+    run(base, withdraw('bob', 1n, 10, `s${i}`)),
+  );
+  // The first sibling extended the log; the others gave it up rather than extend it further.
+  expect(base.generations[0]!.log!.n).toBe(logged + 1);
+  expect(siblings.slice(1).every((s) => s.generations[0]!.log === undefined)).toBe(true);
+  // Each sibling still finds its own withdrawal and none of the others', once sealed too.
+  const later = siblings.map((s) => run(s, { type: 'blockConnected', height: 10 + 2016 / 8 + 1 }));
+  for (const [i, s] of later.entries()) {
+    expect(s.generations.length).toBe(2);
+    expect(apply(s, withdraw('bob', 1n, 10, `s${i}`)).ok).toBe(true);
+    expect(apply(s, withdraw('bob', 2n, 10, `s${i}`)).ok).toBe(false);
+    expect(apply(s, { type: 'withdrawalRejected', id: `s${(i + 1) % 1000}` }).ok).toBe(false);
+  }
 });

@@ -1,6 +1,7 @@
 /** Small helpers for the example tests. */
 import { expect } from 'vitest';
 import { mapForEach, type PMap } from '../../src/core/pmap.js';
+import { bookTree, forEachWithdrawal, type Withdrawal } from '../../src/core/state.js';
 import { sumHeights } from '../../src/core/window.js';
 import {
   apply,
@@ -76,8 +77,8 @@ export function canonical(state: LimitsState): unknown {
     const from = Math.max(0, state.highestTip - state.historyBlocks + 1);
     for (let h = from; h <= state.highestTip; h++) {
       heights.push([h, sumHeights(state.ring, state.window, h, h)]);
-      mapForEach(state.accountWindows, (tree, account) => {
-        const sum = sumHeights(state.ring, tree, h, h);
+      mapForEach(state.books, (book, account) => {
+        const sum = sumHeights(state.ring, bookTree(state, book), h, h);
         if (sum !== 0n) accountHeights.push([account, h, sum]);
       });
     }
@@ -93,9 +94,16 @@ export function canonical(state: LimitsState): unknown {
     throttleProfile: state.throttleProfile,
     throttleInitiator: state.throttleInitiator,
     throttleKeys: entries(state.throttleKeys),
-    withdrawals: entries(state.withdrawals),
-    withdrawalCount: state.withdrawals.size,
+    withdrawals: heldWithdrawals(state).map((w) => [w.id, w]),
+    withdrawalCount: heldWithdrawals(state).length,
     heights,
     accountHeights: accountHeights.sort(),
   };
+}
+
+/** The withdrawals a state holds, sorted by id. */
+export function heldWithdrawals(state: LimitsState): Withdrawal[] {
+  const out: Withdrawal[] = [];
+  forEachWithdrawal(state, (w) => out.push(w));
+  return out.sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
 }

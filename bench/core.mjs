@@ -1,0 +1,300 @@
+#!/usr/bin/env node
+/**
+ * The core benchmarks: each case runs the library beside its baseline, interleaved in
+ * rounds; the figure is the median of the per-round ratios. Prints one JSON object:
+ * `{ rows: [{ label, ratio, bar, a, b }], notes: [{ label, value }] }`.
+ */
+import {
+  apply,
+  applyAll,
+  createLimitsState,
+  decodeJson,
+  encodeJson,
+  generateThrottleSecret,
+  getLimits,
+  hashThrottleSecret,
+  snapshotOf,
+  startThrottle,
+  stateFromSnapshot,
+} from '../dist/index.js';
+import { formatTime, interleave, median, medianRatio } from './harness.mjs';
+import { HISTORY, limitsFor, MutableFloor, ScanningService, stream, WINDOW } from './workload.mjs';
+
+const quick = process.argv.includes('--quick');
+const ROUNDS = quick ? 5 : 9;
+// The replay's rounds are long and its ratio the tightest: more of them steady the median.
+const REPLAY_ROUNDS = quick ? 5 : 15;
+const rows = [];
+const notes = [];
+
+function build(accounts, events) {
+  const r = applyAll(
+    createLimitsState({ historyBlocks: HISTORY, limits: limitsFor(accounts) }),
+    events,
+  );
+  if (!r.ok) throw r.error;
+  return r.state;
+}
+
+function floorOf(accounts, events) {
+  const floor = new MutableFloor(accounts);
+  for (const e of events) floor.apply(e);
+  return floor;
+}
+
+function same(a, b, what) {
+  if (a !== b) throw new Error(`${what}: the library says ${a}, the baseline ${b}`);
+}
+
+function row(label, bar, times, a, b) {
+  const ratio = medianRatio(times[a], times[b]);
+  rows.push({ label, ratio, bar, a: median(times[a]), b: median(times[b]) });
+}
+
+// --- replay: 200k events, 500 accounts, window 144 of 2016 heights -------------------------
+{
+  const accounts = 500;
+  const { events } = stream({ blocks: 11_800, perBlock: 16, accounts });
+  same(
+    getLimits(build(accounts, events)).availableToWithdraw,
+    floorOf(accounts, events).available(),
+    'replay',
+  );
+  const times = interleave(
+    [
+      { name: 'applyAll', run: () => build(accounts, events), calls: 1 },
+      { name: 'floor', run: () => floorOf(accounts, events), calls: 1 },
+    ],
+    { rounds: REPLAY_ROUNDS, warmup: 2, collect: true },
+  );
+  row(
+    `replay of ${events.length} events through applyAll ÷ mutable floor`,
+    1.5,
+    times,
+    'applyAll',
+    'floor',
+  );
+}
+
+// --- a chain of 20,000 single applies on a state holding 100k withdrawals --------------------
+{
+  const accounts = 500;
+  const base = stream({ blocks: HISTORY, perBlock: 50, accounts });
+  const chain = stream({ blocks: 392, perBlock: 50, accounts, from: base.next }).events.slice(
+    0,
+    20_000,
+  );
+  const state = build(accounts, base.events);
+  const held = snapshotOf(state).withdrawals.length;
+  if (held < 100_000) throw new Error(`the chain's state holds ${held} withdrawals`);
+  const runChain = () => {
+    let s = state;
+    for (const e of chain) {
+      const r = apply(s, e);
+      if (!r.ok) throw r.error;
+      s = r.state;
+    }
+    return s;
+  };
+  const floorBase = () => floorOf(accounts, base.events);
+  same(
+    getLimits(runChain()).availableToWithdraw,
+    (() => {
+      const f = floorBase();
+      for (const e of chain) f.apply(e);
+      return f.available();
+    })(),
+    'chain',
+  );
+  const times = interleave(
+    [
+      { name: 'apply chain', run: runChain, calls: chain.length },
+      {
+        name: 'floor chain',
+        setup: floorBase,
+        run: (f) => {
+          for (const e of chain) f.apply(e);
+        },
+        calls: chain.length,
+      },
+    ],
+    { rounds: ROUNDS, warmup: 2, collect: true },
+  );
+  row(
+    `a chain of ${chain.length} single apply calls at ${held} held ÷ mutable floor`,
+    4,
+    times,
+    'apply chain',
+    'floor chain',
+  );
+
+  // --- forgetting: blocks that each forget 50 withdrawals -----------------------------------
+  const blocks = [];
+  for (let h = state.highestTip + 1; blocks.length < 500; h++)
+    blocks.push({ type: 'blockConnected', height: h });
+  const forgetTimes = interleave(
+    [
+      {
+        name: 'forget',
+        run: () => {
+          let s = state;
+          for (const e of blocks) s = apply(s, e).state;
+        },
+        calls: blocks.length * 50,
+      },
+      {
+        name: 'floor forget',
+        setup: floorBase,
+        run: (f) => {
+          for (const e of blocks) f.apply(e);
+        },
+        calls: blocks.length * 50,
+      },
+    ],
+    { rounds: ROUNDS, warmup: 2, collect: true },
+  );
+  row(
+    'forgetting: cost per forgotten withdrawal (blocks forgetting 50 each) ÷ mutable floor',
+    3,
+    forgetTimes,
+    'forget',
+    'floor forget',
+  );
+
+  // --- snapshot round trip at 100k held ------------------------------------------------------
+  const text = encodeJson(snapshotOf(state));
+  const snapTimes = interleave(
+    [
+      { name: 'snapshot', run: () => encodeJson(snapshotOf(state)), calls: 1 },
+      {
+        name: 'restore',
+        run: () => {
+          const r = stateFromSnapshot(decodeJson(text));
+          if (!r.ok) throw r.error;
+        },
+        calls: 1,
+      },
+    ],
+    { rounds: 3, warmup: 1, collect: true },
+  );
+  notes.push({
+    label: `snapshot of ${held} held withdrawals: size`,
+    value: `${(text.length / 1024 / 1024).toFixed(1)} MiB (${text.length} bytes)`,
+  });
+  notes.push({ label: 'encodeJson(snapshotOf(s))', value: formatTime(median(snapTimes.snapshot)) });
+  notes.push({
+    label: 'stateFromSnapshot(decodeJson(text))',
+    value: formatTime(median(snapTimes.restore)),
+  });
+
+  // --- opening a window on an entry at 100k held (the one cost that follows the history) ---
+  const openTimes = interleave(
+    [
+      {
+        name: 'open',
+        run: () =>
+          apply(state, {
+            type: 'accountLimitsSet',
+            account: 'acct1',
+            limits: { rollingWithdrawalBlocks: 144n, rollingWithdrawalCap: 10n ** 12n },
+          }),
+        calls: 1,
+      },
+    ],
+    { rounds: 5, warmup: 1, collect: true },
+  );
+  rows.push({
+    label: `an entry gains its own window at ${held} held (a time, not a ratio)`,
+    ratio: median(openTimes.open),
+    bar: 50,
+    unit: 'ms',
+  });
+}
+
+// --- flat from 1k to 100k held: one apply, getLimits ---------------------------------------
+{
+  const accounts = 500;
+  const small = build(accounts, stream({ blocks: 63, perBlock: 16, accounts }).events);
+  const largeStream = stream({ blocks: HISTORY, perBlock: 50, accounts });
+  const large = build(accounts, largeStream.events);
+  let k = 0;
+  const one = (s) => () => {
+    for (let i = 0; i < 100; i++) {
+      const r = apply(s, {
+        type: 'withdrawalRequested',
+        id: `extra${k++}`,
+        account: `acct${k % accounts}`,
+        amount: 12_345n,
+        height: s.tip,
+      });
+      if (!r.ok) throw r.error;
+    }
+  };
+  const applyTimes = interleave(
+    [
+      { name: '100k', run: one(large) },
+      { name: '1k', run: one(small) },
+    ],
+    { rounds: ROUNDS },
+  );
+  row('one apply(withdrawalRequested): 100k ÷ 1k held', 1.5, applyTimes, '100k', '1k');
+  notes.push({
+    label: 'one apply(withdrawalRequested) at 100k held',
+    value: formatTime(median(applyTimes['100k']) / 100),
+  });
+
+  const inWindow = build(accounts, stream({ blocks: WINDOW, perBlock: 700, accounts }).events);
+  const fewInWindow = build(accounts, stream({ blocks: 7, perBlock: 16, accounts }).events);
+  const scanning = new ScanningService();
+  for (const e of stream({ blocks: WINDOW, perBlock: 700, accounts }).events) scanning.apply(e);
+  same(getLimits(inWindow).availableToWithdraw, scanning.available(), 'getLimits');
+  const reps = (fn) => () => {
+    for (let i = 0; i < 100; i++) fn();
+  };
+  const getTimes = interleave(
+    [
+      { name: '100k', run: reps(() => getLimits(inWindow)) },
+      { name: '100', run: reps(() => getLimits(fewInWindow)) },
+      { name: 'scan', run: () => scanning.available(), calls: 0.01 },
+    ],
+    { rounds: ROUNDS },
+  );
+  row('getLimits: 100k ÷ 100 withdrawals in the window', 1.5, getTimes, '100k', '100');
+  rows.push({
+    label: 'scanning recompute ÷ getLimits, 100k in the window',
+    ratio: medianRatio(getTimes.scan, getTimes['100k']),
+    bar: null,
+  });
+}
+
+// --- throttle key verification --------------------------------------------------------------
+{
+  const secret = generateThrottleSecret();
+  const wrong = generateThrottleSecret();
+  const r = applyAll(createLimitsState(), [
+    { type: 'throttleKeyAdded', name: 'ops-1', secretHash: hashThrottleSecret(secret) },
+  ]);
+  const state = r.state;
+  const reps = (req) => () => {
+    for (let i = 0; i < 100; i++) startThrottle(state, req);
+  };
+  const times = interleave(
+    [
+      { name: 'right', run: reps({ name: 'ops-1', secret }) },
+      { name: 'wrong', run: reps({ name: 'ops-1', secret: wrong }) },
+      { name: 'unknown', run: reps({ name: 'nobody', secret: wrong }) },
+    ],
+    { rounds: ROUNDS, minMs: 10 },
+  );
+  notes.push({
+    label: 'startThrottle with a wrong secret',
+    value: formatTime(median(times.wrong) / 100),
+  });
+  rows.push({
+    label: 'verify an unknown name ÷ a wrong secret',
+    ratio: medianRatio(times.unknown, times.wrong),
+    bar: null,
+  });
+}
+
+process.stdout.write(`${JSON.stringify({ rows, notes })}\n`);

@@ -1,0 +1,152 @@
+/**
+ * The benchmark workloads and their baselines: the mutable floor (the same bookkeeping
+ * with plain mutable structures, no persistence) and the scanning recompute (what a
+ * service that sums its stored withdrawals on every request does).
+ */
+
+export const WINDOW = 144;
+export const HISTORY = 2016;
+export const CAP = 10n ** 15n;
+/** 1 in WINDOWED accounts has an entry with its own window. */
+export const WINDOWED = 16;
+
+/** The account names of a workload over `accounts` accounts. */
+export function accountName(i) {
+  return `acct${i}`;
+}
+
+/** The initial caps: the global window, and an own window for 1 in 16 accounts. */
+export function limitsFor(accounts) {
+  const accountCaps = {};
+  for (let a = 0; a < accounts; a += WINDOWED)
+    accountCaps[accountName(a)] = {
+      rollingWithdrawalBlocks: BigInt(WINDOW),
+      rollingWithdrawalCap: CAP / 100n,
+    };
+  return { rollingWithdrawalBlocks: BigInt(WINDOW), rollingWithdrawalCap: CAP, accountCaps };
+}
+
+/** A deterministic pseudo-random amount in satoshis (10k … 1M). */
+function amountOf(i) {
+  return BigInt(10_000 + ((i * 2654435761) % 990_000));
+}
+
+/**
+ * A stream of `blocks` blocks with `perBlock` withdrawals each over `accounts` accounts,
+ * 1 in 100 withdrawals rejected in the next block. `from` continues an earlier stream.
+ */
+export function stream({ blocks, perBlock, accounts, from = { height: 800_000, n: 0 } }) {
+  const events = [];
+  let pendingRejects = [];
+  let n = from.n;
+  let height = from.height;
+  for (let b = 0; b < blocks; b++) {
+    height++;
+    events.push({ type: 'blockConnected', height });
+    for (const id of pendingRejects) events.push({ type: 'withdrawalRejected', id });
+    pendingRejects = [];
+    for (let i = 0; i < perBlock; i++, n++) {
+      const id = `w${n}`;
+      const account = accountName((n * 7919) % accounts);
+      events.push({ type: 'withdrawalRequested', id, account, amount: amountOf(n), height });
+      if (n % 100 === 99) pendingRejects.push(id);
+    }
+  }
+  return { events, next: { height, n } };
+}
+
+/**
+ * The floor: a ring of per-block sums with a running window sum, a Map of withdrawals by
+ * id with the ids listed per height (to forget them), and per-block sums for the accounts
+ * with their own window. Everything mutable, nothing persistent.
+ */
+export class MutableFloor {
+  constructor(accounts) {
+    this.ring = new Array(HISTORY).fill(0n);
+    this.ids = Array.from({ length: HISTORY }, () => []);
+    this.byId = new Map();
+    this.accounts = new Map();
+    for (let a = 0; a < accounts; a += WINDOWED)
+      this.accounts.set(accountName(a), new Array(HISTORY).fill(0n));
+    this.windowSum = 0n;
+    this.tip = -1;
+  }
+
+  apply(e) {
+    if (e.type === 'blockConnected') this.block(e.height);
+    else if (e.type === 'withdrawalRequested') this.withdraw(e.id, e.account, e.amount, e.height);
+    else if (e.type === 'withdrawalRejected') this.reject(e.id);
+  }
+
+  block(height) {
+    for (let h = this.tip + 1; h <= height && this.tip >= 0; h++) {
+      this.windowSum -= this.ring[(h - WINDOW) % HISTORY];
+      const slot = h % HISTORY;
+      for (const id of this.ids[slot]) {
+        const w = this.byId.get(id);
+        this.byId.delete(id);
+        if (!w.rejected) {
+          const own = this.accounts.get(w.account);
+          if (own !== undefined) own[slot] -= w.amount;
+        }
+      }
+      this.ids[slot] = [];
+      this.ring[slot] = 0n;
+    }
+    this.tip = height;
+  }
+
+  withdraw(id, account, amount, height) {
+    if (this.byId.has(id)) return;
+    this.byId.set(id, { account, amount, height, rejected: false });
+    const slot = height % HISTORY;
+    this.ring[slot] += amount;
+    this.ids[slot].push(id);
+    if (height > this.tip - WINDOW) this.windowSum += amount;
+    const own = this.accounts.get(account);
+    if (own !== undefined) own[slot] += amount;
+  }
+
+  reject(id) {
+    const w = this.byId.get(id);
+    if (w === undefined || w.rejected) return;
+    w.rejected = true;
+    const slot = w.height % HISTORY;
+    this.ring[slot] -= w.amount;
+    const own = this.accounts.get(w.account);
+    if (own !== undefined) own[slot] -= w.amount;
+    if (w.height > this.tip - WINDOW) this.windowSum -= w.amount;
+  }
+
+  available() {
+    return CAP > this.windowSum ? CAP - this.windowSum : 0n;
+  }
+}
+
+/** The recompute: every request scans all stored withdrawals. */
+export class ScanningService {
+  constructor() {
+    this.rows = [];
+    this.index = new Map();
+    this.tip = -1;
+  }
+
+  apply(e) {
+    if (e.type === 'blockConnected') this.tip = e.height;
+    else if (e.type === 'withdrawalRequested') {
+      this.index.set(e.id, this.rows.length);
+      this.rows.push({ amount: e.amount, height: e.height, rejected: false });
+    } else if (e.type === 'withdrawalRejected') {
+      const at = this.index.get(e.id);
+      if (at !== undefined) this.rows[at].rejected = true;
+    }
+  }
+
+  available() {
+    let sum = 0n;
+    const from = this.tip - WINDOW + 1;
+    for (const r of this.rows)
+      if (!r.rejected && r.height >= from && r.height <= this.tip) sum += r.amount;
+    return CAP > sum ? CAP - sum : 0n;
+  }
+}

@@ -1,0 +1,355 @@
+/**
+ * Snapshots (SPEC §6): the state as plain, JSON-safe data, and back. A snapshot holds what
+ * the state knows and nothing of how it got there, so its size follows the retained
+ * history, never the number of events seen.
+ */
+import type { Amount } from './amount.js';
+import { describe, joinPath, LimitsError } from './errors.js';
+import { CAP_FIELDS, type Caps, isRecord, rejectUnknownFields } from './limits.js';
+import { mapForEach } from './pmap.js';
+import {
+  applyAll,
+  createLimitsState,
+  forEachWithdrawal,
+  type Height,
+  type LimitsEvent,
+  type LimitsState,
+  type ThrottleKey,
+  type ThrottleProfile,
+  type Withdrawal,
+} from './state.js';
+
+/** The `format` every snapshot carries. */
+export const SNAPSHOT_FORMAT = 'peg-limits/snapshot';
+/** The snapshot version this release writes and reads. */
+export const SNAPSHOT_VERSION = 1;
+
+/**
+ * Everything a state knows, as plain data: amounts are `bigint` (so `encodeJson` writes
+ * them exactly), heights are numbers, maps are objects sorted by key and lists are sorted,
+ * so equal states give equal text.
+ */
+export interface Snapshot {
+  readonly format: typeof SNAPSHOT_FORMAT;
+  readonly version: typeof SNAPSHOT_VERSION;
+  readonly historyBlocks: number;
+  readonly throttleProfile: ThrottleProfile;
+  /** The configured global caps (without the throttle overlay), all six fields. */
+  readonly limits: Caps;
+  /** The configured account entries, by account name. */
+  readonly accountCaps: Readonly<Record<string, Caps>>;
+  readonly tip: Height | null;
+  readonly highestTip: Height | null;
+  readonly peggedTotal: Amount;
+  /** The pegged-in totals observed per account (0 is left out). */
+  readonly accountPeggedTotals: Readonly<Record<string, Amount>>;
+  /** The key registry, sorted by name. */
+  readonly throttleKeys: ReadonlyArray<ThrottleKey>;
+  readonly throttleInitiator: string | null;
+  /** The withdrawals held (inside the history), sorted by height, then id. */
+  readonly withdrawals: ReadonlyArray<Withdrawal>;
+}
+
+const TOP_FIELDS = [
+  'format',
+  'version',
+  'historyBlocks',
+  'throttleProfile',
+  'limits',
+  'accountCaps',
+  'tip',
+  'highestTip',
+  'peggedTotal',
+  'accountPeggedTotals',
+  'throttleKeys',
+  'throttleInitiator',
+  'withdrawals',
+];
+const WITHDRAWAL_FIELDS = ['id', 'account', 'amount', 'height', 'rejected'];
+const KEY_FIELDS = ['name', 'secretHash', 'revoked'];
+const PROFILE_FIELDS = ['perWithdrawalCap', 'rollingWithdrawalBlocks', 'rollingWithdrawalCap'];
+
+function byKey(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}
+
+function capsOf(caps: Caps): Caps {
+  const out: Record<string, Amount | null> = {};
+  for (const f of CAP_FIELDS) out[f] = caps[f];
+  return out as unknown as Caps;
+}
+
+function sortedRecord<V>(pairs: Array<[string, V]>): Record<string, V> {
+  const out: Record<string, V> = Object.create(null);
+  for (const [k, v] of pairs.sort(([a], [b]) => byKey(a, b))) out[k] = v;
+  return out;
+}
+
+/**
+ * The state as a plain, JSON-safe value: configuration, tips, the withdrawals held with
+ * their rejection flags, account entries, pegged totals, the throttle profile, initiator
+ * and keys. Its size is bounded by the retained history. `encodeJson(snapshotOf(s))` is
+ * deterministic.
+ *
+ * @example
+ * ```ts
+ * const text = encodeJson(snapshotOf(state)); // '{"format":"peg-limits/snapshot","version":1,…}'
+ * const r = stateFromSnapshot(decodeJson(text));
+ * if (r.ok) getLimits(r.state); // answers exactly as getLimits(state)
+ * ```
+ */
+export function snapshotOf(state: LimitsState): Snapshot {
+  const entries: Array<[string, Caps]> = [];
+  mapForEach(state.entries, (caps, name) => entries.push([name, capsOf(caps)]));
+  const pegged: Array<[string, Amount]> = [];
+  mapForEach(state.accountPegged, (total, name) => pegged.push([name, total]));
+  const keys: ThrottleKey[] = [];
+  mapForEach(state.throttleKeys, (k) =>
+    keys.push({ name: k.name, secretHash: k.secretHash, revoked: k.revoked }),
+  );
+  const withdrawals: Withdrawal[] = [];
+  forEachWithdrawal(state, (w) =>
+    withdrawals.push({
+      id: w.id,
+      account: w.account,
+      amount: w.amount,
+      height: w.height,
+      rejected: w.rejected,
+    }),
+  );
+  return {
+    format: SNAPSHOT_FORMAT,
+    version: SNAPSHOT_VERSION,
+    historyBlocks: state.historyBlocks,
+    throttleProfile: {
+      perWithdrawalCap: state.throttleProfile.perWithdrawalCap,
+      rollingWithdrawalBlocks: state.throttleProfile.rollingWithdrawalBlocks,
+      rollingWithdrawalCap: state.throttleProfile.rollingWithdrawalCap,
+    },
+    limits: capsOf(state.limits),
+    accountCaps: sortedRecord(entries),
+    tip: state.tip,
+    highestTip: state.highestTip,
+    peggedTotal: state.peggedTotal,
+    accountPeggedTotals: sortedRecord(pegged),
+    throttleKeys: keys.sort((a, b) => byKey(a.name, b.name)),
+    throttleInitiator: state.throttleInitiator,
+    withdrawals: withdrawals.sort((a, b) => a.height - b.height || byKey(a.id, b.id)),
+  };
+}
+
+/** The result of {@link stateFromSnapshot}. */
+export type SnapshotResult =
+  | { readonly ok: true; readonly state: LimitsState }
+  | { readonly ok: false; readonly error: LimitsError };
+
+// Thrown inside stateFromSnapshot, caught at its boundary.
+class Invalid extends Error {
+  constructor(
+    readonly at: string,
+    readonly reason: string,
+  ) {
+    super(reason);
+  }
+}
+
+function invalid(path: string, reason: string): never {
+  throw new Invalid(path, reason);
+}
+
+function record(
+  value: unknown,
+  path: string,
+  fields?: ReadonlyArray<string>,
+): Record<string, unknown> {
+  if (!isRecord(value)) invalid(path, `expected an object, got ${describe(value)}`);
+  if (fields !== undefined) {
+    try {
+      rejectUnknownFields(value, fields, path);
+    } catch (e) {
+      if (e instanceof LimitsError) invalid(e.path ?? path, e.message.replace(/^[^:]*: /, ''));
+      throw e;
+    }
+    for (const f of fields) if (!(f in value)) invalid(joinPath(path, f), 'missing');
+  }
+  return value as Record<string, unknown>;
+}
+
+function list(value: unknown, path: string): ReadonlyArray<unknown> {
+  if (!Array.isArray(value)) invalid(path, `expected an array, got ${describe(value)}`);
+  return value;
+}
+
+// Heights are numbers in a state and may be bigints after decodeJson.
+function height(value: unknown, path: string): Height {
+  const n =
+    typeof value === 'bigint' && value >= 0n && value <= BigInt(Number.MAX_SAFE_INTEGER)
+      ? Number(value)
+      : value;
+  if (typeof n !== 'number' || !Number.isSafeInteger(n) || n < 0)
+    invalid(path, `expected a block height (a non-negative safe integer), got ${describe(value)}`);
+  return n;
+}
+
+function nullable<T>(value: unknown, read: (v: unknown) => T): T | null {
+  return value === null ? null : read(value);
+}
+
+/**
+ * Restores a state from a snapshot (as {@link snapshotOf} made it, or as `decodeJson` read
+ * it back). A snapshot is input: every rule of SPEC §1.1 and §2 is checked, and a malformed,
+ * inconsistent or unknown-version snapshot gets `invalid_snapshot` with the `path` of the
+ * field at fault. Never throws.
+ *
+ * The restored state answers every view, check, admission and `whenAvailable` as the
+ * original did, and accepts or refuses every later event as the original would.
+ *
+ * @example
+ * ```ts
+ * const r = stateFromSnapshot(decodeJson(readFileSync('snapshot.json', 'utf8')));
+ * if (!r.ok) console.error(r.error.code, r.error.path); // 'invalid_snapshot' 'withdrawals[3].amount'
+ * ```
+ */
+export function stateFromSnapshot(value: unknown): SnapshotResult {
+  try {
+    return { ok: true, state: restore(value) };
+  } catch (e) {
+    const error =
+      e instanceof Invalid
+        ? new LimitsError('invalid_snapshot', `invalid snapshot: ${e.at}: ${e.reason}`, e.at)
+        : new LimitsError(
+            'invalid_snapshot',
+            `invalid snapshot: ${e instanceof Error ? e.message : String(e)}`,
+          );
+    return { ok: false, error };
+  }
+}
+
+// The message of a LimitsError without the path prefix `fail` puts in front of it.
+function reasonOf(e: LimitsError): string {
+  return e.path !== undefined && e.message.startsWith(`${e.path}: `)
+    ? e.message.slice(e.path.length + 2)
+    : e.message;
+}
+
+function restore(value: unknown): LimitsState {
+  const s = record(value, '', TOP_FIELDS);
+  if (s.format !== SNAPSHOT_FORMAT)
+    invalid('format', `expected "${SNAPSHOT_FORMAT}", got ${describe(s.format)}`);
+  if (s.version !== SNAPSHOT_VERSION && s.version !== BigInt(SNAPSHOT_VERSION))
+    invalid(
+      'version',
+      `this release reads version ${SNAPSHOT_VERSION}, got ${describe(s.version)}`,
+    );
+  const historyBlocks = height(s.historyBlocks, 'historyBlocks');
+  const limits = record(s.limits, 'limits', CAP_FIELDS);
+  const accountCaps = record(s.accountCaps, 'accountCaps');
+  for (const [name, caps] of Object.entries(accountCaps)) {
+    const at = joinPath('accountCaps', name);
+    const entry = record(caps, at, CAP_FIELDS);
+    if (CAP_FIELDS.every((f) => entry[f] === null))
+      invalid(at, 'an entry with no cap set does not exist; leave it out');
+  }
+  let state: LimitsState;
+  try {
+    state = createLimitsState({
+      historyBlocks,
+      throttleProfile: record(
+        s.throttleProfile,
+        'throttleProfile',
+        PROFILE_FIELDS,
+      ) as unknown as ThrottleProfile,
+      limits: { ...(limits as Partial<Caps>), accountCaps: accountCaps as Record<string, Caps> },
+    });
+  } catch (e) {
+    if (!(e instanceof LimitsError)) throw e;
+    const path = (e.path ?? '').replace(/^limits\.accountCaps\./, 'accountCaps.');
+    invalid(path, reasonOf(e));
+  }
+
+  const tip = nullable(s.tip, (v) => height(v, 'tip'));
+  const highestTip = nullable(s.highestTip, (v) => height(v, 'highestTip'));
+  if ((tip === null) !== (highestTip === null))
+    invalid('tip', 'tip and highestTip are both null (no block known) or both heights');
+  if (tip !== null && highestTip !== null && tip > highestTip)
+    invalid('tip', `the tip ${tip} is above the highest tip ${highestTip}`);
+  const oldest = highestTip === null ? 0 : Math.max(0, highestTip - historyBlocks + 1);
+
+  // The rest is replayed as events, so the state's own rules check it; each event carries
+  // the snapshot path its fields come from.
+  const events: LimitsEvent[] = [];
+  const paths: string[] = [];
+  const push = (event: LimitsEvent, path: string) => {
+    events.push(event);
+    paths.push(path);
+  };
+  if (highestTip !== null) push({ type: 'blockConnected', height: highestTip }, 'highestTip');
+  const ids = new Set<string>();
+  for (const [i, item] of list(s.withdrawals, 'withdrawals').entries()) {
+    const at = `withdrawals[${i}]`;
+    const w = record(item, at, WITHDRAWAL_FIELDS);
+    const h = height(w.height, `${at}.height`);
+    if (tip === null || h > tip)
+      invalid(`${at}.height`, `a withdrawal held must be at or below the tip ${tip}, got ${h}`);
+    if (h < oldest)
+      invalid(`${at}.height`, `height ${h} is older than the retained history (${oldest}…)`);
+    if (typeof w.rejected !== 'boolean')
+      invalid(`${at}.rejected`, `expected true or false, got ${describe(w.rejected)}`);
+    if (typeof w.id === 'string') {
+      if (ids.has(w.id)) invalid(`${at}.id`, `the id ${JSON.stringify(w.id)} appears twice`);
+      ids.add(w.id);
+    }
+    push(
+      {
+        type: 'withdrawalRequested',
+        id: w.id as string,
+        account: w.account as string,
+        amount: w.amount as Amount,
+        height: h,
+      },
+      at,
+    );
+    if (w.rejected) push({ type: 'withdrawalRejected', id: w.id as string }, at);
+  }
+  if (tip !== null && highestTip !== null && tip < highestTip)
+    push({ type: 'chainReorganized', height: tip }, 'tip');
+  push({ type: 'peggedTotalObserved', total: s.peggedTotal as Amount }, 'peggedTotal');
+  for (const [name, total] of Object.entries(
+    record(s.accountPeggedTotals, 'accountPeggedTotals'),
+  )) {
+    const at = joinPath('accountPeggedTotals', name);
+    if (total === 0n) invalid(at, 'a total of 0 is left out');
+    push({ type: 'peggedTotalObserved', account: name, total: total as Amount }, at);
+  }
+  for (const [i, item] of list(s.throttleKeys, 'throttleKeys').entries()) {
+    const at = `throttleKeys[${i}]`;
+    const k = record(item, at, KEY_FIELDS);
+    if (typeof k.revoked !== 'boolean')
+      invalid(`${at}.revoked`, `expected true or false, got ${describe(k.revoked)}`);
+    push(
+      { type: 'throttleKeyAdded', name: k.name as string, secretHash: k.secretHash as string },
+      at,
+    );
+    if (k.revoked) push({ type: 'throttleKeyRevoked', name: k.name as string }, at);
+  }
+  if (s.throttleInitiator !== null)
+    push(
+      { type: 'throttleStarted', initiator: s.throttleInitiator as string },
+      'throttleInitiator',
+    );
+
+  const r = applyAll(state, events);
+  if (!r.ok) {
+    const m = /^\[(\d+)\](?:\.(.*))?$/.exec(r.error.path ?? '');
+    const base = m === null ? '' : (paths[Number(m[1])] ?? '');
+    const field = m?.[2];
+    // Where the event stands for one snapshot field, that field is at fault; where it stands
+    // for a snapshot entry (a withdrawal, a key), the entry's field of the same name.
+    const path = field === undefined || !/\]$/.test(base) ? base : `${base}.${field}`;
+    let reason = r.error.message.replace(/^event \d+: /, '');
+    if (field !== undefined && reason.startsWith(`${field}: `))
+      reason = reason.slice(field.length + 2);
+    invalid(path, reason);
+  }
+  return r.state;
+}
