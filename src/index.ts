@@ -54,6 +54,7 @@ export {
 } from './core/views.js';
 export { eventFromJson, eventsFromJson } from './http/codec.js';
 export {
+  admitRequest,
   type HandleOptions,
   type HandleResult,
   type HttpErrorCode,
@@ -62,6 +63,8 @@ export {
   handleRequest,
   MAX_EVENTS_BODY,
   MAX_THROTTLE_BODY,
+  problem,
+  type RequestAdmission,
 } from './http/handler.js';
 export { decodeJson, encodeJson, tryDecodeJson } from './http/json.js';
 export { openApiDocument } from './http/openapi.js';
@@ -69,6 +72,7 @@ export {
   createFetchHandler,
   createService,
   type FetchHandler,
+  type Persisted,
   type Service,
   type ServiceOptions,
 } from './http/service.js';

@@ -94,6 +94,19 @@ function json(status: number, value: unknown): HttpResponse {
   return { status, headers: JSON_HEADERS, body: encodeJson(value) };
 }
 
+// A state is immutable, so the body of `GET /limits` is encoded once per state: with many
+// account entries, encoding is most of the work of an answer.
+const limitsBodies = new WeakMap<LimitsState, HttpResponse>();
+
+function limitsResponse(state: LimitsState): HttpResponse {
+  let response = limitsBodies.get(state);
+  if (response === undefined) {
+    response = json(200, getLimits(state));
+    limitsBodies.set(state, response);
+  }
+  return response;
+}
+
 /** An RFC 9457 problem response. */
 export function problem(
   status: number,
@@ -213,21 +226,7 @@ function startThrottleRoute(state: LimitsState, request: HttpRequest): HandleRes
 }
 
 function adminRoute(state: LimitsState, request: HttpRequest, token: string): HandleResult {
-  const given = /^Bearer (.+)$/i.exec(header(request, 'authorization') ?? '')?.[1] ?? '';
-  if (!equalInConstantTime(given, token)) {
-    return {
-      state,
-      response: problem(
-        401,
-        'invalid_token',
-        'a valid operator token is required (Authorization: Bearer <token>)',
-        {
-          headers: { 'www-authenticate': 'Bearer' },
-        },
-      ),
-      events: [],
-    };
-  }
+  if (!tokenMatches(request, token)) return { state, response: invalidToken(), events: [] };
   const body = readJson(request, MAX_EVENTS_BODY);
   if (!body.ok) return { state, response: body.response, events: [] };
   const decoded = eventsFromJson(body.value);
@@ -241,9 +240,66 @@ function adminRoute(state: LimitsState, request: HttpRequest, token: string): Ha
     };
   return {
     state: r.state,
-    response: json(200, getLimits(r.state)),
+    response: limitsResponse(r.state),
     events: r.state === state ? [] : decoded.events,
   };
+}
+
+function tokenMatches(request: HttpRequest, token: string): boolean {
+  const given = /^Bearer (.+)$/i.exec(header(request, 'authorization') ?? '')?.[1] ?? '';
+  return equalInConstantTime(given, token);
+}
+
+function invalidToken(): HttpResponse {
+  return problem(
+    401,
+    'invalid_token',
+    'a valid operator token is required (Authorization: Bearer <token>)',
+    { headers: { 'www-authenticate': 'Bearer' } },
+  );
+}
+
+/** What an adapter learns before reading a body: the answer already, or how much to read. */
+export type RequestAdmission =
+  | { readonly ok: true; readonly maxBody: number }
+  | { readonly ok: false; readonly response: HttpResponse };
+
+/**
+ * Decides, from the method, path and headers alone, how much of a body a request may have:
+ * `POST /admin/events` with a missing or wrong operator token, or a body said not to be
+ * JSON, is answered without reading a byte of it (`ok: false`, the response
+ * {@link handleRequest} would give); otherwise `maxBody` is the most the route takes, 0 for
+ * every route that reads no body (their answers never depend on one). A server reads no more than that, so nobody can make it buffer a
+ * body before it knows the request is worth one.
+ *
+ * @example
+ * ```ts
+ * admitRequest({ method: 'POST', path: '/admin/events', headers: {} }, { adminToken: 't' });
+ * // { ok: false, response: { status: 401, … } }
+ * ```
+ */
+export function admitRequest(request: HttpRequest, options: HandleOptions = {}): RequestAdmission {
+  const path = request.path.split('?')[0] ?? '';
+  const method = request.method.toUpperCase();
+  const token = options.adminToken;
+  const posts =
+    path === '/start_throttle' || (path === '/admin/events' && token !== undefined && token !== '');
+  // No other route reads a body: its answer (a read, 404, 405) never depends on one.
+  if (!posts || method !== 'POST') return { ok: true, maxBody: 0 };
+  if (path === '/admin/events' && !tokenMatches(request, token!))
+    return { ok: false, response: invalidToken() };
+  const type = header(request, 'content-type')?.split(';')[0]?.trim().toLowerCase();
+  if (type !== 'application/json') {
+    return {
+      ok: false,
+      response: problem(
+        415,
+        'unsupported_media_type',
+        `expected Content-Type: application/json, got ${type ?? 'none'}`,
+      ),
+    };
+  }
+  return { ok: true, maxBody: path === '/admin/events' ? MAX_EVENTS_BODY : MAX_THROTTLE_BODY };
 }
 
 /**
@@ -275,7 +331,7 @@ export function handleRequest(
     const method = request.method.toUpperCase();
     const unchanged = (response: HttpResponse): HandleResult => ({ state, response, events: [] });
     if (path === '/limits') {
-      return unchanged(method === 'GET' ? json(200, getLimits(state)) : notAllowed('GET'));
+      return unchanged(method === 'GET' ? limitsResponse(state) : notAllowed('GET'));
     }
     if (path.startsWith('/limits/')) {
       if (method !== 'GET') return unchanged(notAllowed('GET'));

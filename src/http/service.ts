@@ -15,12 +15,25 @@ export interface ServiceOptions {
   readonly adminToken?: string | undefined;
   /**
    * Called with the events a request was accepted with, before the response is sent and
-   * before the new state is visible; when it throws, the request fails with 500 and the
-   * state stays as it was. This is where a journal writes and flushes.
+   * before the new state is visible; when it throws (or rejects), the request fails with 500
+   * and the state stays as it was. This is where a journal writes and flushes.
+   *
+   * It may resolve once the events are written but not yet durable, with `{ durable }`: the
+   * next change is then computed at once on the new state (so one flush can serve many
+   * changes), while this one is answered, and its state shown to reads, only once
+   * `durable` resolves (500 if it rejects).
    */
   readonly persist?:
-    | ((events: ReadonlyArray<LimitsEvent>, next: LimitsState) => void | Promise<void>)
+    | ((
+        events: ReadonlyArray<LimitsEvent>,
+        next: LimitsState,
+      ) => void | Promise<undefined | Persisted> | Promise<void>)
     | undefined;
+}
+
+/** What {@link ServiceOptions.persist} may resolve with: written, durable later. */
+export interface Persisted {
+  readonly durable: Promise<void>;
 }
 
 /** A service: answers requests, one state change at a time. */
@@ -32,9 +45,10 @@ export interface Service {
 }
 
 /**
- * Creates a service over a state. Reads are answered at once from the current state;
- * requests that may change it (POST) run one after another, so the order in which events
- * are persisted is the order in which they are applied.
+ * Creates a service over a state. Reads are answered at once from the last durable state;
+ * requests that may change it (POST) are computed one after another, so the order in which
+ * events are persisted is the order in which they are applied, and each is answered once
+ * it, and every change before it, is durable.
  *
  * @example
  * ```ts
@@ -43,34 +57,59 @@ export interface Service {
  * ```
  */
 export function createService(options: ServiceOptions): Service {
-  let state = options.state;
+  // `visible`: what reads see, only ever durable. `written`: what the next change is
+  // computed on; ahead of `visible` while a flush is under way.
+  let visible = options.state;
+  let written = options.state;
   let queue: Promise<unknown> = Promise.resolve();
+  // Resolves once every change accepted so far is durable (and shown); rejects for good
+  // once a flush has failed.
+  let allDurable: Promise<void> = Promise.resolve();
   const handleOptions = { adminToken: options.adminToken };
 
-  async function change(request: HttpRequest): Promise<HttpResponse> {
-    const result = handleRequest(state, request, handleOptions);
-    if (result.events.length > 0 && options.persist !== undefined) {
-      try {
-        await options.persist(result.events, result.state);
-      } catch (e) {
-        const message = e instanceof Error ? e.message : String(e);
-        return problem(500, 'internal_error', `the change could not be persisted: ${message}`);
-      }
+  // Runs in arrival order, one at a time; returns the answer and what it must wait for.
+  async function change(
+    request: HttpRequest,
+  ): Promise<{ response: HttpResponse; wait: Promise<void> | undefined }> {
+    const result = handleRequest(written, request, handleOptions);
+    // A refusal or a no-op computed on a state not yet durable waits for that state.
+    if (result.events.length === 0) return { response: result.response, wait: allDurable };
+    let persisted: Persisted | undefined;
+    try {
+      persisted = (await options.persist?.(result.events, result.state)) ?? undefined;
+    } catch (e) {
+      return { response: failed(e), wait: undefined };
     }
-    state = result.state;
-    return result.response;
+    written = result.state;
+    const durable = persisted?.durable;
+    allDurable = Promise.all([allDurable, durable]).then(() => {
+      visible = result.state;
+    });
+    return { response: result.response, wait: allDurable };
+  }
+
+  function failed(e: unknown): HttpResponse {
+    const message = e instanceof Error ? e.message : String(e);
+    return problem(500, 'internal_error', `the change could not be persisted: ${message}`);
   }
 
   return {
     get state() {
-      return state;
+      return visible;
     },
-    handle(request) {
+    async handle(request) {
       if (request.method.toUpperCase() !== 'POST')
-        return Promise.resolve(handleRequest(state, request, handleOptions).response);
-      const answer = queue.then(() => change(request));
-      queue = answer.catch(() => undefined);
-      return answer;
+        return handleRequest(visible, request, handleOptions).response;
+      const step = queue.then(() => change(request));
+      // The next change waits for this one to be written, not for it to be flushed.
+      queue = step.catch(() => undefined);
+      const { response, wait } = await step;
+      try {
+        await wait;
+      } catch (e) {
+        return failed(e);
+      }
+      return response;
     },
   };
 }

@@ -1,22 +1,56 @@
 /**
- * `peg-limits serve` as a function: the service on node:http, with the journal. Node-only.
+ * `peg-limits serve` as a function: the service on node:http over the embedded store,
+ * with limits that keep slow and hostile clients from holding it. Node-only.
  */
-import { createServer, type IncomingMessage, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo, Socket } from 'node:net';
 import {
-  applyAll,
+  admitRequest,
   createService,
+  type HttpResponse,
   type LimitsState,
-  MAX_EVENTS_BODY,
+  problem,
   type Service,
 } from 'peg-limits';
-import { type Journal, JournalError, openJournal } from './journal.js';
+import { type FlushError, type OpenJournalFile, openStore, type Store } from './store.js';
+
+/** The limits the server puts on clients; every one has a flag of `peg-limits serve`. */
+export interface ServerLimits {
+  /** Time for a client to send a request's headers (slowloris); at most `requestTimeoutMs`. */
+  readonly headersTimeoutMs: number;
+  /** Time for a client to send a whole request, body included (trickled bodies). */
+  readonly requestTimeoutMs: number;
+  /** How long an idle keep-alive connection stays open after an answer. */
+  readonly keepAliveTimeoutMs: number;
+  /** How often the two time-outs above are checked. */
+  readonly checkIntervalMs: number;
+  /** Connections open at once; more are refused (closed) at once. */
+  readonly maxConnections: number;
+  /** The largest request head (request line and headers), in bytes; larger gets 431. */
+  readonly maxHeaderBytes: number;
+  /** Requests a connection may have waiting for their answers (pipelining); more closes it. */
+  readonly maxPipelined: number;
+  /** Answer bytes waiting for a client that does not read them; more closes the connection. */
+  readonly maxBufferedBytes: number;
+}
+
+/** The defaults of {@link ServerLimits}. */
+export const DEFAULT_SERVER_LIMITS: ServerLimits = {
+  headersTimeoutMs: 5_000,
+  requestTimeoutMs: 10_000,
+  keepAliveTimeoutMs: 5_000,
+  checkIntervalMs: 500,
+  maxConnections: 1_000,
+  maxHeaderBytes: 16 * 1024,
+  maxPipelined: 16,
+  maxBufferedBytes: 16 * 1024 * 1024,
+};
 
 /** Options of {@link startServer}. */
 export interface ServerOptions {
-  /** The state before the journal is replayed (from the configuration). */
+  /** The state of an empty data folder (from the configuration). */
   readonly state: LimitsState;
-  /** The folder of the journal. */
+  /** The data folder: snapshot and journal. */
   readonly dataDir: string;
   readonly host?: string | undefined;
   /** 0 picks a free port. */
@@ -25,6 +59,16 @@ export interface ServerOptions {
   readonly adminToken?: string | undefined;
   /** Where one line per request and the warnings go; none when undefined. */
   readonly log?: ((line: string) => void) | undefined;
+  /** Client limits; unset fields take {@link DEFAULT_SERVER_LIMITS}. */
+  readonly limits?: Partial<ServerLimits> | undefined;
+  /** Journaled events between two snapshots (default 100,000). */
+  readonly snapshotEvery?: number | undefined;
+  /** Concurrent changes share one flush (default true). */
+  readonly groupCommit?: boolean | undefined;
+  /** Called once when a flush fails; the command exits with code 3. */
+  readonly onFatal?: ((error: FlushError) => void) | undefined;
+  /** How the journal file is opened (tests inject failures here). */
+  readonly openJournalFile?: OpenJournalFile | undefined;
 }
 
 /** A running server. */
@@ -32,77 +76,203 @@ export interface RunningServer {
   /** `http://host:port` */
   readonly url: string;
   readonly service: Service;
-  readonly journal: Journal;
-  /** Stops accepting, finishes the requests in flight, closes the journal. */
+  readonly store: Store;
+  /** The limits in force. */
+  readonly limits: ServerLimits;
+  /** Stops accepting, finishes the requests in flight, writes a snapshot, closes the journal. */
   close(): Promise<void>;
 }
 
-async function readBody(req: IncomingMessage): Promise<Uint8Array | undefined> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of req as AsyncIterable<Buffer>) {
-    // Past the largest body any route takes, keep one byte to say so and drop the rest.
-    if (size > MAX_EVENTS_BODY) continue;
-    chunks.push(chunk);
-    size += chunk.length;
-  }
-  if (size === 0)
-    return req.method === 'GET' || req.method === 'HEAD' ? undefined : new Uint8Array();
-  const all = Buffer.concat(chunks);
-  return all.subarray(0, Math.min(all.length, MAX_EVENTS_BODY + 1));
+// Requests waiting for their answers, per connection.
+const outstanding = new WeakMap<Socket, number>();
+
+// How long, and how many bytes, a connection closed with its body unread is drained for
+// after its answer, before it is destroyed. Destroying it at once with bytes unread makes
+// the kernel reset the connection, and the client loses the answer (the 413 it should read).
+const LINGER_MS = 1_000;
+const LINGER_BYTES = 1024 * 1024;
+
+function closeAfterAnswer(req: IncomingMessage, res: ServerResponse): void {
+  res.once('finish', () => {
+    const socket = req.socket;
+    socket.end();
+    let drained = 0;
+    req.removeAllListeners('data');
+    req.on('data', (chunk: Buffer) => {
+      drained += chunk.length;
+      // Past the budget, stop reading: flow control stalls the sender at no cost to us.
+      if (drained > LINGER_BYTES) req.pause();
+    });
+    req.resume();
+    setTimeout(() => socket.destroy(), LINGER_MS).unref();
+  });
 }
 
 /**
- * Replays the journal in `dataDir` over `state`, then serves the interface.
+ * Opens the data folder (snapshot and the journal after it), then serves the interface.
  *
- * @throws JournalError when the journal is damaged, or replays into an invalid event
+ * @throws StoreError when the data folder is damaged or a journal line no longer applies
  */
 export async function startServer(options: ServerOptions): Promise<RunningServer> {
   const log = options.log;
-  const journal = await openJournal(options.dataDir);
-  for (const warning of journal.warnings) log?.(`warning: ${warning}`);
-  let state = options.state;
-  for (const batch of journal.batches) {
-    const r = applyAll(state, batch.events);
-    if (!r.ok) {
-      await journal.close();
-      throw new JournalError(
-        `${journal.path}:${batch.line}: cannot replay: ${r.error.message}; refusing to start`,
-      );
-    }
-    state = r.state;
-  }
+  const given: ServerLimits = { ...DEFAULT_SERVER_LIMITS, ...options.limits };
+  // The headers are part of the request: their time-out is at most the request's.
+  const limits: ServerLimits = {
+    ...given,
+    headersTimeoutMs: Math.min(given.headersTimeoutMs, given.requestTimeoutMs),
+  };
+  const opening = performance.now();
+  const store = await openStore({
+    dir: options.dataDir,
+    initial: options.state,
+    snapshotEvery: options.snapshotEvery,
+    groupCommit: options.groupCommit,
+    onFatal: options.onFatal,
+    log,
+    openJournalFile: options.openJournalFile,
+  });
+  for (const warning of store.warnings) log?.(`warning: ${warning}`);
+  log?.(
+    `opened ${options.dataDir}: ${store.seq} batches, ${store.replayed} replayed from the journal, in ${(performance.now() - opening).toFixed(0)} ms`,
+  );
   const service = createService({
-    state,
+    state: store.state,
     adminToken: options.adminToken,
-    persist: (events) => journal.append(events),
+    persist: (events, next) => store.write(events, next),
   });
-  const server: Server = createServer((req, res) => {
+  const handleOptions = { adminToken: options.adminToken };
+
+  // The bytes of the last body sent: a cached read answers with the same string object, so
+  // it is encoded to UTF-8 once, not once per request.
+  let lastBody = '';
+  let lastBytes = Buffer.alloc(0);
+  function bytesOf(body: string): Buffer {
+    if (body !== lastBody) {
+      lastBody = body;
+      lastBytes = Buffer.from(body, 'utf8');
+    }
+    return lastBytes;
+  }
+
+  function send(
+    req: IncomingMessage,
+    res: ServerResponse,
+    response: HttpResponse,
+    started: number,
+    close: boolean,
+  ): void {
+    const bytes = bytesOf(response.body);
+    const headers: Record<string, string | number> = {
+      ...response.headers,
+      'content-length': bytes.length,
+    };
+    // A body left unread cannot be skipped safely on a kept-alive connection: close it.
+    if (close) headers.connection = 'close';
+    res.writeHead(response.status, headers);
+    res.end(bytes);
+    if (close) closeAfterAnswer(req, res);
+    log?.(
+      `${req.method} ${req.url} ${response.status} ${(performance.now() - started).toFixed(1)}ms`,
+    );
+  }
+
+  function hasBody(req: IncomingMessage): boolean {
+    const length = Number(req.headers['content-length'] ?? 0);
+    return req.headers['transfer-encoding'] !== undefined || length > 0;
+  }
+
+  function onRequest(req: IncomingMessage, res: ServerResponse): void {
     const started = performance.now();
-    readBody(req)
-      .then((body) =>
-        service.handle({
-          method: req.method ?? 'GET',
-          path: req.url ?? '/',
-          headers: req.headers,
-          body,
-        }),
-      )
-      .then(
-        (response) => {
-          res.writeHead(response.status, response.headers);
-          res.end(response.body);
-          log?.(
-            `${req.method} ${req.url} ${response.status} ${(performance.now() - started).toFixed(1)}ms`,
-          );
-        },
-        (e: unknown) => {
-          res.writeHead(500, { 'content-type': 'text/plain' });
-          res.end('internal error');
-          log?.(`${req.method} ${req.url} 500 ${(e as Error).message}`);
-        },
+    const socket = req.socket;
+    const waiting = (outstanding.get(socket) ?? 0) + 1;
+    // A client that sends request after request without reading the answers: close it
+    // rather than hold every answer for it.
+    if (waiting > limits.maxPipelined || socket.writableLength > limits.maxBufferedBytes) {
+      log?.(`${req.method} ${req.url} closed: ${waiting - 1} answers unread`);
+      socket.destroy();
+      return;
+    }
+    outstanding.set(socket, waiting);
+    res.once('close', () => outstanding.set(socket, (outstanding.get(socket) ?? 1) - 1));
+
+    const head = { method: req.method ?? 'GET', path: req.url ?? '/', headers: req.headers };
+    const admitted = admitRequest(head, handleOptions);
+    if (!admitted.ok) {
+      send(req, res, admitted.response, started, hasBody(req));
+      return;
+    }
+    const answer = (body: Uint8Array | undefined, close: boolean) =>
+      service.handle({ ...head, body }).then(
+        (response) => send(req, res, response, started, close),
+        (e: unknown) =>
+          send(req, res, problem(500, 'internal_error', (e as Error).message), started, true),
       );
+    if (admitted.maxBody === 0) {
+      void answer(undefined, hasBody(req));
+      return;
+    }
+    const max = admitted.maxBody;
+    const tooLarge = () =>
+      send(
+        req,
+        res,
+        problem(413, 'payload_too_large', `the body must be at most ${max} bytes`),
+        started,
+        true,
+      );
+    if (Number(req.headers['content-length'] ?? 0) > max) {
+      tooLarge();
+      return;
+    }
+    // Read no more than the route takes: past it, stop reading and answer 413 at once.
+    const chunks: Buffer[] = [];
+    let size = 0;
+    const onData = (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > max) {
+        req.off('data', onData);
+        req.off('end', onEnd);
+        req.pause();
+        tooLarge();
+        return;
+      }
+      chunks.push(chunk);
+    };
+    const onEnd = () => void answer(new Uint8Array(Buffer.concat(chunks, size)), false);
+    req.on('data', onData);
+    req.once('end', onEnd);
+  }
+
+  const server: Server = createServer(
+    {
+      headersTimeout: limits.headersTimeoutMs,
+      requestTimeout: limits.requestTimeoutMs,
+      keepAliveTimeout: limits.keepAliveTimeoutMs,
+      connectionsCheckingInterval: limits.checkIntervalMs,
+      maxHeaderSize: limits.maxHeaderBytes,
+    },
+    onRequest,
+  );
+  server.maxConnections = limits.maxConnections;
+  // A connection that has sent nothing at all is held by no request time-out: close any
+  // socket idle for as long as a whole request may take.
+  server.setTimeout(limits.requestTimeoutMs, (socket) => socket.destroy());
+  server.on('clientError', (error: NodeJS.ErrnoException, socket) => {
+    if (!socket.writable || error.code === 'ECONNRESET') {
+      socket.destroy();
+      return;
+    }
+    const status =
+      error.code === 'HPE_HEADER_OVERFLOW'
+        ? 431
+        : error.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+          ? 408
+          : 400;
+    socket.end(
+      `HTTP/1.1 ${status} ${status === 431 ? 'Request Header Fields Too Large' : status === 408 ? 'Request Timeout' : 'Bad Request'}\r\nconnection: close\r\ncontent-length: 0\r\n\r\n`,
+    );
   });
+
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(options.port ?? 8080, options.host ?? '127.0.0.1', () => resolve());
@@ -113,7 +283,8 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   return {
     url: `http://${host}:${address.port}`,
     service,
-    journal,
+    store,
+    limits,
     close() {
       closing ??= new Promise<void>((resolve) => {
         // Keep-alive connections turn idle once their request is answered: close them then,
@@ -124,7 +295,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
           resolve();
         });
         server.closeIdleConnections();
-      }).then(() => journal.close());
+      }).then(() => store.close());
       return closing;
     },
   };

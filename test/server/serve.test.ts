@@ -9,8 +9,8 @@ import {
   type HttpResponse,
   hashThrottleSecret,
 } from '../../src/index.js';
-import { JournalError, openJournal } from '../../src/server/journal.js';
 import { type RunningServer, startServer } from '../../src/server/serve.js';
+import { openStore, StoreError } from '../../src/server/store.js';
 import { expectDocumented } from '../support/openapi.js';
 import { killGroup, type Proc, runToEnd, spawnServer, tempDir, waitFor } from '../support/proc.js';
 
@@ -118,14 +118,23 @@ describe('the server over a loopback port', () => {
     const openapi = await send(s.url, '/openapi.json');
     expect(openapi.json.openapi).toBe('3.1.0');
     const before = (await send(s.url, '/limits')).body;
+    // One line per accepted request after the header; the throttle start as its event.
+    const lines = readFileSync(join(dir, 'journal.jsonl'), 'utf8').trim().split('\n');
+    expect(lines).toHaveLength(3);
+    expect(lines[0]).toBe('{"format":"peg-limits/journal","after":0}');
+    expect(lines[2]).toBe('[{"type":"throttleStarted","initiator":"ops-1"}]');
 
+    // A clean stop writes a snapshot of both batches and starts a fresh journal after them.
     await s.close();
     running.length = 0;
+    expect(readFileSync(join(dir, 'journal.jsonl'), 'utf8')).toBe(
+      '{"format":"peg-limits/journal","after":2}\n',
+    );
+    expect(readFileSync(join(dir, 'snapshot.json'), 'utf8')).toMatch(
+      /^\{"format":"peg-limits\/data-snapshot","seq":2,"state":\{"format":"peg-limits\/snapshot"/,
+    );
     s = await start(dir);
     expect((await send(s.url, '/limits')).body).toBe(before);
-    const lines = readFileSync(join(dir, 'journal.jsonl'), 'utf8').trim().split('\n');
-    expect(lines).toHaveLength(2);
-    expect(lines[1]).toBe('[{"type":"throttleStarted","initiator":"ops-1"}]');
   });
 
   test('a batch of operator events is all or nothing, on disk too', async () => {
@@ -142,7 +151,9 @@ describe('the server over a loopback port', () => {
     expect(r.status).toBe(409);
     expectDocumented('/admin/events', 'POST', r);
     expect(s.service.state.tip).toBeNull();
-    expect(readFileSync(join(dir, 'journal.jsonl'), 'utf8')).toBe('');
+    expect(readFileSync(join(dir, 'journal.jsonl'), 'utf8')).toBe(
+      '{"format":"peg-limits/journal","after":0}\n',
+    );
   });
 
   test('an oversized body is 413', async () => {
@@ -157,6 +168,13 @@ describe('the server over a loopback port', () => {
 });
 
 describe('the journal', () => {
+  test('a journal of 0.1 (without a header) is read, and appended to', async () => {
+    const dir = tempDir();
+    writeFileSync(join(dir, 'journal.jsonl'), '[{"type":"blockConnected","height":7}]\n');
+    const s = await start(dir);
+    expect(s.service.state.tip).toBe(7);
+  });
+
   test('a torn last line is dropped with a warning and cut off the file', async () => {
     const dir = tempDir();
     writeFileSync(
@@ -179,8 +197,9 @@ describe('the journal', () => {
       join(dir, 'journal.jsonl'),
       '[{"type":"blockConnected","height":7}]\nnot json\n[{"type":"throttleEnded"}]\n',
     );
-    await expect(openJournal(dir)).rejects.toThrow(/journal\.jsonl:2: the journal is damaged/);
-    await expect(openJournal(dir)).rejects.toBeInstanceOf(JournalError);
+    const open = () => openStore({ dir, initial: createLimitsState() });
+    await expect(open()).rejects.toThrow(/journal\.jsonl:2: the journal is damaged/);
+    await expect(open()).rejects.toBeInstanceOf(StoreError);
   });
 
   test('an event that no longer applies refuses to start, naming the line', async () => {
@@ -263,7 +282,16 @@ describe('peg-limits serve (the command)', () => {
     const r = await answer;
     expect(r.status).toBe(200);
     expect(await p.exited).toBe(0);
-    expect(readFileSync(join(dir, 'journal.jsonl'), 'utf8')).toBe(`[${body}]\n`);
+    // The clean stop wrote the batch into the snapshot and started a fresh journal.
+    const snapshot = decodeJson(readFileSync(join(dir, 'snapshot.json'), 'utf8')) as {
+      seq: bigint;
+      state: { tip: bigint };
+    };
+    expect(snapshot.seq).toBe(1n);
+    expect(snapshot.state.tip).toBe(42n);
+    expect(readFileSync(join(dir, 'journal.jsonl'), 'utf8')).toBe(
+      '{"format":"peg-limits/journal","after":1}\n',
+    );
   });
 
   test('--quiet turns the request log off', async () => {

@@ -1,0 +1,198 @@
+#!/usr/bin/env node
+// `npm run load`: load figures of the server on loopback, each beside its floor (a bare
+// node:http server answering the same bytes). Bounded: a few seconds per run, 127.0.0.1 only.
+// Prints a Markdown table; with --readme writes it into README.md between the load markers.
+import { spawn } from 'node:child_process';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import autocannon from 'autocannon';
+import { encodeJson, generateThrottleSecret, hashThrottleSecret } from '../dist/index.js';
+
+const SECONDS = Number(process.env.LOAD_SECONDS ?? 4);
+const ROUNDS = 3;
+const children = [];
+
+function start(args) {
+  return new Promise((resolve, reject) => {
+    const child = spawn('node', ['bench/serve-child.mjs', ...args], {
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
+    children.push(child);
+    child.stdout.on('data', (c) => {
+      const m = /listening on (\S+)/.exec(String(c));
+      if (m) resolve(m[1]);
+    });
+    child.once('exit', (code) => reject(new Error(`server exited with ${code}`)));
+  });
+}
+
+async function admin(url, events) {
+  const r = await fetch(`${url}/admin/events`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', authorization: 'Bearer load-token' },
+    body: encodeJson(events),
+  });
+  if (r.status !== 200) throw new Error(`${r.status} ${await r.text()}`);
+}
+
+function cannon(url, options) {
+  return autocannon({ url, duration: SECONDS, connections: 16, ...options });
+}
+
+function median(xs) {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[s.length >> 1];
+}
+
+// Runs two contenders in alternating rounds; returns the median req/s, p50 and p99 of each.
+// Every answer must have the status the run expects: a fast error is no figure.
+async function pair(a, b, expect2xx = true) {
+  const runs = { a: [], b: [] };
+  for (let r = 0; r < ROUNDS; r++) {
+    for (const [k, run] of r % 2 === 0
+      ? [
+          ['a', a],
+          ['b', b],
+        ]
+      : [
+          ['b', b],
+          ['a', a],
+        ]) {
+      const res = await run();
+      if (res.errors > 0 || res.timeouts > 0)
+        throw new Error(`${res.errors} errors, ${res.timeouts} timeouts`);
+      if (expect2xx ? res.non2xx > 0 : res['2xx'] > 0)
+        throw new Error(
+          `${res.non2xx} answers not 2xx, ${res['2xx']} 2xx: not the status expected`,
+        );
+      runs[k].push(res);
+    }
+  }
+  const sum = (rs) => ({
+    rps: median(rs.map((x) => x.requests.average)),
+    p50: median(rs.map((x) => x.latency.p50)),
+    p99: median(rs.map((x) => x.latency.p99)),
+  });
+  return { a: sum(runs.a), b: sum(runs.b) };
+}
+
+const rows = [];
+try {
+  // --- GET /limits with 10,000 account entries ---------------------------------------------
+  const dir = mkdtempSync(join(tmpdir(), 'peg-limits-load-'));
+  const ours = await start(['peg-limits', dir]);
+  for (let chunk = 0; chunk < 10; chunk++) {
+    const accountCaps = {};
+    for (let i = chunk * 1000; i < (chunk + 1) * 1000; i++)
+      accountCaps[`account-${String(i).padStart(5, '0')}`] = {
+        pegCap: 10n ** 12n,
+        perWithdrawalCap: 10n ** 8n,
+      };
+    await admin(ours, [
+      {
+        type: 'limitsSet',
+        limits: { rollingWithdrawalBlocks: 144n, rollingWithdrawalCap: 10n ** 15n, accountCaps },
+      },
+    ]);
+  }
+  const body = await (await fetch(`${ours}/limits`)).text();
+  const bodyFile = join(dir, 'limits-body.json');
+  writeFileSync(bodyFile, JSON.stringify({ status: 200, type: 'application/json', body }));
+  const floor = await start(['floor', bodyFile]);
+  const limits = await pair(
+    () => cannon(`${ours}/limits`),
+    () => cannon(`${floor}/limits`),
+  );
+  rows.push([
+    `GET /limits, 10,000 entries (${(body.length / 1024 / 1024).toFixed(2)} MiB body)`,
+    limits,
+  ]);
+
+  // --- POST /start_throttle with wrong secrets ----------------------------------------------
+  const secret = generateThrottleSecret();
+  await admin(ours, [
+    { type: 'throttleKeyAdded', name: 'ops-1', secretHash: hashThrottleSecret(secret) },
+  ]);
+  const wrong = JSON.stringify({ name: 'ops-1', secret: generateThrottleSecret() });
+  const refused = await fetch(`${ours}/start_throttle`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: wrong,
+  });
+  const refusedFile = join(dir, 'refused-body.json');
+  writeFileSync(
+    refusedFile,
+    JSON.stringify({ status: 401, type: 'application/problem+json', body: await refused.text() }),
+  );
+  const floor401 = await start(['floor', refusedFile]);
+  const post = { method: 'POST', headers: { 'content-type': 'application/json' }, body: wrong };
+  const throttle = await pair(
+    () => cannon(`${ours}/start_throttle`, post),
+    () => cannon(`${floor401}/start_throttle`, post),
+    false,
+  );
+  rows.push(['POST /start_throttle, wrong secret (401)', throttle]);
+
+  // --- POST /admin/events from 16 clients: group commit vs a flush per request --------------
+  let n = 0;
+  const events = (url) =>
+    cannon(`${url}/admin/events`, {
+      requests: [
+        {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', authorization: 'Bearer load-token' },
+          setupRequest: (req) => ({
+            ...req,
+            body: `[{"type":"withdrawalRequested","id":"w${n++}","account":"a${n % 500}","amount":1000,"height":1}]`,
+          }),
+        },
+      ],
+    });
+  const grouped = await start(['peg-limits', mkdtempSync(join(tmpdir(), 'peg-limits-load-'))]);
+  const serial = await start([
+    'peg-limits',
+    mkdtempSync(join(tmpdir(), 'peg-limits-load-')),
+    'serial',
+  ]);
+  await admin(grouped, [{ type: 'blockConnected', height: 1 }]);
+  await admin(serial, [{ type: 'blockConnected', height: 1 }]);
+  const writes = await pair(
+    () => events(grouped),
+    () => events(serial),
+  );
+  rows.push([
+    'POST /admin/events, 16 clients: group commit (after) ÷ a flush per request (before)',
+    writes,
+  ]);
+} finally {
+  for (const c of children) c.kill('SIGKILL');
+}
+
+const lines = [
+  '| load (16 connections, loopback, medians of 3 rounds) | req/s | p50 | p99 | baseline req/s | baseline p50 | baseline p99 | ratio |',
+  '|---|---|---|---|---|---|---|---|',
+  ...rows.map(
+    ([label, { a, b }]) =>
+      `| ${label} | ${a.rps.toFixed(0)} | ${a.p50} ms | ${a.p99} ms | ${b.rps.toFixed(0)} | ${b.p50} ms | ${b.p99} ms | ${(a.rps / b.rps).toFixed(2)}× |`,
+  ),
+];
+const table = lines.join('\n');
+console.log(table);
+if (process.argv.includes('--readme')) {
+  const readme = readFileSync('README.md', 'utf8');
+  const start = '<!-- load:start -->';
+  const end = '<!-- load:end -->';
+  const at = readme.indexOf(start);
+  const until = readme.indexOf(end);
+  if (at < 0 || until < 0) throw new Error('README.md has no load markers');
+  writeFileSync(
+    'README.md',
+    `${readme.slice(0, at + start.length)}\n${table}\n${readme.slice(until)}`,
+  );
+}
+const [, limitsRow] = rows[0];
+if (limitsRow.a.rps < limitsRow.b.rps / 2) {
+  console.error('GET /limits serves less than half the rate of the floor.');
+  process.exitCode = 1;
+}

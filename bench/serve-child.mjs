@@ -1,0 +1,38 @@
+// A server for the load figures, in a process of its own: `node bench/serve-child.mjs MODE
+// ARG`. MODE `peg-limits` runs startServer on the data folder ARG (group commit on, or off
+// with a third argument `serial`); MODE `floor` answers every request with the bytes of the
+// file ARG, the way the thinnest node:http server would (reading the request body first).
+// Prints `listening on URL` like the command.
+import { readFileSync } from 'node:fs';
+import { createServer } from 'node:http';
+import { createLimitsState } from '../dist/index.js';
+import { startServer } from '../dist/server.js';
+
+const [mode, arg, option] = process.argv.slice(2);
+if (mode === 'floor') {
+  const { status, type, body } = JSON.parse(readFileSync(arg, 'utf8'));
+  const bytes = Buffer.from(body, 'utf8');
+  const server = createServer((req, res) => {
+    req.resume();
+    req.on('end', () => {
+      res.writeHead(status, { 'content-type': type, 'content-length': bytes.length });
+      res.end(bytes);
+    });
+  });
+  server.listen(0, '127.0.0.1', () =>
+    console.log(`listening on http://127.0.0.1:${server.address().port}`),
+  );
+} else {
+  const server = await startServer({
+    state: createLimitsState({
+      limits: { rollingWithdrawalBlocks: 144n, rollingWithdrawalCap: 10n ** 15n },
+    }),
+    dataDir: arg,
+    port: 0,
+    adminToken: 'load-token',
+    groupCommit: option !== 'serial',
+    limits: { maxConnections: 10_000 },
+  });
+  console.log(`listening on ${server.url}`);
+  process.on('SIGTERM', () => server.close().then(() => process.exit(0)));
+}

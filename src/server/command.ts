@@ -1,0 +1,159 @@
+/**
+ * The `peg-limits serve` command as a function, so that it can be run with an injected
+ * journal file. Exit codes: 0 stopped cleanly, 2 bad options or a damaged data folder,
+ * 3 a failed flush.
+ */
+import { parseArgs } from 'node:util';
+import { LimitsError } from 'peg-limits';
+import { DEFAULT_SERVER_CONFIG, loadConfig, stateFromConfig } from './config.js';
+import { DEFAULT_SERVER_LIMITS, type ServerLimits, startServer } from './serve.js';
+import { DEFAULT_SNAPSHOT_EVERY, type OpenJournalFile, StoreError } from './store.js';
+
+const L = DEFAULT_SERVER_LIMITS;
+
+/** The command's usage text. */
+export const USAGE = `usage: peg-limits serve [options]
+
+  --host 127.0.0.1          address to listen on
+  --port 8080               port (0 picks a free one)
+  --config file.json        limits, history, throttle profile and keys of an empty data folder
+  --data ./peg-limits-data  the data folder (snapshot.json and journal.jsonl)
+  --snapshot-every ${DEFAULT_SNAPSHOT_EVERY}   journaled events between two snapshots
+  --header-timeout ${L.headersTimeoutMs / 1000}        seconds for a client to send a request's headers
+  --request-timeout ${L.requestTimeoutMs / 1000}      seconds for a client to send a whole request
+  --keep-alive-timeout ${L.keepAliveTimeoutMs / 1000}    seconds an idle kept-alive connection stays open
+  --max-connections ${L.maxConnections}    connections open at once
+  --max-header-size ${L.maxHeaderBytes}   bytes of request line and headers
+  --max-pipelined ${L.maxPipelined}        unanswered requests one connection may queue
+  --quiet                   no request log
+
+Serves GET /limits, GET /limits/{account}, POST /start_throttle and GET /openapi.json.
+POST /admin/events is on when PEG_LIMITS_ADMIN_TOKEN is set.`;
+
+/** Hooks for tests. */
+export interface CommandHooks {
+  readonly openJournalFile?: OpenJournalFile | undefined;
+}
+
+function fail(message: string): never {
+  process.stderr.write(`peg-limits: ${message}\n`);
+  process.exit(2);
+}
+
+function positive(name: string, value: string | undefined, fallback: number, scale = 1): number {
+  if (value === undefined) return fallback;
+  const n = Number(value);
+  if (!Number.isFinite(n) || n <= 0) fail(`--${name} must be a positive number, got ${value}`);
+  return Math.round(n * scale);
+}
+
+/** Runs `peg-limits <argv>`. */
+export async function serveCommand(
+  argv: ReadonlyArray<string>,
+  hooks: CommandHooks = {},
+): Promise<void> {
+  const [command, ...rest] = argv;
+  if (command === '--help' || command === '-h' || command === undefined) {
+    process.stdout.write(`${USAGE}\n`);
+    if (command === undefined) process.exitCode = 2;
+    return;
+  }
+  if (command !== 'serve') fail(`unknown command "${command}"\n${USAGE}`);
+  let values: Record<string, string | boolean | undefined>;
+  try {
+    ({ values } = parseArgs({
+      args: [...rest],
+      options: {
+        host: { type: 'string' },
+        port: { type: 'string' },
+        config: { type: 'string' },
+        data: { type: 'string' },
+        'snapshot-every': { type: 'string' },
+        'header-timeout': { type: 'string' },
+        'request-timeout': { type: 'string' },
+        'keep-alive-timeout': { type: 'string' },
+        'max-connections': { type: 'string' },
+        'max-header-size': { type: 'string' },
+        'max-pipelined': { type: 'string' },
+        quiet: { type: 'boolean' },
+        help: { type: 'boolean', short: 'h' },
+      },
+      strict: true,
+    }));
+  } catch (e) {
+    fail(`${(e as Error).message}\n${USAGE}`);
+  }
+  if (values.help === true) {
+    process.stdout.write(`${USAGE}\n`);
+    return;
+  }
+  const str = (k: string) => values[k] as string | undefined;
+  const port = str('port') === undefined ? 8080 : Number(str('port'));
+  if (!Number.isInteger(port) || port < 0 || port > 65535)
+    fail(`--port must be 0 to 65535, got ${str('port')}`);
+  const limits: ServerLimits = {
+    ...L,
+    headersTimeoutMs: positive('header-timeout', str('header-timeout'), L.headersTimeoutMs, 1000),
+    requestTimeoutMs: positive('request-timeout', str('request-timeout'), L.requestTimeoutMs, 1000),
+    keepAliveTimeoutMs: positive(
+      'keep-alive-timeout',
+      str('keep-alive-timeout'),
+      L.keepAliveTimeoutMs,
+      1000,
+    ),
+    maxConnections: positive('max-connections', str('max-connections'), L.maxConnections),
+    maxHeaderBytes: positive('max-header-size', str('max-header-size'), L.maxHeaderBytes),
+    maxPipelined: positive('max-pipelined', str('max-pipelined'), L.maxPipelined),
+  };
+  const snapshotEvery = positive('snapshot-every', str('snapshot-every'), DEFAULT_SNAPSHOT_EVERY);
+  let state: Awaited<ReturnType<typeof loadConfig>>;
+  try {
+    state =
+      str('config') === undefined
+        ? stateFromConfig(DEFAULT_SERVER_CONFIG, 'embedded configuration')
+        : await loadConfig(str('config')!);
+  } catch (e) {
+    if (e instanceof LimitsError) fail(`invalid configuration: ${e.message}`);
+    throw e;
+  }
+  const quiet = values.quiet === true;
+  const log = (line: string) => {
+    if (!quiet || line.startsWith('warning')) process.stderr.write(`${line}\n`);
+  };
+  // Past `ulimit -f` a write must fail (EFBIG), not kill the process: the store cuts the
+  // line back and answers 500.
+  process.on('SIGXFSZ', () => undefined);
+  let server: Awaited<ReturnType<typeof startServer>>;
+  try {
+    server = await startServer({
+      state,
+      dataDir: str('data') ?? './peg-limits-data',
+      host: str('host') ?? '127.0.0.1',
+      port,
+      adminToken: process.env.PEG_LIMITS_ADMIN_TOKEN,
+      log,
+      limits,
+      snapshotEvery,
+      openJournalFile: hooks.openJournalFile,
+      onFatal: (error) => {
+        process.stderr.write(
+          `peg-limits: ${error.message}; stopping (what reached the disk is unknown: a restart reads what is there)\n`,
+        );
+        process.exit(3);
+      },
+    });
+  } catch (e) {
+    if (e instanceof StoreError) fail(e.message);
+    fail(`cannot start: ${(e as Error).message}`);
+  }
+  process.stdout.write(`listening on ${server.url}\n`);
+  const stop = (signal: string) => {
+    log(`${signal}: finishing requests in flight, then writing a snapshot`);
+    server.close().then(
+      () => process.exit(0),
+      (e: unknown) => fail(`error while closing: ${(e as Error).message}`),
+    );
+  };
+  process.once('SIGINT', () => stop('SIGINT'));
+  process.once('SIGTERM', () => stop('SIGTERM'));
+}

@@ -1,0 +1,491 @@
+/**
+ * The embedded store (SPEC §7): `snapshot.json` plus `journal.jsonl` in a data folder.
+ *
+ * Every accepted request's events are one journal line, fully written and flushed before
+ * the answer; concurrent requests share one flush (group commit). A write that fails or
+ * comes up short is cut back off the file, so a refused change never reappears. A flush
+ * that fails is fatal: what reached the disk is then unknown.
+ *
+ * Compaction writes the state as a snapshot atomically, then starts a fresh journal. Each
+ * file says where it stands in the sequence of batches: the snapshot holds batches 1…seq,
+ * and the journal's first line `{"format":"peg-limits/journal","after":n}` says its lines
+ * are batches n+1, n+2, …; a start-up replays only the lines the snapshot does not hold,
+ * so a crash at any step of a compaction loses nothing and applies nothing twice.
+ * Node-only.
+ */
+import { createReadStream } from 'node:fs';
+import { type FileHandle, mkdir, open, readFile, rename, rm } from 'node:fs/promises';
+import { join } from 'node:path';
+import {
+  applyAll,
+  decodeJson,
+  encodeJson,
+  eventsFromJson,
+  type LimitsEvent,
+  type LimitsState,
+  snapshotOf,
+  stateFromSnapshot,
+  tryDecodeJson,
+} from 'peg-limits';
+
+/** The journal's file name inside the data folder. */
+export const JOURNAL_FILE = 'journal.jsonl';
+/** The snapshot's file name inside the data folder. */
+export const SNAPSHOT_FILE = 'snapshot.json';
+/** Journaled events between two compactions, unless configured. */
+export const DEFAULT_SNAPSHOT_EVERY = 100_000;
+
+const JOURNAL_FORMAT = 'peg-limits/journal';
+const SNAPSHOT_FORMAT = 'peg-limits/data-snapshot';
+
+/** A data folder that cannot be read: the message says which file, where and why. */
+export class StoreError extends Error {
+  override readonly name = 'StoreError';
+}
+
+/** A flush that failed: what reached the disk is unknown, so the server must stop. */
+export class FlushError extends Error {
+  override readonly name = 'FlushError';
+}
+
+/**
+ * The operations the store does on its journal file: positional writes that may come up
+ * short, a data flush, a truncation. The default is a Node `FileHandle`; tests pass files
+ * that fail on purpose.
+ */
+export interface JournalFile {
+  /** Writes bytes at `position`; returns how many were written (possibly fewer). */
+  write(data: Uint8Array, position: number): Promise<number>;
+  /** Flushes the file's data to disk (fdatasync). */
+  datasync(): Promise<void>;
+  /** Cuts the file to `length` bytes. */
+  truncate(length: number): Promise<void>;
+  close(): Promise<void>;
+}
+
+/** Opens the journal file for writing (creating it when missing). */
+export type OpenJournalFile = (path: string) => Promise<JournalFile>;
+
+/** The default journal file: a Node file handle opened for reading and writing. */
+export const openNodeJournalFile: OpenJournalFile = async (path) => {
+  let handle: FileHandle;
+  try {
+    handle = await open(path, 'r+');
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code !== 'ENOENT') throw e;
+    handle = await open(path, 'w+');
+  }
+  return {
+    async write(data, position) {
+      const r = await handle.write(data, 0, data.length, position);
+      return r.bytesWritten;
+    },
+    datasync: () => handle.datasync(),
+    truncate: (length) => handle.truncate(length),
+    close: () => handle.close(),
+  };
+};
+
+/** Options of {@link openStore}. */
+export interface StoreOptions {
+  /** The data folder (created when missing). */
+  readonly dir: string;
+  /** The state of an empty data folder (from the configuration). */
+  readonly initial: LimitsState;
+  /** Journaled events between compactions (default 100,000). */
+  readonly snapshotEvery?: number | undefined;
+  /** Concurrent changes share one flush (default true); off, each flushes on its own. */
+  readonly groupCommit?: boolean | undefined;
+  /** Called once when a flush fails; the server stops (exit code 3). */
+  readonly onFatal?: ((error: FlushError) => void) | undefined;
+  /** Where warnings and compaction notes go. */
+  readonly log?: ((line: string) => void) | undefined;
+  /** How the journal file is opened (tests inject failures here). */
+  readonly openJournalFile?: OpenJournalFile | undefined;
+}
+
+/** What a write hands back: the answer may be sent once `durable` resolves. */
+export interface Written {
+  readonly durable: Promise<void>;
+}
+
+/** An open data folder. */
+export interface Store {
+  /** The state read at start-up: the snapshot and the journal lines after it. */
+  readonly state: LimitsState;
+  /** Warnings met while reading (a torn last line dropped). */
+  readonly warnings: ReadonlyArray<string>;
+  /** How many journal lines start-up replayed (the rest was in the snapshot). */
+  readonly replayed: number;
+  /** The number of batches the folder holds (snapshot and journal together). */
+  readonly seq: number;
+  /**
+   * Appends one batch as one journal line. Resolves once the bytes are written (rejects,
+   * with the line cut back off the file, when they could not be); `durable` resolves once
+   * a flush covers them. Calls must not overlap (the service serialises them).
+   */
+  write(events: ReadonlyArray<LimitsEvent>, next: LimitsState): Promise<Written>;
+  /** Writes a snapshot of the last state written and starts a fresh journal. */
+  compact(): Promise<void>;
+  /** Compacts (when the journal holds anything) and closes the journal. */
+  close(): Promise<void>;
+}
+
+async function syncDir(dir: string): Promise<void> {
+  const handle = await open(dir, 'r');
+  try {
+    await handle.sync();
+  } finally {
+    await handle.close();
+  }
+}
+
+// Writes a whole file atomically: a temporary file, flushed, renamed over the target, the
+// folder flushed.
+async function writeAtomically(dir: string, name: string, text: string): Promise<void> {
+  const tmp = join(dir, `${name}.tmp`);
+  const handle = await open(tmp, 'w');
+  try {
+    const data = Buffer.from(text, 'utf8');
+    let done = 0;
+    while (done < data.length) {
+      const { bytesWritten } = await handle.write(data, done, data.length - done, done);
+      if (bytesWritten === 0) throw new Error(`${tmp}: the disk took no more bytes`);
+      done += bytesWritten;
+    }
+    await handle.datasync();
+  } finally {
+    await handle.close();
+  }
+  await rename(tmp, join(dir, name));
+  await syncDir(dir);
+}
+
+function journalHeader(after: number): string {
+  return `${encodeJson({ format: JOURNAL_FORMAT, after })}\n`;
+}
+
+async function readSnapshot(
+  dir: string,
+): Promise<{ readonly state: LimitsState; readonly seq: number } | undefined> {
+  const path = join(dir, SNAPSHOT_FILE);
+  let text: string;
+  try {
+    text = await readFile(path, 'utf8');
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    throw new StoreError(`${path}: cannot read the snapshot: ${(e as Error).message}`);
+  }
+  const damaged = (why: string): never => {
+    throw new StoreError(
+      `${path}: the snapshot is damaged: ${why}; refusing to start (restore the file from a backup, or move the data folder aside to start empty)`,
+    );
+  };
+  const json = tryDecodeJson(text);
+  if (!json.ok) damaged(json.error.message);
+  const value = json.ok ? (json.value as Record<string, unknown>) : {};
+  if (typeof value !== 'object' || value === null || value.format !== SNAPSHOT_FORMAT)
+    damaged(`expected an object with "format": "${SNAPSHOT_FORMAT}"`);
+  const seq = value.seq;
+  if (typeof seq !== 'bigint' || seq < 0n || seq > BigInt(Number.MAX_SAFE_INTEGER))
+    damaged('"seq" is not a batch count');
+  const restored = stateFromSnapshot(value.state);
+  if (!restored.ok) damaged(restored.error.message);
+  return restored.ok ? { state: restored.state, seq: Number(seq) } : undefined;
+}
+
+function parseBatch(text: string): ReadonlyArray<LimitsEvent> | string {
+  const json = tryDecodeJson(text);
+  if (!json.ok) return json.error.message;
+  if (!Array.isArray(json.value)) return 'expected a JSON array of events';
+  const events = eventsFromJson(json.value);
+  return events.ok ? events.events : events.error.message;
+}
+
+function parseHeader(text: string): number | undefined {
+  const json = tryDecodeJson(text);
+  if (!json.ok || typeof json.value !== 'object' || json.value === null) return undefined;
+  const h = json.value as Record<string, unknown>;
+  if (h.format !== JOURNAL_FORMAT || typeof h.after !== 'bigint' || h.after < 0n) return undefined;
+  return Number(h.after);
+}
+
+/** Calls `fn` with each complete line of a file and its byte offset, streaming. */
+async function eachLine(
+  path: string,
+  fn: (line: string, start: number, end: number) => void,
+): Promise<{ readonly size: number; readonly tail: number }> {
+  let carry: Buffer[] = [];
+  let carryStart = 0;
+  let position = 0;
+  try {
+    for await (const chunk of createReadStream(path, {
+      highWaterMark: 1 << 20,
+    }) as AsyncIterable<Buffer>) {
+      let from = 0;
+      for (let nl = chunk.indexOf(10, from); nl >= 0; nl = chunk.indexOf(10, from)) {
+        const piece = chunk.subarray(from, nl);
+        const bytes = carry.length === 0 ? piece : Buffer.concat([...carry, piece]);
+        const start = carry.length === 0 ? position + from : carryStart;
+        fn(bytes.toString('utf8'), start, position + nl + 1);
+        carry = [];
+        from = nl + 1;
+      }
+      if (from < chunk.length) {
+        if (carry.length === 0) carryStart = position + from;
+        carry.push(chunk.subarray(from));
+      }
+      position += chunk.length;
+    }
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === 'ENOENT') return { size: 0, tail: 0 };
+    throw e;
+  }
+  const tail = carry.reduce((n, b) => n + b.length, 0);
+  return { size: position, tail };
+}
+
+/**
+ * Opens a data folder: reads the snapshot and replays the journal lines after it, streaming,
+ * then takes new batches.
+ *
+ * @throws StoreError when the snapshot or the journal is damaged, or a line no longer applies
+ */
+export async function openStore(options: StoreOptions): Promise<Store> {
+  const { dir, log } = options;
+  const snapshotEvery = options.snapshotEvery ?? DEFAULT_SNAPSHOT_EVERY;
+  const groupCommit = options.groupCommit ?? true;
+  const openFile = options.openJournalFile ?? openNodeJournalFile;
+  await mkdir(dir, { recursive: true });
+  // Leftovers of a compaction that a crash interrupted before its rename.
+  await rm(join(dir, `${SNAPSHOT_FILE}.tmp`), { force: true });
+  await rm(join(dir, `${JOURNAL_FILE}.tmp`), { force: true });
+
+  const snapshot = await readSnapshot(dir);
+  const snapshotSeq = snapshot?.seq ?? 0;
+  let state = snapshot?.state ?? options.initial;
+  const path = join(dir, JOURNAL_FILE);
+  const warnings: string[] = [];
+
+  // Replay: the first line may be a header; a journal without one (written by 0.1) starts
+  // after batch 0.
+  let lineNo = 0;
+  let after: number | undefined;
+  let batches = 0;
+  let replayed = 0;
+  let goodBytes = 0;
+  let damage: { line: number; why: string; end: number } | undefined;
+  const { size, tail } = await eachLine(path, (text, _start, end) => {
+    lineNo++;
+    if (damage !== undefined) {
+      // A damaged line followed by more lines is damage in the middle: refuse below.
+      damage = { ...damage, end: -1 };
+      return;
+    }
+    if (lineNo === 1) {
+      after = parseHeader(text);
+      if (after !== undefined) {
+        goodBytes = end;
+        return;
+      }
+      after = 0;
+    }
+    const parsed = parseBatch(text);
+    if (typeof parsed === 'string') {
+      damage = { line: lineNo, why: parsed, end };
+      return;
+    }
+    batches++;
+    if (after! + batches > snapshotSeq) {
+      const r = applyAll(state, parsed);
+      if (!r.ok) {
+        throw new StoreError(
+          `${path}:${lineNo}: cannot replay: ${r.error.message}; refusing to start`,
+        );
+      }
+      state = r.state;
+      replayed++;
+    }
+    goodBytes = end;
+  });
+  if (damage !== undefined) {
+    if (damage.end < 0 || tail > 0) {
+      throw new StoreError(
+        `${path}:${damage.line}: the journal is damaged: ${damage.why}; refusing to start`,
+      );
+    }
+    warnings.push(`${path}:${damage.line}: dropped a damaged last line (${damage.why})`);
+  }
+  if (tail > 0) warnings.push(`${path}:${lineNo + 1}: dropped a last line cut short by a crash`);
+  const start = after ?? snapshotSeq;
+  if (after !== undefined && after > snapshotSeq) {
+    throw new StoreError(
+      `${path}: the journal starts after batch ${after}, but ${snapshot === undefined ? 'there is no snapshot' : `the snapshot holds batches up to ${snapshotSeq}`}; refusing to start (was ${SNAPSHOT_FILE} removed or replaced?)`,
+    );
+  }
+  if (after !== undefined && after + batches < snapshotSeq) {
+    throw new StoreError(
+      `${path}: the journal ends at batch ${after + batches}, before the snapshot's ${snapshotSeq}; refusing to start`,
+    );
+  }
+
+  // A fresh folder (or one whose journal was lost entirely) gets a journal with a header.
+  let file: JournalFile;
+  let end: number;
+  if (size === 0) {
+    await writeAtomically(dir, JOURNAL_FILE, journalHeader(snapshotSeq));
+    file = await openFile(path);
+    end = Buffer.byteLength(journalHeader(snapshotSeq));
+  } else {
+    file = await openFile(path);
+    end = goodBytes;
+    if (end < size) await file.truncate(end);
+  }
+
+  let seq = start + batches;
+  let written = state;
+  let sinceSnapshot = 0;
+  // The batch count the snapshot on disk holds, and the batch lines the journal file holds.
+  let snapshotAt = snapshotSeq;
+  let linesInFile = batches;
+  let fatal: FlushError | undefined;
+  // The chain that orders writes and compactions.
+  let lane: Promise<unknown> = Promise.resolve();
+  let flushing: Promise<void> | undefined;
+  let queued: Promise<void> | undefined;
+  let lastDurable: Promise<void> = Promise.resolve();
+
+  function die(e: unknown): never {
+    fatal ??= new FlushError(`flushing ${path} failed: ${(e as Error).message}`);
+    options.onFatal?.(fatal);
+    throw fatal;
+  }
+
+  async function flushNow(): Promise<void> {
+    if (fatal !== undefined) throw fatal;
+    try {
+      await file.datasync();
+    } catch (e) {
+      die(e);
+    }
+  }
+
+  // One flush at a time; a request that arrives during a flush waits for the next one,
+  // which covers every byte written before it starts.
+  function sync(): Promise<void> {
+    if (flushing === undefined) {
+      flushing = flushNow().finally(() => {
+        flushing = undefined;
+      });
+      return flushing;
+    }
+    queued ??= flushing.then(
+      () => {
+        queued = undefined;
+        return sync();
+      },
+      (e: unknown) => {
+        queued = undefined;
+        throw e;
+      },
+    );
+    return queued;
+  }
+
+  async function appendLine(data: Buffer): Promise<void> {
+    let done = 0;
+    try {
+      while (done < data.length) {
+        const n = await file.write(data.subarray(done), end + done);
+        if (n <= 0) throw new Error('the disk took no more bytes');
+        done += n;
+      }
+    } catch (e) {
+      // Cut the partial line back off, so that nothing refused reappears and the next line
+      // starts clean. If even that fails, the file's end is unknown: stop.
+      try {
+        await file.truncate(end);
+      } catch (t) {
+        die(t);
+      }
+      throw new Error(`writing ${path} failed: ${(e as Error).message}`);
+    }
+    end += data.length;
+  }
+
+  async function compactNow(): Promise<void> {
+    // Nothing to do when the snapshot holds every batch and the journal none.
+    if (seq === snapshotAt && linesInFile === 0) return;
+    await lastDurable;
+    log?.(`compacting: writing a snapshot of ${seq} batches`);
+    const text = encodeJson({ format: SNAPSHOT_FORMAT, seq, state: snapshotOf(written) });
+    await writeAtomically(dir, SNAPSHOT_FILE, text);
+    // From here the snapshot holds every line of the old journal; a crash now leaves the
+    // old journal, whose lines start-up skips.
+    await writeAtomically(dir, JOURNAL_FILE, journalHeader(seq));
+    await file.close();
+    file = await openFile(path);
+    end = Buffer.byteLength(journalHeader(seq));
+    sinceSnapshot = 0;
+    snapshotAt = seq;
+    linesInFile = 0;
+    log?.(`compacted: ${SNAPSHOT_FILE} holds ${seq} batches (${text.length} bytes)`);
+  }
+
+  function enqueue<T>(task: () => Promise<T>): Promise<T> {
+    const run = lane.then(task);
+    lane = run.catch(() => undefined);
+    return run;
+  }
+
+  return {
+    state,
+    warnings,
+    replayed,
+    get seq() {
+      return seq;
+    },
+    write(events, next) {
+      return enqueue(async () => {
+        if (fatal !== undefined) throw fatal;
+        await appendLine(Buffer.from(`${encodeJson(events)}\n`, 'utf8'));
+        seq++;
+        linesInFile++;
+        written = next;
+        sinceSnapshot += events.length;
+        const durable = groupCommit ? sync() : flushNow();
+        if (!groupCommit) await durable;
+        lastDurable = durable.catch(() => undefined);
+        if (sinceSnapshot >= snapshotEvery) {
+          // Taken in turn, after this write: later writes wait for the compaction.
+          enqueue(() =>
+            compactNow().catch((e: unknown) =>
+              log?.(`warning: compaction failed, the journal goes on: ${(e as Error).message}`),
+            ),
+          );
+        }
+        return { durable };
+      });
+    },
+    compact() {
+      return enqueue(compactNow);
+    },
+    async close() {
+      await enqueue(async () => {
+        if (fatal === undefined) await compactNow();
+      }).catch((e: unknown) =>
+        log?.(`warning: the snapshot at shutdown failed: ${(e as Error).message}`),
+      );
+      await lastDurable;
+      await file.close();
+    },
+  };
+}
+
+/** Reads a data folder's batches for tests and tools: the snapshot's state and the lines after it. */
+export async function readStore(dir: string): Promise<{ snapshotSeq: number; lines: unknown[] }> {
+  const snapshot = await readSnapshot(dir);
+  const lines: unknown[] = [];
+  await eachLine(join(dir, JOURNAL_FILE), (text) => lines.push(decodeJson(text)));
+  return { snapshotSeq: snapshot?.seq ?? 0, lines };
+}

@@ -1,0 +1,301 @@
+import { copyFileSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, test } from 'vitest';
+import {
+  applyAll,
+  createLimitsState,
+  createService,
+  encodeJson,
+  getLimits,
+  type LimitsEvent,
+  type LimitsState,
+  snapshotOf,
+} from '../../src/index.js';
+import {
+  FlushError,
+  type JournalFile,
+  type OpenJournalFile,
+  openNodeJournalFile,
+  openStore,
+  StoreError,
+} from '../../src/server/store.js';
+import { tempDir } from '../support/proc.js';
+
+const initial = () =>
+  createLimitsState({ limits: { rollingWithdrawalBlocks: 10n, rollingWithdrawalCap: 10n ** 9n } });
+
+/** A journal file whose operations fail on purpose, as told. */
+function faulty(plan: {
+  shortAfter?: number;
+  failWriteAfter?: number;
+  failFlushAfter?: number;
+  flushDelayMs?: number;
+}): { open: OpenJournalFile; flushes: () => number; writes: () => number } {
+  let writes = 0;
+  let flushes = 0;
+  const open: OpenJournalFile = async (path) => {
+    const real: JournalFile = await openNodeJournalFile(path);
+    return {
+      async write(data, position) {
+        writes++;
+        if (plan.failWriteAfter !== undefined && writes > plan.failWriteAfter)
+          throw Object.assign(new Error('no space left on device'), { code: 'ENOSPC' });
+        // A short write: half the bytes, then the disk refuses the rest.
+        if (plan.shortAfter !== undefined && writes > plan.shortAfter) {
+          plan.failWriteAfter = writes;
+          return real.write(data.subarray(0, data.length >> 1), position);
+        }
+        return real.write(data, position);
+      },
+      async datasync() {
+        flushes++;
+        if (plan.flushDelayMs) await new Promise((r) => setTimeout(r, plan.flushDelayMs));
+        if (plan.failFlushAfter !== undefined && flushes > plan.failFlushAfter)
+          throw Object.assign(new Error('input/output error'), { code: 'EIO' });
+        return real.datasync();
+      },
+      truncate: (length) => real.truncate(length),
+      close: () => real.close(),
+    };
+  };
+  return { open, flushes: () => flushes, writes: () => writes };
+}
+
+function block(height: number): LimitsEvent {
+  return { type: 'blockConnected', height };
+}
+
+function withdrawal(id: string, amount = 5n, height = 1): LimitsEvent {
+  return { type: 'withdrawalRequested', id, account: 'alice', amount, height };
+}
+
+function next(state: LimitsState, events: LimitsEvent[]): LimitsState {
+  const r = applyAll(state, events);
+  if (!r.ok) throw r.error;
+  return r.state;
+}
+
+describe('journal writes', () => {
+  test('a write that comes up short is cut back off the file and refused; the next one is clean', async () => {
+    const dir = tempDir();
+    const f = faulty({ shortAfter: 2 });
+    const store = await openStore({ dir, initial: initial(), openJournalFile: f.open });
+    let s = store.state;
+    s = next(s, [block(1)]);
+    await (await store.write([block(1)], s)).durable;
+    const a = next(s, [withdrawal('a')]);
+    await (await store.write([withdrawal('a')], a)).durable;
+    const size = readFileSync(join(dir, 'journal.jsonl')).length;
+    // The third write gets half its bytes on disk, then fails: refused, and cut back.
+    await expect(store.write([withdrawal('b')], next(a, [withdrawal('b')]))).rejects.toThrow(
+      /writing .*journal\.jsonl failed: no space left/,
+    );
+    expect(readFileSync(join(dir, 'journal.jsonl')).length).toBe(size);
+    await store.close();
+    // Restarted on a healthy disk: a is there, b never was, and the file takes new lines.
+    const again = await openStore({ dir, initial: initial() });
+    expect(again.warnings).toEqual([]);
+    expect(snapshotOf(again.state).withdrawals.map((w) => w.id)).toEqual(['a']);
+    await again.close();
+  });
+
+  test('through the service: the refused change answers 500 and is not applied', async () => {
+    const dir = tempDir();
+    const f = faulty({ failWriteAfter: 1 });
+    const store = await openStore({ dir, initial: initial(), openJournalFile: f.open });
+    const service = createService({
+      state: store.state,
+      adminToken: 't',
+      persist: (events, state) => store.write(events, state),
+    });
+    const post = (events: LimitsEvent[]) =>
+      service.handle({
+        method: 'POST',
+        path: '/admin/events',
+        headers: { 'content-type': 'application/json', authorization: 'Bearer t' },
+        body: encodeJson(events),
+      });
+    expect((await post([block(1)])).status).toBe(200);
+    const refused = await post([withdrawal('a')]);
+    expect(refused.status).toBe(500);
+    expect(refused.body).toMatch(/could not be persisted/);
+    expect(service.state.tip).toBe(1);
+    expect(snapshotOf(service.state).withdrawals).toEqual([]);
+    await store.close();
+  });
+
+  test('a failed flush is fatal: onFatal is called, the write is never acknowledged, and nothing more is written', async () => {
+    const dir = tempDir();
+    const f = faulty({ failFlushAfter: 1 });
+    const fatal: FlushError[] = [];
+    const store = await openStore({
+      dir,
+      initial: initial(),
+      openJournalFile: f.open,
+      onFatal: (e) => fatal.push(e),
+    });
+    const s = next(store.state, [block(1)]);
+    await (await store.write([block(1)], s)).durable;
+    const w = await store.write([withdrawal('a')], next(s, [withdrawal('a')]));
+    await expect(w.durable).rejects.toBeInstanceOf(FlushError);
+    expect(fatal).toHaveLength(1);
+    expect(fatal[0]!.message).toMatch(/flushing .*journal\.jsonl failed: input\/output error/);
+    await expect(store.write([withdrawal('b')], s)).rejects.toBeInstanceOf(FlushError);
+  });
+
+  test('group commit: concurrent writes share flushes, and each is answered only once its bytes are flushed', async () => {
+    const dir = tempDir();
+    const f = faulty({ flushDelayMs: 20 });
+    const store = await openStore({ dir, initial: initial(), openJournalFile: f.open });
+    const service = createService({
+      state: store.state,
+      adminToken: 't',
+      persist: (events, state) => store.write(events, state),
+    });
+    const post = (events: LimitsEvent[]) =>
+      service.handle({
+        method: 'POST',
+        path: '/admin/events',
+        headers: { 'content-type': 'application/json', authorization: 'Bearer t' },
+        body: encodeJson(events),
+      });
+    await post([block(1)]);
+    const before = f.flushes();
+    const flushedAt: number[] = [];
+    const answers = await Promise.all(
+      Array.from({ length: 40 }, (_, i) =>
+        post([withdrawal(`w${i}`)]).then((r) => {
+          flushedAt.push(f.flushes());
+          return r.status;
+        }),
+      ),
+    );
+    expect(answers.every((s) => s === 200)).toBe(true);
+    // 40 changes, far fewer flushes: they waited together.
+    expect(f.flushes() - before).toBeLessThan(10);
+    expect(flushedAt.every((n) => n > before)).toBe(true);
+    expect(getLimits(service.state).availableToWithdraw).toBe(10n ** 9n - 200n);
+    await store.close();
+  });
+
+  test('without group commit every write has a flush of its own', async () => {
+    const dir = tempDir();
+    const f = faulty({});
+    const store = await openStore({
+      dir,
+      initial: initial(),
+      openJournalFile: f.open,
+      groupCommit: false,
+    });
+    let s = next(store.state, [block(1)]);
+    await store.write([block(1)], s);
+    for (let i = 0; i < 5; i++) {
+      s = next(s, [withdrawal(`w${i}`)]);
+      await store.write([withdrawal(`w${i}`)], s);
+    }
+    expect(f.flushes()).toBe(6);
+    await store.close();
+  });
+});
+
+describe('snapshots and compaction on disk', () => {
+  async function filled(dir: string, snapshotEvery = 1000): Promise<LimitsState> {
+    const store = await openStore({ dir, initial: initial(), snapshotEvery });
+    let s = next(store.state, [block(1)]);
+    await (await store.write([block(1)], s)).durable;
+    for (let i = 0; i < 20; i++) {
+      s = next(s, [withdrawal(`w${i}`, BigInt(i + 1))]);
+      await (await store.write([withdrawal(`w${i}`, BigInt(i + 1))], s)).durable;
+    }
+    await store.compact();
+    return s;
+  }
+
+  test('after snapshotEvery events a snapshot is written and the journal starts again after it', async () => {
+    const dir = tempDir();
+    const store = await openStore({ dir, initial: initial(), snapshotEvery: 5 });
+    let s = next(store.state, [block(1)]);
+    await (await store.write([block(1)], s)).durable;
+    for (let i = 0; i < 12; i++) {
+      s = next(s, [withdrawal(`w${i}`)]);
+      await (await store.write([withdrawal(`w${i}`)], s)).durable;
+    }
+    await store.compact(); // waits for the compactions queued behind the writes
+    expect(readFileSync(join(dir, 'journal.jsonl'), 'utf8')).toBe(
+      '{"format":"peg-limits/journal","after":13}\n',
+    );
+    const again = await openStore({ dir, initial: initial() });
+    expect(again.replayed).toBe(0);
+    expect(again.seq).toBe(13);
+    expect(encodeJson(snapshotOf(again.state))).toBe(encodeJson(snapshotOf(s)));
+    await again.close();
+    await store.close();
+  });
+
+  test('a crash between the snapshot and the fresh journal applies nothing twice', async () => {
+    const dir = tempDir();
+    const store = await openStore({ dir, initial: initial(), snapshotEvery: 10_000 });
+    let s = next(store.state, [block(1)]);
+    await (await store.write([block(1)], s)).durable;
+    for (let i = 0; i < 3; i++) {
+      s = next(s, [withdrawal(`w${i}`, 100n)]);
+      await (await store.write([withdrawal(`w${i}`, 100n)], s)).durable;
+    }
+    const oldJournal = readFileSync(join(dir, 'journal.jsonl'));
+    await store.compact();
+    await store.close();
+    // Put back the journal as it was before the compaction replaced it: the snapshot holds
+    // its four lines already.
+    writeFileSync(join(dir, 'journal.jsonl'), oldJournal);
+    const again = await openStore({ dir, initial: initial() });
+    expect(again.replayed).toBe(0);
+    expect(getLimits(again.state).availableToWithdraw).toBe(10n ** 9n - 300n);
+    // New lines go on after the old ones, and count from there.
+    const t = next(again.state, [withdrawal('x', 1n)]);
+    await (await again.write([withdrawal('x', 1n)], t)).durable;
+    await again.close();
+    const third = await openStore({ dir, initial: initial() });
+    expect(getLimits(third.state).availableToWithdraw).toBe(10n ** 9n - 301n);
+    await third.close();
+  });
+
+  test('a crash before the snapshot is renamed leaves the old snapshot and the whole journal', async () => {
+    const dir = tempDir();
+    const s = await filled(dir);
+    // A half-written temporary snapshot, as a crash during its write leaves it.
+    writeFileSync(join(dir, 'snapshot.json.tmp'), '{"format":"peg-limits/data-snaps');
+    writeFileSync(join(dir, 'journal.jsonl.tmp'), '{"format":"peg-');
+    const again = await openStore({ dir, initial: initial() });
+    expect(encodeJson(snapshotOf(again.state))).toBe(encodeJson(snapshotOf(s)));
+    await again.close();
+  });
+
+  test('a damaged snapshot refuses to start with a clear message', async () => {
+    const dir = tempDir();
+    await filled(dir);
+    const text = readFileSync(join(dir, 'snapshot.json'), 'utf8');
+    for (const [damage, message] of [
+      [text.slice(0, text.length >> 1), /snapshot\.json: the snapshot is damaged: not valid JSON/],
+      [text.replace('"seq":21', '"seq":-1'), /"seq" is not a batch count/],
+      [text.replace('"amount":1,', '"amount":-1,'), /invalid snapshot: withdrawals\[0\]\.amount/],
+      ['[]', /expected an object with "format"/],
+    ] as const) {
+      writeFileSync(join(dir, 'snapshot.json'), damage);
+      await expect(openStore({ dir, initial: initial() })).rejects.toThrow(message);
+      await expect(openStore({ dir, initial: initial() })).rejects.toBeInstanceOf(StoreError);
+    }
+  });
+
+  test('a journal that starts after what the snapshot holds refuses to start', async () => {
+    const dir = tempDir();
+    await filled(dir);
+    renameSync(join(dir, 'snapshot.json'), join(dir, 'moved.json'));
+    await expect(openStore({ dir, initial: initial() })).rejects.toThrow(
+      /the journal starts after batch 21, but there is no snapshot/,
+    );
+    copyFileSync(join(dir, 'moved.json'), join(dir, 'snapshot.json'));
+    const again = await openStore({ dir, initial: initial() });
+    expect(again.seq).toBe(21);
+    await again.close();
+  });
+});
