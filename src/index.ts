@@ -50,9 +50,21 @@ export {
   effectiveLimits,
   getAccountLimits,
   getLimits,
+  type HeightSum,
   type Limits,
+  type WindowView,
+  windowOf,
 } from './core/views.js';
+export {
+  type CheckAnswer,
+  type ClientResult,
+  createLimitsClient,
+  type LimitsClient,
+  type LimitsClientOptions,
+  type Problem,
+} from './http/client.js';
 export { eventFromJson, eventsFromJson } from './http/codec.js';
+export { DASHBOARD_HTML } from './http/dashboard.js';
 export {
   admitRequest,
   type HandleOptions,

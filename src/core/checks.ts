@@ -11,8 +11,10 @@ import {
   accountTree,
   heightWithin,
   resolvedCaps,
+  windowSpan,
   withdrawnIn,
 } from './views.js';
+import type { SumNode } from './window.js';
 
 /** Why a request is refused. `invalid_amount` and `invalid_account` flag malformed requests. */
 export type VerdictReason =
@@ -29,11 +31,18 @@ export type VerdictReason =
 /**
  * A check's answer. When refused, `limit` is the bound the rule would have allowed: the
  * cap, the minimum, or for a window or peg cap the room left (never negative); `null` for a
- * malformed request.
+ * malformed request. A refusal by a window cap (`rolling_cap_exceeded`,
+ * `account_rolling_cap_exceeded`) also says when the request would pass: `availableAt`,
+ * the {@link whenAvailable} height, or `null` when it never would.
  */
 export type Verdict =
   | { readonly ok: true }
-  | { readonly ok: false; readonly reason: VerdictReason; readonly limit: Amount | null };
+  | {
+      readonly ok: false;
+      readonly reason: VerdictReason;
+      readonly limit: Amount | null;
+      readonly availableAt?: number | null;
+    };
 
 /** A withdrawal or deposit to check: who, and how much in the smallest unit. */
 export interface TransferRequest {
@@ -48,6 +57,8 @@ export interface Admission<R extends TransferRequest> {
     readonly request: R;
     readonly reason: VerdictReason;
     readonly limit: Amount | null;
+    /** For a window cap: when this request would pass after those admitted before it. */
+    readonly availableAt?: number | null;
   }>;
 }
 
@@ -55,6 +66,10 @@ const OK: Verdict = { ok: true };
 
 function refuse(reason: VerdictReason, limit: Amount | null): Verdict {
   return { ok: false, reason, limit };
+}
+
+function refuseWindow(reason: VerdictReason, limit: Amount, at: number | null): Verdict {
+  return { ok: false, reason, limit, availableAt: at };
 }
 
 function room(cap: Amount, used: Amount): Amount {
@@ -89,14 +104,16 @@ function withdrawalVerdict(
   }
   if (r.rollingWithdrawalCap !== null) {
     const left = room(r.rollingWithdrawalCap, globalUsed + pending.total);
-    if (req.amount > left) return refuse('rolling_cap_exceeded', left);
+    if (req.amount > left)
+      return refuseWindow('rolling_cap_exceeded', left, availableAt(state, req, pending));
   }
   if (r.accountRollingWithdrawalBlocks !== null && r.accountRollingWithdrawalCap !== null) {
     const used =
       withdrawnIn(state, accountTree(state, req.account), r.accountRollingWithdrawalBlocks) +
       (pending.byAccount.get(req.account) ?? 0n);
     const left = room(r.accountRollingWithdrawalCap, used);
-    if (req.amount > left) return refuse('account_rolling_cap_exceeded', left);
+    if (req.amount > left)
+      return refuseWindow('account_rolling_cap_exceeded', left, availableAt(state, req, pending));
   }
   return OK;
 }
@@ -142,7 +159,12 @@ function admit<R extends TransferRequest>(
 ): Admission<R> {
   const pending: Pending = { total: 0n, byAccount: new Map() };
   const admitted: R[] = [];
-  const refused: Array<{ request: R; reason: VerdictReason; limit: Amount | null }> = [];
+  const refused: Array<{
+    request: R;
+    reason: VerdictReason;
+    limit: Amount | null;
+    availableAt?: number | null;
+  }> = [];
   // Checks never throw on data: what cannot be iterated holds no request, so admits nothing.
   if (!isIterable(requests)) return { admitted, refused };
   for (const req of requests) {
@@ -152,7 +174,11 @@ function admit<R extends TransferRequest>(
       pending.total += req.amount;
       pending.byAccount.set(req.account, (pending.byAccount.get(req.account) ?? 0n) + req.amount);
     } else {
-      refused.push({ request: req, reason: v.reason, limit: v.limit });
+      refused.push(
+        v.availableAt === undefined
+          ? { request: req, reason: v.reason, limit: v.limit }
+          : { request: req, reason: v.reason, limit: v.limit, availableAt: v.availableAt },
+      );
     }
   }
   return { admitted, refused };
@@ -237,33 +263,52 @@ export function admitDeposits<R extends TransferRequest>(
  * ```
  */
 export function whenAvailable(state: LimitsState, request: TransferRequest): number | null {
+  return availableAt(state, request, NOTHING_PENDING);
+}
+
+// The earliest tip height ≥ the tip at which `request` passes, with `pending` (admitted
+// earlier in a batch) withdrawn at the tip: they leave a window `blocks` blocks later.
+function availableAt(
+  state: LimitsState,
+  request: TransferRequest,
+  pending: Pending,
+): number | null {
   if (malformed(request) !== undefined || state.tip === null) return null;
   const { account, amount } = request;
   const r = resolvedCaps(state, account);
   if (r.perWithdrawalCap !== null && amount > r.perWithdrawalCap) return null;
   let height = state.tip;
-  if (r.rollingWithdrawalBlocks !== null && r.rollingWithdrawalCap !== null) {
-    if (amount > r.rollingWithdrawalCap) return null;
-    const h = heightWithin(
-      state,
-      state.window,
-      r.rollingWithdrawalBlocks,
-      r.rollingWithdrawalCap - amount,
-    );
-    if (h === undefined) return null;
-    height = Math.max(height, h);
-  }
-  if (r.accountRollingWithdrawalBlocks !== null && r.accountRollingWithdrawalCap !== null) {
-    if (amount > r.accountRollingWithdrawalCap) return null;
-    const tree = accountTree(state, account);
-    const h = heightWithin(
-      state,
-      tree,
+  const windows: Array<[Amount | null, Amount | null, SumNode | undefined, Amount]> = [
+    [r.rollingWithdrawalBlocks, r.rollingWithdrawalCap, state.window, pending.total],
+    [
       r.accountRollingWithdrawalBlocks,
-      r.accountRollingWithdrawalCap - amount,
-    );
+      r.accountRollingWithdrawalCap,
+      accountTree(state, account),
+      pending.byAccount.get(account) ?? 0n,
+    ],
+  ];
+  for (const [blocks, cap, tree, held] of windows) {
+    if (blocks === null || cap === null) continue;
+    if (amount > cap) return null;
+    const h = heightWith(state, tree, blocks, cap - amount, held);
     if (h === undefined) return null;
     height = Math.max(height, h);
   }
   return height;
+}
+
+// heightWithin, with `held` more withdrawn at the tip.
+function heightWith(
+  state: LimitsState,
+  tree: SumNode | undefined,
+  blocks: Amount,
+  roomLeft: Amount,
+  held: Amount,
+): number | undefined {
+  if (held <= roomLeft) return heightWithin(state, tree, blocks, roomLeft - held);
+  // What is held at the tip must leave too: everything withdrawn now has left by then.
+  const span = windowSpan(state, blocks);
+  if (span === undefined) return undefined;
+  const at = span.to + Number(blocks);
+  return at > Number.MAX_SAFE_INTEGER ? undefined : at;
 }

@@ -40,7 +40,9 @@ type Node<V> = Leaf<V> | Collision<V> | Branch<V>;
 
 /** An immutable map from string keys to values of type `V`. */
 export interface PMap<V> {
+  /** @internal The root of the trie. */
   readonly root: Node<V> | undefined;
+  /** How many keys the map holds. */
   readonly size: number;
   /** @internal The batch that may still change this wrapper in place. */
   readonly owner: Owner | undefined;

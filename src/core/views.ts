@@ -7,7 +7,7 @@ import { type Caps, isAccountName, type ResolvedCaps, resolveCaps } from './limi
 import { seenEntry, seenGlobal } from './overlay.js';
 import { mapForEach, mapGet } from './pmap.js';
 import { bookTree, type LimitsState, oldestRetained } from './state.js';
-import { firstHeightReaching, type SumNode, sumHeights } from './window.js';
+import { firstHeightReaching, forEachSum, type SumNode, sumHeights } from './window.js';
 
 /** The limits of one account entry, as `GET /limits/{account}` reports them. */
 export interface AccountLimits {
@@ -223,6 +223,103 @@ export function effectiveLimits(state: LimitsState, account: string): EffectiveL
     availableToWithdraw: available,
     peggedTotal: state.peggedTotal,
     accountPeggedTotal: accountPeggedTotal(state, account),
+    throttleModeInitiator: state.throttleInitiator,
+  };
+}
+
+/** The amount withdrawn at one height. */
+export interface HeightSum {
+  readonly height: number;
+  readonly amount: Amount;
+}
+
+/** A rolling window as data for a chart: see {@link windowOf}. */
+export interface WindowView {
+  /** The account whose own window this is, or `null` for the global window. */
+  readonly account: string | null;
+  /** The current tip, or `null` before any block is known. */
+  readonly tip: number | null;
+  /** The window's length in blocks and its cap (throttle overlay included); null when unset. */
+  readonly rollingWithdrawalBlocks: Amount | null;
+  readonly rollingWithdrawalCap: Amount | null;
+  /** The window's first and last height (`tip − blocks + 1 … tip`); null without a tip or a window. */
+  readonly from: number | null;
+  readonly to: number | null;
+  /** What is withdrawn in the window (rejected withdrawals do not count). */
+  readonly withdrawn: Amount;
+  /** What may still be withdrawn: the cap less what is withdrawn; null without a window. */
+  readonly availableToWithdraw: Amount | null;
+  /** The non-zero per-block sums inside the window, oldest first. */
+  readonly sums: ReadonlyArray<HeightSum>;
+  /** The next amount to free up: the oldest non-zero block's sum, and the tip at which it leaves. */
+  readonly nextRelease: HeightSum | null;
+  readonly throttleModeInitiator: string | null;
+}
+
+/**
+ * The rolling window as data for charts: the tip, the window's heights, the non-zero
+ * per-block sums inside it, the cap and what is available, and when the next amount frees
+ * up. With `account`, that account's own window (its entry's, counting only its
+ * withdrawals), or `undefined` when its entry sets none. Costs O(non-zero blocks in the
+ * window × log₁₆ H), whatever the history length.
+ *
+ * @example
+ * ```ts
+ * // window 144, cap 1000n, 300n at height 100 and 200n at 150, tip 200:
+ * windowOf(state);
+ * // { tip: 200, from: 57, to: 200, withdrawn: 500n, availableToWithdraw: 500n,
+ * //   sums: [{ height: 100, amount: 300n }, { height: 150, amount: 200n }],
+ * //   nextRelease: { height: 244, amount: 300n }, … }
+ * ```
+ */
+export function windowOf(state: LimitsState, account?: string): WindowView | undefined {
+  let blocks: Amount | null;
+  let cap: Amount | null;
+  let tree: SumNode | undefined;
+  if (account === undefined) {
+    const caps = seenGlobal(state);
+    blocks = caps.rollingWithdrawalBlocks;
+    cap = caps.rollingWithdrawalCap;
+    tree = state.window;
+  } else {
+    const r = resolvedCaps(state, account);
+    blocks = r.accountRollingWithdrawalBlocks;
+    cap = r.accountRollingWithdrawalCap;
+    if (blocks === null || cap === null) return undefined;
+    tree = accountTree(state, account);
+  }
+  const sums: HeightSum[] = [];
+  let from: number | null = null;
+  let to: number | null = null;
+  let withdrawn = 0n;
+  if (blocks !== null && state.tip !== null) {
+    to = state.tip;
+    from = state.tip - Number(blocks) + 1;
+    const span = windowSpan(state, blocks);
+    if (span !== undefined && tree !== undefined) {
+      forEachSum(state.ring, tree, span.from, span.to, (height, amount) => {
+        sums.push({ height, amount });
+        withdrawn += amount;
+      });
+    }
+  }
+  const oldest = sums[0];
+  const release =
+    oldest === undefined || blocks === null ? undefined : oldest.height + Number(blocks);
+  return {
+    account: account ?? null,
+    tip: state.tip,
+    rollingWithdrawalBlocks: blocks,
+    rollingWithdrawalCap: cap,
+    from,
+    to,
+    withdrawn,
+    availableToWithdraw: cap === null ? null : remaining(cap, withdrawn),
+    sums,
+    nextRelease:
+      oldest === undefined || release === undefined || release > Number.MAX_SAFE_INTEGER
+        ? null
+        : { height: release, amount: oldest.amount },
     throttleModeInitiator: state.throttleInitiator,
   };
 }

@@ -337,3 +337,46 @@ export function firstHeightReaching(
   const offset = found >= startSlot ? found - startSlot : found + ring.size - startSlot;
   return from + offset;
 }
+
+function eachSumIn(
+  node: SumNode,
+  level: number,
+  base: number,
+  lo: number,
+  hi: number,
+  fn: (slot: number, sum: bigint) => void,
+): void {
+  if (node.count === 0) return;
+  if (level === 0) {
+    if (node.sum !== 0n) fn(base, node.sum as bigint);
+    return;
+  }
+  const kidSpan = SPAN_BY_LEVEL[level - 1]!;
+  const kids = node.kids!;
+  let kidBase = base;
+  for (let i = 0; i < WIDTH; i++, kidBase += kidSpan) {
+    if (kidBase > hi) break;
+    if (kidBase + kidSpan - 1 < lo) continue;
+    eachSumIn(kids[i]!, level - 1, kidBase, lo, hi, fn);
+  }
+}
+
+/**
+ * Calls `fn` with every height from..to whose sum is not zero, in height order. Visits
+ * only non-empty subtrees: O(non-zero heights × log₁₆ H).
+ */
+export function forEachSum(
+  ring: Ring,
+  root: SumNode,
+  from: number,
+  to: number,
+  fn: (height: number, sum: bigint) => void,
+): void {
+  if (from > to) return;
+  const startSlot = from % ring.size;
+  slotRanges(ring, from, to, (lo, hi) =>
+    eachSumIn(root, ring.depth, 0, lo, hi, (slot, sum) =>
+      fn(from + (slot >= startSlot ? slot - startSlot : slot + ring.size - startSlot), sum),
+    ),
+  );
+}

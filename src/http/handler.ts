@@ -4,13 +4,16 @@
  * handler, `peg-limits serve`) carry requests to it.
  */
 
+import { MAX_AMOUNT } from '../core/amount.js';
+import { checkDeposit, checkWithdrawal } from '../core/checks.js';
 import type { LimitsError } from '../core/errors.js';
 import { equalInConstantTime } from '../core/keys.js';
 import { isAccountName } from '../core/limits.js';
 import { applyAll, type LimitsEvent, type LimitsState } from '../core/state.js';
 import { startThrottle } from '../core/throttle.js';
-import { getAccountLimits, getLimits } from '../core/views.js';
+import { getAccountLimits, getLimits, windowOf } from '../core/views.js';
 import { eventsFromJson } from './codec.js';
+import { DASHBOARD_HTML } from './dashboard.js';
 import { encodeJson, tryDecodeJson } from './json.js';
 import { openApiDocument } from './openapi.js';
 
@@ -44,6 +47,12 @@ export interface HandleResult {
 export interface HandleOptions {
   /** The operator token; `POST /admin/events` answers 404 when it is unset or empty. */
   readonly adminToken?: string | undefined;
+  /**
+   * Which origins a web page may call the public endpoints from: `'*'` (the default) for
+   * any, a list of origins (`https://bridge.example`), or `false` for no CORS headers at
+   * all. `POST /admin/events` never gets CORS headers, whatever this says.
+   */
+  readonly cors?: '*' | ReadonlyArray<string> | false | undefined;
 }
 
 /** The largest body `POST /start_throttle` takes. */
@@ -73,7 +82,9 @@ const TITLES: Readonly<Record<string, string>> = {
   invalid_credentials: 'Invalid credentials',
   key_revoked: 'Throttle key revoked',
   invalid_account: 'Invalid account',
+  invalid_amount: 'Invalid amount',
   invalid_json: 'Invalid JSON',
+  window_not_found: 'The account has no window of its own',
 };
 
 // Event errors that say the request conflicts with the state rather than being malformed.
@@ -93,6 +104,12 @@ const JSON_HEADERS = { 'content-type': 'application/json', 'cache-control': 'no-
 function json(status: number, value: unknown): HttpResponse {
   return { status, headers: JSON_HEADERS, body: encodeJson(value) };
 }
+
+const DASHBOARD_RESPONSE: HttpResponse = {
+  status: 200,
+  headers: { 'content-type': 'text/html; charset=utf-8', 'cache-control': 'no-cache' },
+  body: DASHBOARD_HTML,
+};
 
 // A state is immutable, so the body of `GET /limits` is encoded once per state: with many
 // account entries, encoding is most of the work of an answer.
@@ -123,6 +140,8 @@ export function problem(
     status,
     detail,
     code,
+    // What clients written for Emily's `ErrorResponse { message }` read.
+    message: detail,
   };
   if (extra.path !== undefined) body.path = extra.path;
   return {
@@ -312,7 +331,11 @@ export function admitRequest(request: HttpRequest, options: HandleOptions = {}):
  * | `GET /limits/{account}` | 201 AccountLimits | 404 `account_not_found`, 400 `invalid_account` |
  * | `POST /start_throttle` | 200 Limits | 400, 401, 403, 413, 415 |
  * | `POST /admin/events` | 200 Limits | 400, 401, 404 (no token configured), 409, 413, 415 |
+ * | `GET /limits/{account}/withdrawals/{amount}`, `…/deposits/{amount}` | 200 `{ ok, reason, limit, availableAt }` | 400 `invalid_account`, `invalid_amount` |
+ * | `GET /window`, `GET /window/{account}` | 200 WindowView | 404 `window_not_found`, 400 |
+ * | `GET /` | 200 the operator dashboard (HTML) | — |
  * | `GET /openapi.json` | 200 | — |
+ * | `OPTIONS` on a public path | 204 CORS preflight | — |
  *
  * @example
  * ```ts
@@ -329,48 +352,154 @@ export function handleRequest(
   try {
     const path = request.path.split('?')[0] ?? '';
     const method = request.method.toUpperCase();
-    const unchanged = (response: HttpResponse): HandleResult => ({ state, response, events: [] });
-    if (path === '/limits') {
-      return unchanged(method === 'GET' ? limitsResponse(state) : notAllowed('GET'));
-    }
-    if (path.startsWith('/limits/')) {
-      if (method !== 'GET') return unchanged(notAllowed('GET'));
-      const account = decodeAccount(path.slice('/limits/'.length));
-      if (account === undefined) {
-        return unchanged(
-          problem(
-            400,
-            'invalid_account',
-            'the account must be 1 to 256 characters without control characters, percent-encoded',
-          ),
-        );
-      }
-      const limits = getAccountLimits(state, account);
-      if (limits === undefined) {
-        return unchanged(
-          problem(
-            404,
-            'account_not_found',
-            `${JSON.stringify(account)} has no entry of its own: the global limits apply`,
-          ),
-        );
-      }
-      return unchanged(json(201, limits));
-    }
-    if (path === '/start_throttle') {
-      return method === 'POST' ? startThrottleRoute(state, request) : unchanged(notAllowed('POST'));
-    }
-    if (path === '/openapi.json') {
-      return unchanged(method === 'GET' ? json(200, openApiDocument) : notAllowed('GET'));
-    }
-    if (path === '/admin/events' && options.adminToken !== undefined && options.adminToken !== '') {
+    const token = options.adminToken;
+    if (path === '/admin/events' && token !== undefined && token !== '') {
+      // Never CORS: a page on another origin must not be able to send operator events.
       return method === 'POST'
-        ? adminRoute(state, request, options.adminToken)
-        : unchanged(notAllowed('POST'));
+        ? adminRoute(state, request, token)
+        : { state, response: notAllowed('POST'), events: [] };
     }
-    return unchanged(problem(404, 'not_found', `no resource at ${path}`));
+    const route = publicRoute(state, path, method === 'HEAD' ? 'GET' : method, request, options);
+    return { ...route, response: withCors(route.response, request, path, options) };
   } catch (e) {
     const message = e instanceof Error ? e.message : String(e);
     return { state, response: problem(500, 'internal_error', message), events: [] };
   }
+}
+
+const INVALID_ACCOUNT =
+  'the account must be 1 to 256 characters without control characters, percent-encoded';
+
+// The routes anyone may call (and a page on another origin, with CORS).
+function publicRoute(
+  state: LimitsState,
+  path: string,
+  method: string,
+  request: HttpRequest,
+  options: HandleOptions,
+): HandleResult {
+  const unchanged = (response: HttpResponse): HandleResult => ({ state, response, events: [] });
+  const allowed = allowedMethods(path);
+  if (allowed === undefined) return unchanged(problem(404, 'not_found', `no resource at ${path}`));
+  if (method === 'OPTIONS' && corsOf(options) !== false) return unchanged(preflight(allowed));
+  if (!allowed.split(', ').includes(method)) return unchanged(notAllowed(allowed));
+  if (path === '/start_throttle') return startThrottleRoute(state, request);
+  if (path === '/') return unchanged(DASHBOARD_RESPONSE);
+  if (path === '/openapi.json') return unchanged(json(200, openApiDocument));
+  if (path === '/limits') return unchanged(limitsResponse(state));
+  if (path === '/window') return unchanged(windowResponse(state));
+  const parts = path.split('/');
+  const account = decodeAccount(parts[2] ?? '');
+  if (account === undefined) return unchanged(problem(400, 'invalid_account', INVALID_ACCOUNT));
+  if (parts[1] === 'window') {
+    const view = windowOf(state, account);
+    return unchanged(
+      view === undefined
+        ? problem(
+            404,
+            'window_not_found',
+            `${JSON.stringify(account)} has no window of its own: the global window applies`,
+          )
+        : json(200, view),
+    );
+  }
+  if (parts.length === 5) return unchanged(checkResponse(state, account, parts[3]!, parts[4]!));
+  const limits = getAccountLimits(state, account);
+  if (limits === undefined) {
+    return unchanged(
+      problem(
+        404,
+        'account_not_found',
+        `${JSON.stringify(account)} has no entry of its own: the global limits apply`,
+      ),
+    );
+  }
+  return unchanged(json(201, limits));
+}
+
+/** The methods a public path answers, or undefined when there is no such resource. */
+function allowedMethods(path: string): string | undefined {
+  if (path === '/start_throttle') return 'POST';
+  if (path === '/' || path === '/openapi.json' || path === '/limits' || path === '/window')
+    return 'GET';
+  const parts = path.split('/');
+  // An empty or malformed account is the resource's own error (400), not a missing one.
+  if (parts[1] === 'window' && parts.length === 3) return 'GET';
+  if (parts[1] !== 'limits') return undefined;
+  if (parts.length === 3) return 'GET';
+  if (parts.length === 5 && (parts[3] === 'withdrawals' || parts[3] === 'deposits')) return 'GET';
+  return undefined;
+}
+
+// The global window changes only with the state: encoded once per state, like the limits.
+const windowBodies = new WeakMap<LimitsState, HttpResponse>();
+
+function windowResponse(state: LimitsState): HttpResponse {
+  let response = windowBodies.get(state);
+  if (response === undefined) {
+    response = json(200, windowOf(state));
+    windowBodies.set(state, response);
+  }
+  return response;
+}
+
+const AMOUNT_TEXT = /^[0-9]{1,19}$/;
+
+// GET /limits/{account}/withdrawals/{amount} and …/deposits/{amount}: the verdict as data.
+function checkResponse(
+  state: LimitsState,
+  account: string,
+  kind: string,
+  text: string,
+): HttpResponse {
+  const amount = AMOUNT_TEXT.test(text) ? BigInt(text) : undefined;
+  if (amount === undefined || amount < 1n || amount > MAX_AMOUNT) {
+    return problem(
+      400,
+      'invalid_amount',
+      `the amount must be an integer from 1 to 2^63−1 in the smallest unit, got ${JSON.stringify(text.slice(0, 40))}`,
+    );
+  }
+  const request = { account, amount };
+  const v = kind === 'withdrawals' ? checkWithdrawal(state, request) : checkDeposit(state, request);
+  return json(
+    200,
+    v.ok
+      ? { ok: true, reason: null, limit: null, availableAt: null }
+      : { ok: false, reason: v.reason, limit: v.limit, availableAt: v.availableAt ?? null },
+  );
+}
+
+function corsOf(options: HandleOptions): '*' | ReadonlyArray<string> | false {
+  return options.cors ?? '*';
+}
+
+function preflight(allowed: string): HttpResponse {
+  return {
+    status: 204,
+    headers: {
+      'access-control-allow-methods': `${allowed}, OPTIONS`,
+      'access-control-allow-headers': 'content-type',
+      'access-control-max-age': '600',
+    },
+    body: '',
+  };
+}
+
+// Adds the CORS headers a public response carries for the request's origin.
+function withCors(
+  response: HttpResponse,
+  request: HttpRequest,
+  path: string,
+  options: HandleOptions,
+): HttpResponse {
+  const cors = corsOf(options);
+  if (cors === false || allowedMethods(path) === undefined) return response;
+  if (cors === '*')
+    return { ...response, headers: { ...response.headers, 'access-control-allow-origin': '*' } };
+  const origin = header(request, 'origin');
+  const headers: Record<string, string> = { ...response.headers, vary: 'origin' };
+  if (origin !== undefined && cors.includes(origin))
+    headers['access-control-allow-origin'] = origin;
+  return { ...response, headers };
 }

@@ -1,12 +1,57 @@
 /**
  * The OpenAPI 3.1 description of the service: the three endpoints of the interface, the
- * operator endpoint and this document. Served at `GET /openapi.json` and shipped as
+ * checks, the windows, the dashboard, the operator endpoint and this document. Served at `GET /openapi.json` and shipped as
  * `peg-limits/openapi.json`.
  */
 
 import { CAP_FIELDS } from '../core/limits.js';
 
 const int64 = { type: ['integer', 'null'], format: 'int64' } as const;
+
+const accountParameter = {
+  name: 'account',
+  in: 'path',
+  required: true,
+  description: 'The account, percent-encoded: 1 to 256 characters, no control characters.',
+  schema: { type: 'string', minLength: 1 },
+} as const;
+
+const amountParameter = {
+  name: 'amount',
+  in: 'path',
+  required: true,
+  description: 'The amount in the smallest unit: an integer from 1 to 2^63−1, in decimal digits.',
+  schema: { type: 'string', pattern: '^[0-9]{1,19}$' },
+} as const;
+
+// Every public path answers a CORS preflight (POST /admin/events never does).
+const preflight = {
+  options: {
+    summary: 'CORS preflight',
+    responses: { '204': { description: 'Allowed methods and headers for the origin.' } },
+  },
+} as const;
+
+function check(kind: 'withdrawal' | 'deposit') {
+  return {
+    get: {
+      operationId: kind === 'withdrawal' ? 'checkWithdrawal' : 'checkDeposit',
+      summary: `Would this ${kind} be admitted now?`,
+      parameters: [accountParameter, amountParameter],
+      responses: {
+        '200': {
+          description:
+            kind === 'withdrawal'
+              ? 'The verdict; a refusal by a window cap says when it would pass (availableAt).'
+              : 'The verdict (availableAt is always null for deposits).',
+          content: { 'application/json': { schema: { $ref: '#/components/schemas/Check' } } },
+        },
+        '400': problem('The account or the amount is malformed (invalid_account, invalid_amount).'),
+      },
+    },
+    ...preflight,
+  };
+}
 
 function problem(description: string) {
   return {
@@ -25,6 +70,16 @@ export const openApiDocument = {
       'Limits of a token pegged one-to-one to a base currency: global and per-account caps, a rolling withdrawal window in blocks, and throttle mode. Amounts are int64 integers in the smallest unit, written as plain JSON numbers with every digit.',
   },
   paths: {
+    '/': {
+      get: {
+        operationId: 'getDashboard',
+        summary: 'The operator dashboard: one self-contained HTML page',
+        responses: {
+          '200': { description: 'The page.', content: { 'text/html; charset=utf-8': {} } },
+        },
+      },
+      ...preflight,
+    },
     '/limits': {
       get: {
         operationId: 'getLimits',
@@ -36,6 +91,41 @@ export const openApiDocument = {
           },
         },
       },
+      ...preflight,
+    },
+    '/limits/{account}/withdrawals/{amount}': check('withdrawal'),
+    '/limits/{account}/deposits/{amount}': check('deposit'),
+    '/window': {
+      get: {
+        operationId: 'getWindow',
+        summary: 'The global rolling window as data for charts',
+        responses: {
+          '200': {
+            description:
+              'The tip, the window, its non-zero per-block sums, the cap and what is left.',
+            content: { 'application/json': { schema: { $ref: '#/components/schemas/Window' } } },
+          },
+        },
+      },
+      ...preflight,
+    },
+    '/window/{account}': {
+      get: {
+        operationId: 'getAccountWindow',
+        summary: "An account's own rolling window (its entry's), counting only its withdrawals",
+        parameters: [accountParameter],
+        responses: {
+          '200': {
+            description: "The account's own window.",
+            content: { 'application/json': { schema: { $ref: '#/components/schemas/Window' } } },
+          },
+          '400': problem('The account name is malformed (invalid_account).'),
+          '404': problem(
+            'The account has no window of its own: the global window applies (window_not_found).',
+          ),
+        },
+      },
+      ...preflight,
     },
     '/limits/{account}': {
       get: {
@@ -63,6 +153,7 @@ export const openApiDocument = {
           '404': problem('The account has no entry: the global limits apply (account_not_found).'),
         },
       },
+      ...preflight,
     },
     '/start_throttle': {
       post: {
@@ -88,6 +179,7 @@ export const openApiDocument = {
           '415': problem('The body is not application/json (unsupported_media_type).'),
         },
       },
+      ...preflight,
     },
     '/admin/events': {
       post: {
@@ -132,6 +224,7 @@ export const openApiDocument = {
           '200': { description: 'The OpenAPI document.', content: { 'application/json': {} } },
         },
       },
+      ...preflight,
     },
   },
   components: {
@@ -205,6 +298,86 @@ export const openApiDocument = {
           },
         },
       },
+      Check: {
+        type: 'object',
+        additionalProperties: false,
+        required: ['ok', 'reason', 'limit', 'availableAt'],
+        properties: {
+          ok: { type: 'boolean', description: 'Whether it would be admitted now.' },
+          reason: {
+            type: ['string', 'null'],
+            enum: [
+              null,
+              'above_per_withdrawal_cap',
+              'rolling_cap_exceeded',
+              'account_rolling_cap_exceeded',
+              'below_minimum',
+              'above_per_deposit_cap',
+              'peg_cap_exceeded',
+              'account_peg_cap_exceeded',
+            ],
+            description: 'Why it is refused; null when admitted.',
+          },
+          limit: {
+            ...int64,
+            description: 'The bound the rule allows (the cap, the minimum, or the room left).',
+          },
+          availableAt: {
+            type: ['integer', 'null'],
+            description:
+              'For a refusal by a window cap: the tip height at which it would pass, if nothing else were withdrawn; null when never, or for any other answer.',
+          },
+        },
+      },
+      HeightSum: {
+        type: 'object',
+        additionalProperties: false,
+        required: ['height', 'amount'],
+        properties: { height: { type: 'integer', minimum: 0 }, amount: int64 },
+      },
+      Window: {
+        type: 'object',
+        additionalProperties: false,
+        required: [
+          'account',
+          'tip',
+          'rollingWithdrawalBlocks',
+          'rollingWithdrawalCap',
+          'from',
+          'to',
+          'withdrawn',
+          'availableToWithdraw',
+          'sums',
+          'nextRelease',
+          'throttleModeInitiator',
+        ],
+        properties: {
+          account: { type: ['string', 'null'], description: 'null for the global window.' },
+          tip: { type: ['integer', 'null'], description: 'null before any block is known.' },
+          rollingWithdrawalBlocks: {
+            ...int64,
+            description: 'The window in blocks (throttle included).',
+          },
+          rollingWithdrawalCap: { ...int64, description: 'The window cap (throttle included).' },
+          from: { type: ['integer', 'null'], description: "The window's first height." },
+          to: { type: ['integer', 'null'], description: "The window's last height (the tip)." },
+          withdrawn: {
+            ...int64,
+            description: 'Withdrawn in the window; rejected ones do not count.',
+          },
+          availableToWithdraw: { ...int64, description: 'The cap less what is withdrawn.' },
+          sums: {
+            type: 'array',
+            description: 'The non-zero per-block sums in the window, oldest first.',
+            items: { $ref: '#/components/schemas/HeightSum' },
+          },
+          nextRelease: {
+            description: 'The oldest block with a sum, and the tip at which it leaves the window.',
+            oneOf: [{ type: 'null' }, { $ref: '#/components/schemas/HeightSum' }],
+          },
+          throttleModeInitiator: { type: ['string', 'null'] },
+        },
+      },
       ThrottleRequest: {
         type: 'object',
         required: ['name', 'secret'],
@@ -241,13 +414,17 @@ export const openApiDocument = {
       Problem: {
         type: 'object',
         description: 'An RFC 9457 problem.',
-        required: ['type', 'title', 'status', 'detail', 'code'],
+        required: ['type', 'title', 'status', 'detail', 'code', 'message'],
         properties: {
           type: { type: 'string' },
           title: { type: 'string' },
           status: { type: 'integer' },
           detail: { type: 'string' },
           code: { type: 'string', description: 'Stable snake_case error code.' },
+          message: {
+            type: 'string',
+            description: "The same text as detail, for clients that read Emily's ErrorResponse.",
+          },
           path: { type: 'string', description: 'The field at fault, when one is.' },
         },
       },

@@ -13,6 +13,8 @@ export interface ServiceOptions {
   readonly state: LimitsState;
   /** The operator token for `POST /admin/events` (off when unset or empty). */
   readonly adminToken?: string | undefined;
+  /** Origins allowed to call the public endpoints (default any: `'*'`); `false` for none. */
+  readonly cors?: '*' | ReadonlyArray<string> | false | undefined;
   /**
    * Called with the events a request was accepted with, before the response is sent and
    * before the new state is visible; when it throws (or rejects), the request fails with 500
@@ -65,7 +67,7 @@ export function createService(options: ServiceOptions): Service {
   // Resolves once every change accepted so far is durable (and shown); rejects for good
   // once a flush has failed.
   let allDurable: Promise<void> = Promise.resolve();
-  const handleOptions = { adminToken: options.adminToken };
+  const handleOptions = { adminToken: options.adminToken, cors: options.cors };
 
   // Runs in arrival order, one at a time; returns the answer and what it must wait for.
   async function change(

@@ -25,9 +25,13 @@ export const USAGE = `usage: peg-limits serve [options]
   --max-connections ${L.maxConnections}    connections open at once
   --max-header-size ${L.maxHeaderBytes}   bytes of request line and headers
   --max-pipelined ${L.maxPipelined}        unanswered requests one connection may queue
+  --cors-origin URL         let only this origin's pages call the public endpoints (repeatable;
+                            default: any origin)
+  --no-cors                 no CORS headers at all
   --quiet                   no request log
 
-Serves GET /limits, GET /limits/{account}, POST /start_throttle and GET /openapi.json.
+Serves the operator dashboard at GET /, GET /limits, GET /limits/{account} and its checks,
+GET /window, POST /start_throttle and GET /openapi.json.
 POST /admin/events is on when PEG_LIMITS_ADMIN_TOKEN is set.`;
 
 /** Hooks for tests. */
@@ -59,7 +63,7 @@ export async function serveCommand(
     return;
   }
   if (command !== 'serve') fail(`unknown command "${command}"\n${USAGE}`);
-  let values: Record<string, string | boolean | undefined>;
+  let values: Record<string, string | boolean | string[] | undefined>;
   try {
     ({ values } = parseArgs({
       args: [...rest],
@@ -75,6 +79,8 @@ export async function serveCommand(
         'max-connections': { type: 'string' },
         'max-header-size': { type: 'string' },
         'max-pipelined': { type: 'string' },
+        'cors-origin': { type: 'string', multiple: true },
+        'no-cors': { type: 'boolean' },
         quiet: { type: 'boolean' },
         help: { type: 'boolean', short: 'h' },
       },
@@ -105,6 +111,14 @@ export async function serveCommand(
     maxHeaderBytes: positive('max-header-size', str('max-header-size'), L.maxHeaderBytes),
     maxPipelined: positive('max-pipelined', str('max-pipelined'), L.maxPipelined),
   };
+  const origins = (values['cors-origin'] as string[] | undefined) ?? [];
+  if (values['no-cors'] === true && origins.length > 0)
+    fail('--no-cors and --cors-origin contradict each other');
+  for (const origin of origins) {
+    if (!/^https?:\/\/[^/\s]+$/.test(origin))
+      fail(`--cors-origin takes an origin such as https://bridge.example (no path), got ${origin}`);
+  }
+  const cors = values['no-cors'] === true ? false : origins.length > 0 ? origins : '*';
   const snapshotEvery = positive('snapshot-every', str('snapshot-every'), DEFAULT_SNAPSHOT_EVERY);
   let state: Awaited<ReturnType<typeof loadConfig>>;
   try {
@@ -133,6 +147,7 @@ export async function serveCommand(
       adminToken: process.env.PEG_LIMITS_ADMIN_TOKEN,
       log,
       limits,
+      cors,
       snapshotEvery,
       openJournalFile: hooks.openJournalFile,
       onFatal: (error) => {

@@ -57,6 +57,8 @@ export interface ServerOptions {
   readonly port?: number | undefined;
   /** The operator token (`POST /admin/events` is off when unset or empty). */
   readonly adminToken?: string | undefined;
+  /** Origins allowed to call the public endpoints (default any: `'*'`); `false` for none. */
+  readonly cors?: '*' | ReadonlyArray<string> | false | undefined;
   /** Where one line per request and the warnings go; none when undefined. */
   readonly log?: ((line: string) => void) | undefined;
   /** Client limits; unset fields take {@link DEFAULT_SERVER_LIMITS}. */
@@ -138,9 +140,10 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   const service = createService({
     state: store.state,
     adminToken: options.adminToken,
+    cors: options.cors,
     persist: (events, next) => store.write(events, next),
   });
-  const handleOptions = { adminToken: options.adminToken };
+  const handleOptions = { adminToken: options.adminToken, cors: options.cors };
 
   // The bytes of the last body sent: a cached read answers with the same string object, so
   // it is encoded to UTF-8 once, not once per request.

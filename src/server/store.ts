@@ -60,6 +60,7 @@ export interface JournalFile {
   datasync(): Promise<void>;
   /** Cuts the file to `length` bytes. */
   truncate(length: number): Promise<void>;
+  /** Closes the file. */
   close(): Promise<void>;
 }
 

@@ -103,6 +103,8 @@ describe('account fallback (SPEC §1.2)', () => {
       ok: false,
       reason: 'account_rolling_cap_exceeded',
       limit: 30n,
+      // Height 99 leaves alice's 10-block window at tip 109.
+      availableAt: 109,
     });
     expect(checkWithdrawal(t, { account: 'bob', amount: 300n })).toEqual({ ok: true });
   });
@@ -153,6 +155,7 @@ describe('checks (SPEC §5)', () => {
       ok: false,
       reason: 'rolling_cap_exceeded',
       limit: 299n,
+      availableAt: 244,
     });
   });
 
@@ -201,7 +204,8 @@ describe('checks (SPEC §5)', () => {
     expect(admitWithdrawals(t, batch)).toEqual({
       admitted: [batch[0], batch[2]],
       refused: [
-        { request: batch[1], reason: 'rolling_cap_exceeded', limit: 150n },
+        // Once height 100 (with the 250 admitted before it) leaves the window.
+        { request: batch[1], reason: 'rolling_cap_exceeded', limit: 150n, availableAt: 244 },
         { request: batch[3], reason: 'above_per_withdrawal_cap', limit: 300n },
       ],
     });

@@ -14,6 +14,7 @@ import {
   type LimitsEvent,
   type LimitsState,
   whenAvailable,
+  windowOf,
 } from '../../src/index.js';
 import type { NaiveModel } from './model.js';
 
@@ -197,10 +198,12 @@ export function toEvent(step: Step, model: NaiveModel): LimitsEvent {
 export function expectSameAsModel(state: LimitsState, model: NaiveModel): void {
   expect(state.tip).toBe(model.tip);
   expect(getLimits(state)).toEqual(model.limits());
+  expect(windowOf(state)).toEqual(model.window());
   for (const account of ACCOUNTS) {
     const entry = model.entries.has(account) ? model.limits().accountCaps[account] : undefined;
     expect(getAccountLimits(state, account)).toEqual(entry);
     expect(effectiveLimits(state, account)).toEqual(model.effective(account));
+    expect(windowOf(state, account)).toEqual(model.window(account));
     for (const amount of PROBE_AMOUNTS) {
       expect(
         checkWithdrawal(state, { account, amount }),
@@ -230,8 +233,19 @@ export function expectSameAsModel(state: LimitsState, model: NaiveModel): void {
     const v = model.checkWithdrawal(req.account, req.amount, model.tip, extra);
     if (v.ok) {
       wanted.admitted.push(req);
-      extra.push({ id: '', account: req.account, amount: req.amount, height: 0, rejected: false });
-    } else wanted.refused.push({ request: req, reason: v.reason, limit: v.limit });
+      extra.push({
+        id: '',
+        account: req.account,
+        amount: req.amount,
+        height: model.tip ?? 0,
+        rejected: false,
+      });
+    } else
+      wanted.refused.push(
+        v.availableAt === undefined
+          ? { request: req, reason: v.reason, limit: v.limit }
+          : { request: req, reason: v.reason, limit: v.limit, availableAt: v.availableAt },
+      );
   }
   expect(admitWithdrawals(state, batch)).toEqual(wanted);
   const deposits = { admitted: [] as unknown[], refused: [] as unknown[] };

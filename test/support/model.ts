@@ -17,6 +17,7 @@ export interface ModelWithdrawal {
 export interface ModelVerdict {
   ok: boolean;
   reason?: VerdictReason;
+  availableAt?: number | null;
   limit?: Amount | null;
 }
 
@@ -290,20 +291,43 @@ export class NaiveModel {
     };
   }
 
-  /** checkWithdrawal, at tip `at`, with `extra` already admitted in this batch. */
+  /**
+   * checkWithdrawal, at tip `at`, with `extra` already admitted in this batch (they sit at
+   * their height, the tip they were admitted at, and leave the window like any other).
+   * A refusal by a window cap says when the request would fit: `availableAt`.
+   */
   checkWithdrawal(
     account: string,
     amount: bigint,
     at: number | null = this.tip,
     extra: ModelWithdrawal[] = [],
   ): ModelVerdict {
+    const v = this.verdictAt(account, amount, at, extra);
+    if (
+      !v.ok &&
+      (v.reason === 'rolling_cap_exceeded' || v.reason === 'account_rolling_cap_exceeded')
+    )
+      return { ...v, availableAt: this.whenAvailable(account, amount, extra) };
+    return v;
+  }
+
+  private verdictAt(
+    account: string,
+    amount: bigint,
+    at: number | null,
+    extra: ModelWithdrawal[],
+  ): ModelVerdict {
     const r = this.resolved(account);
     if (r.perWithdrawalCap !== null && amount > r.perWithdrawalCap) {
       return { ok: false, reason: 'above_per_withdrawal_cap', limit: r.perWithdrawalCap };
     }
+    const inWindow = (w: ModelWithdrawal, blocks: bigint) =>
+      at === null || w.height > at - Number(blocks);
     const g = r.global;
-    const extraAll = extra.reduce((s, w) => s + w.amount, 0n);
     if (g.rollingWithdrawalCap !== null) {
+      const extraAll = extra
+        .filter((w) => inWindow(w, g.rollingWithdrawalBlocks!))
+        .reduce((s, w) => s + w.amount, 0n);
       const room = maxB(
         g.rollingWithdrawalCap -
           this.withdrawn(g.rollingWithdrawalBlocks!, undefined, at) -
@@ -314,7 +338,9 @@ export class NaiveModel {
     }
     const e = r.entry;
     if (e?.rollingWithdrawalCap != null) {
-      const mine = extra.filter((w) => w.account === account).reduce((s, w) => s + w.amount, 0n);
+      const mine = extra
+        .filter((w) => w.account === account && inWindow(w, e.rollingWithdrawalBlocks!))
+        .reduce((s, w) => s + w.amount, 0n);
       const room = maxB(
         e.rollingWithdrawalCap - this.withdrawn(e.rollingWithdrawalBlocks!, account, at) - mine,
         0n,
@@ -344,14 +370,57 @@ export class NaiveModel {
     return { ok: true };
   }
 
-  /** Tries every tip height from the current one upwards. */
-  whenAvailable(account: string, amount: bigint): number | null {
+  /** Tries every tip height from the current one upwards (with `extra` admitted before). */
+  whenAvailable(account: string, amount: bigint, extra: ModelWithdrawal[] = []): number | null {
     if (this.tip === null) return null;
     const limit = this.tip + this.history + 1;
     for (let at = this.tip; at <= limit; at++) {
-      if (this.checkWithdrawal(account, amount, at).ok) return at;
+      if (this.verdictAt(account, amount, at, extra).ok)
+        return at > Number.MAX_SAFE_INTEGER ? null : at;
     }
     return null;
+  }
+
+  /** The window as data: the non-zero per-block sums, recomputed from the list. */
+  window(account?: string) {
+    const r = account === undefined ? undefined : this.resolved(account);
+    const caps = r === undefined ? this.resolved('').global : r.entry;
+    const blocks = caps?.rollingWithdrawalBlocks ?? null;
+    const cap = caps?.rollingWithdrawalCap ?? null;
+    if (account !== undefined && blocks === null) return undefined;
+    const sums: Array<{ height: number; amount: bigint }> = [];
+    let from: number | null = null;
+    let to: number | null = null;
+    if (blocks !== null && this.tip !== null) {
+      from = this.tip - Number(blocks) + 1;
+      to = this.tip;
+      for (let h = Math.max(from, 0); h <= to; h++) {
+        const amount = this.withdrawals
+          .filter(
+            (w) =>
+              w.height === h && !w.rejected && (account === undefined || w.account === account),
+          )
+          .reduce((sum, w) => sum + w.amount, 0n);
+        if (amount !== 0n) sums.push({ height: h, amount });
+      }
+    }
+    const withdrawn = sums.reduce((sum, x) => sum + x.amount, 0n);
+    return {
+      account: account ?? null,
+      tip: this.tip,
+      rollingWithdrawalBlocks: blocks,
+      rollingWithdrawalCap: cap,
+      from,
+      to,
+      withdrawn,
+      availableToWithdraw: cap === null ? null : maxB(cap - withdrawn, 0n),
+      sums,
+      nextRelease:
+        sums[0] === undefined || blocks === null
+          ? null
+          : { height: sums[0].height + Number(blocks), amount: sums[0].amount },
+      throttleModeInitiator: this.throttle,
+    };
   }
 
   effective(account: string) {

@@ -1,0 +1,230 @@
+/**
+ * A typed client of the service for pages and back ends: one method per endpoint, amounts
+ * as `bigint` both ways, errors as the problem object. Browser-safe: it only needs a
+ * Fetch-API `fetch`.
+ */
+import { type Amount, MAX_AMOUNT } from '../core/amount.js';
+import type { VerdictReason } from '../core/checks.js';
+import type { LimitsEvent } from '../core/state.js';
+import type { AccountLimits, HeightSum, Limits, WindowView } from '../core/views.js';
+import { encodeJson, tryDecodeJson } from './json.js';
+
+/** Options of {@link createLimitsClient}. */
+export interface LimitsClientOptions {
+  /** Where the service is: `https://limits.bridge.example` (a path prefix is kept). */
+  readonly baseUrl: string;
+  /** The `fetch` to use (default: the global one). */
+  readonly fetch?: typeof fetch | undefined;
+}
+
+/**
+ * An error as the service describes it (RFC 9457), or as the client met it: `network_error`
+ * (no answer), `invalid_response` (an answer that is not the JSON it should be),
+ * `invalid_amount` (an amount the client would not send).
+ */
+export interface Problem {
+  readonly type: string;
+  readonly title: string;
+  /** The HTTP status; 0 when there was no answer. */
+  readonly status: number;
+  readonly detail: string;
+  /** Stable snake_case code (`account_not_found`, `invalid_credentials`, …). */
+  readonly code: string;
+  /** The same text as `detail`. */
+  readonly message: string;
+  /** The field at fault, when one is. */
+  readonly path?: string;
+}
+
+/** What every client method resolves with; it never rejects. */
+export type ClientResult<T> =
+  | { readonly ok: true; readonly value: T; readonly status: number }
+  | { readonly ok: false; readonly problem: Problem };
+
+/** The answer of the check endpoints. */
+export interface CheckAnswer {
+  readonly ok: boolean;
+  readonly reason: VerdictReason | null;
+  readonly limit: Amount | null;
+  /** For a refusal by a window cap: the tip height at which it would pass; else null. */
+  readonly availableAt: number | null;
+}
+
+/** A client of one service: see {@link createLimitsClient}. */
+export interface LimitsClient {
+  /** `GET /limits`. */
+  getLimits(): Promise<ClientResult<Limits>>;
+  /** `GET /limits/{account}`; `account_not_found` when the account has no entry. */
+  getAccountLimits(account: string): Promise<ClientResult<AccountLimits>>;
+  /** `GET /limits/{account}/withdrawals/{amount}`. */
+  checkWithdrawal(account: string, amount: Amount): Promise<ClientResult<CheckAnswer>>;
+  /** `GET /limits/{account}/deposits/{amount}`. */
+  checkDeposit(account: string, amount: Amount): Promise<ClientResult<CheckAnswer>>;
+  /** `GET /window`, or `GET /window/{account}` (`window_not_found` when it has none). */
+  getWindow(account?: string): Promise<ClientResult<WindowView>>;
+  /** `POST /start_throttle`. */
+  startThrottle(name: string, secret: string): Promise<ClientResult<Limits>>;
+  /** `POST /admin/events` with the operator token. */
+  postEvents(
+    events: LimitsEvent | ReadonlyArray<LimitsEvent>,
+    token: string,
+  ): Promise<ClientResult<Limits>>;
+}
+
+function localProblem(code: string, status: number, detail: string): Problem {
+  return {
+    type: `urn:peg-limits:problem:${code}`,
+    title: code.replace(/_/g, ' '),
+    status,
+    detail,
+    code,
+    message: detail,
+  };
+}
+
+function isProblem(value: unknown): value is Problem {
+  const v = value as Record<string, unknown>;
+  return (
+    typeof value === 'object' &&
+    value !== null &&
+    typeof v.code === 'string' &&
+    typeof v.detail === 'string'
+  );
+}
+
+// decodeJson reads every integer as a bigint; heights and statuses are numbers.
+function num(value: unknown): number | null {
+  return typeof value === 'bigint' ? Number(value) : (value as number | null);
+}
+
+function sum(value: unknown): HeightSum {
+  const s = value as { height: bigint; amount: bigint };
+  return { height: Number(s.height), amount: s.amount };
+}
+
+function toWindow(value: unknown): WindowView {
+  const w = value as Record<string, unknown>;
+  return {
+    ...(w as unknown as WindowView),
+    tip: num(w.tip),
+    from: num(w.from),
+    to: num(w.to),
+    sums: (w.sums as unknown[]).map(sum),
+    nextRelease: w.nextRelease === null ? null : sum(w.nextRelease),
+  };
+}
+
+function toCheck(value: unknown): CheckAnswer {
+  const c = value as Record<string, unknown>;
+  return { ...(c as unknown as CheckAnswer), availableAt: num(c.availableAt) };
+}
+
+/**
+ * Creates a client of the service at `baseUrl`. Every method resolves with
+ * `{ ok: true, value }` or `{ ok: false, problem }` (the service's problem object, with its
+ * `code`); none rejects or throws, whatever the network or the server does.
+ *
+ * @example
+ * ```ts
+ * const client = createLimitsClient({ baseUrl: 'https://limits.bridge.example' });
+ * const r = await client.checkWithdrawal('alice', 150_000_000n);
+ * if (r.ok && !r.value.ok) console.log(`try again at block ${r.value.availableAt}`);
+ * if (!r.ok) console.error(r.problem.code, r.problem.message);
+ * ```
+ */
+export function createLimitsClient(options: LimitsClientOptions): LimitsClient {
+  const base = options.baseUrl.replace(/\/+$/, '');
+  const doFetch = options.fetch ?? ((input, init) => globalThis.fetch(input, init));
+
+  async function call<T>(
+    path: string,
+    convert: (value: unknown) => T,
+    init?: RequestInit,
+  ): Promise<ClientResult<T>> {
+    let response: Response;
+    let text: string;
+    try {
+      response = await doFetch(`${base}${path}`, init);
+      text = await response.text();
+    } catch (e) {
+      return {
+        ok: false,
+        problem: localProblem(
+          'network_error',
+          0,
+          `no answer from ${base}${path}: ${e instanceof Error ? e.message : String(e)}`,
+        ),
+      };
+    }
+    const parsed = tryDecodeJson(text);
+    if (!response.ok) {
+      if (parsed.ok && isProblem(parsed.value)) {
+        const p = parsed.value as unknown as Record<string, unknown>;
+        return { ok: false, problem: { ...(p as unknown as Problem), status: Number(p.status) } };
+      }
+      return {
+        ok: false,
+        problem: localProblem(
+          'invalid_response',
+          response.status,
+          `${path} answered ${response.status} without a problem body`,
+        ),
+      };
+    }
+    if (!parsed.ok || typeof parsed.value !== 'object' || parsed.value === null) {
+      return {
+        ok: false,
+        problem: localProblem(
+          'invalid_response',
+          response.status,
+          `${path} answered ${response.status} with a body that is not a JSON object`,
+        ),
+      };
+    }
+    try {
+      return { ok: true, value: convert(parsed.value), status: response.status };
+    } catch (e) {
+      return {
+        ok: false,
+        problem: localProblem('invalid_response', response.status, `${path}: ${String(e)}`),
+      };
+    }
+  }
+
+  const same = <T>(value: unknown) => value as T;
+  const account = (name: string) => encodeURIComponent(name);
+
+  function check(kind: 'withdrawals' | 'deposits', name: string, amount: Amount) {
+    if (typeof amount !== 'bigint' || amount < 1n || amount > MAX_AMOUNT) {
+      return Promise.resolve<ClientResult<CheckAnswer>>({
+        ok: false,
+        problem: localProblem(
+          'invalid_amount',
+          0,
+          `the amount must be a bigint from 1 to 2^63−1, got ${String(amount)}`,
+        ),
+      });
+    }
+    return call(`/limits/${account(name)}/${kind}/${amount}`, toCheck);
+  }
+
+  function post(path: string, body: string, headers: Record<string, string> = {}) {
+    return call(path, same<Limits>, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', ...headers },
+      body,
+    });
+  }
+
+  return {
+    getLimits: () => call('/limits', same<Limits>),
+    getAccountLimits: (name) => call(`/limits/${account(name)}`, same<AccountLimits>),
+    checkWithdrawal: (name, amount) => check('withdrawals', name, amount),
+    checkDeposit: (name, amount) => check('deposits', name, amount),
+    getWindow: (name) =>
+      call(name === undefined ? '/window' : `/window/${account(name)}`, toWindow),
+    startThrottle: (name, secret) => post('/start_throttle', JSON.stringify({ name, secret })),
+    postEvents: (events, token) =>
+      post('/admin/events', encodeJson(events), { authorization: `Bearer ${token}` }),
+  };
+}

@@ -1,0 +1,289 @@
+/**
+ * The operator dashboard served at `GET /`: one self-contained HTML page (inline styles and
+ * script, no outside resource, so it works with no network) that reads `GET /limits` and
+ * `GET /window` and refreshes itself. Amounts are read exactly (a small JSON reader keeps
+ * integers as text, then BigInt), and every figure carries its exact value in `data-value`.
+ */
+
+const STYLE = `
+:root { color-scheme: light dark; --fg: #1b1f24; --muted: #5b6470; --bg: #f6f7f9; --card: #fff;
+  --line: #d9dde3; --accent: #2563eb; --bar: #3b82f6; --warn-bg: #fff4e5; --warn: #9a3412; --ok: #15803d; }
+@media (prefers-color-scheme: dark) { :root { --fg: #e6e8eb; --muted: #9aa3ad; --bg: #111418; --card: #1a1e24;
+  --line: #2d333b; --accent: #60a5fa; --bar: #60a5fa; --warn-bg: #3b2512; --warn: #fdba74; --ok: #4ade80; } }
+* { box-sizing: border-box; }
+body { margin: 0; font: 15px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; color: var(--fg); background: var(--bg); }
+header { display: flex; flex-wrap: wrap; align-items: baseline; gap: .5rem 1rem; padding: 1rem clamp(1rem, 3vw, 2rem); border-bottom: 1px solid var(--line); background: var(--card); }
+header h1 { font-size: 1.15rem; margin: 0; }
+header .status { color: var(--muted); font-size: .85rem; margin-left: auto; }
+main { padding: 1rem clamp(1rem, 3vw, 2rem) 2rem; display: grid; gap: 1rem; grid-template-columns: repeat(auto-fit, minmax(min(100%, 28rem), 1fr)); }
+section { background: var(--card); border: 1px solid var(--line); border-radius: 10px; padding: 1rem 1.1rem; min-width: 0; }
+section.wide { grid-column: 1 / -1; }
+h2 { font-size: .95rem; margin: 0 0 .75rem; color: var(--muted); text-transform: uppercase; letter-spacing: .04em; }
+.banner { grid-column: 1 / -1; border-radius: 10px; padding: .8rem 1.1rem; background: var(--warn-bg); color: var(--warn); border: 1px solid currentColor; font-weight: 600; }
+.banner[hidden], .error[hidden] { display: none; }
+.error { grid-column: 1 / -1; border-radius: 10px; padding: .8rem 1.1rem; border: 1px solid #b91c1c; color: #b91c1c; }
+.big { font-size: clamp(1.6rem, 5vw, 2.2rem); font-weight: 650; font-variant-numeric: tabular-nums; }
+.unit { font-size: .55em; color: var(--muted); font-weight: 500; }
+dl { display: grid; grid-template-columns: max-content 1fr; gap: .35rem 1rem; margin: .75rem 0 0; }
+dt { color: var(--muted); } dd { margin: 0; font-variant-numeric: tabular-nums; text-align: right; }
+.gauge { height: .7rem; border-radius: 99px; background: var(--line); overflow: hidden; margin-top: .75rem; }
+.gauge > div { height: 100%; background: var(--accent); width: 0; }
+svg { width: 100%; height: 220px; display: block; }
+svg .bar { fill: var(--bar); } svg .axis { stroke: var(--line); } svg text { fill: var(--muted); font-size: 11px; }
+.note { color: var(--muted); font-size: .9rem; margin: .5rem 0 0; }
+.tools { display: flex; flex-wrap: wrap; gap: .5rem; align-items: center; margin-bottom: .75rem; }
+input[type=search] { flex: 1 1 14rem; padding: .45rem .6rem; border: 1px solid var(--line); border-radius: 6px; background: var(--bg); color: var(--fg); font: inherit; }
+button { padding: .4rem .7rem; border: 1px solid var(--line); border-radius: 6px; background: var(--bg); color: var(--fg); font: inherit; cursor: pointer; }
+button:disabled { opacity: .4; cursor: default; }
+.table { overflow-x: auto; }
+table { width: 100%; border-collapse: collapse; font-variant-numeric: tabular-nums; }
+th, td { padding: .4rem .5rem; border-bottom: 1px solid var(--line); text-align: right; white-space: nowrap; }
+th:first-child, td:first-child { text-align: left; max-width: 18rem; overflow: hidden; text-overflow: ellipsis; }
+th { color: var(--muted); font-weight: 600; font-size: .85rem; }
+td.none { color: var(--muted); }
+`;
+
+// The page's script. Plain browser JavaScript: no build step, no outside code.
+const SCRIPT = `
+'use strict';
+const DECIMALS = 8, UNIT = 'BTC', PAGE = 50, REFRESH_MS = 5000;
+const $ = (id) => document.getElementById(id);
+
+// JSON with exact integers: numbers come back as their text, so amounts can become BigInt.
+function parseExact(text) {
+  let i = 0;
+  const ws = () => { while (i < text.length && ' \\t\\n\\r'.includes(text[i])) i++; };
+  function value() {
+    ws();
+    const c = text[i];
+    if (c === '{') { i++; const o = {}; ws(); if (text[i] === '}') { i++; return o; }
+      for (;;) { ws(); const k = string(); ws(); i++; o[k] = value(); ws(); if (text[i++] === '}') return o; } }
+    if (c === '[') { i++; const a = []; ws(); if (text[i] === ']') { i++; return a; }
+      for (;;) { a.push(value()); ws(); if (text[i++] === ']') return a; } }
+    if (c === '"') return string();
+    if (text.startsWith('true', i)) { i += 4; return true; }
+    if (text.startsWith('false', i)) { i += 5; return false; }
+    if (text.startsWith('null', i)) { i += 4; return null; }
+    const m = /^-?\\d+(\\.\\d+)?([eE][+-]?\\d+)?/.exec(text.slice(i, i + 40));
+    if (!m) throw new Error('not JSON at ' + i);
+    i += m[0].length; return m[0];
+  }
+  function string() {
+    let j = i + 1, out = '';
+    for (;;) { const c = text[j++];
+      if (c === '"') break;
+      if (c === '\\\\') { const e = text[j++];
+        if (e === 'u') { out += String.fromCharCode(parseInt(text.slice(j, j + 4), 16)); j += 4; }
+        else out += ({ n: '\\n', t: '\\t', r: '\\r', b: '\\b', f: '\\f' })[e] || e; }
+      else out += c; }
+    i = j; return out;
+  }
+  return value();
+}
+
+function btc(text) {
+  if (text === null || text === undefined) return null;
+  const v = BigInt(text), neg = v < 0n, a = neg ? -v : v, unit = 10n ** BigInt(DECIMALS);
+  const whole = (a / unit).toLocaleString('en-US');
+  const frac = (a % unit).toString().padStart(DECIMALS, '0').replace(/0+$/, '');
+  return (neg ? '-' : '') + whole + (frac ? '.' + frac : '');
+}
+
+// An amount rounded to 2 decimals, for axis labels.
+function rounded(v) {
+  const unit = 10n ** BigInt(DECIMALS), cents = (v * 100n + unit / 2n) / unit;
+  return (cents / 100n).toLocaleString('en-US') + '.' + (cents % 100n).toString().padStart(2, '0');
+}
+
+// Shows an amount (or "none" when unset) with its exact value in data-value.
+function setAmount(el, text, unset = 'none') {
+  el.dataset.value = text === null ? 'null' : text;
+  el.textContent = text === null ? unset : btc(text) + ' ' + UNIT;
+  el.title = text === null ? '' : text + ' sat';
+}
+
+async function read(path) {
+  const r = await fetch(new URL(path, location.href), { cache: 'no-store' });
+  const body = parseExact(await r.text());
+  if (!r.ok) throw new Error((body && (body.message || body.detail)) || r.status);
+  return body;
+}
+
+let entries = [], page = 0, filter = '';
+
+function renderLimits(l) {
+  setAmount($('available'), l.availableToWithdraw, 'no window');
+  for (const f of ['pegCap', 'perDepositCap', 'perDepositMinimum', 'perWithdrawalCap', 'rollingWithdrawalCap'])
+    setAmount($(f), l[f]);
+  const b = $('rollingWithdrawalBlocks');
+  b.dataset.value = l.rollingWithdrawalBlocks === null ? 'null' : l.rollingWithdrawalBlocks;
+  b.textContent = l.rollingWithdrawalBlocks === null ? 'none' : l.rollingWithdrawalBlocks + ' blocks';
+  const banner = $('throttle');
+  banner.hidden = l.throttleModeInitiator === null;
+  $('initiator').textContent = l.throttleModeInitiator || '';
+  entries = Object.entries(l.accountCaps);
+  $('entryCount').textContent = entries.length.toLocaleString('en-US');
+  $('entryCount').dataset.value = String(entries.length);
+  renderEntries();
+}
+
+function renderEntries() {
+  const q = filter.toLowerCase();
+  const shown = q ? entries.filter(([name]) => name.toLowerCase().includes(q)) : entries;
+  const pages = Math.max(1, Math.ceil(shown.length / PAGE));
+  page = Math.min(page, pages - 1);
+  const body = $('entries');
+  body.replaceChildren();
+  for (const [name, e] of shown.slice(page * PAGE, page * PAGE + PAGE)) {
+    const tr = document.createElement('tr');
+    const cells = [name, e.pegCap, e.perDepositCap, e.perDepositMinimum, e.perWithdrawalCap,
+      e.rollingWithdrawalBlocks, e.rollingWithdrawalCap];
+    cells.forEach((v, k) => {
+      const td = document.createElement('td');
+      if (k === 0) { td.textContent = v; td.title = v; }
+      else if (v === null) { td.textContent = '—'; td.className = 'none'; td.dataset.value = 'null'; }
+      else if (k === 5) { td.textContent = v; td.dataset.value = v; }
+      else { td.textContent = btc(v); td.dataset.value = v; td.title = v + ' sat'; }
+      tr.append(td);
+    });
+    body.append(tr);
+  }
+  $('pageInfo').textContent = shown.length === 0 ? 'no entries' :
+    'page ' + (page + 1) + ' of ' + pages + ' · ' + shown.length.toLocaleString('en-US') + ' shown';
+  $('prev').disabled = page === 0;
+  $('next').disabled = page >= pages - 1;
+}
+
+function renderWindow(w) {
+  $('tip').textContent = w.tip === null ? 'no block yet' : 'tip ' + Number(w.tip).toLocaleString('en-US');
+  $('tip').dataset.value = w.tip === null ? 'null' : w.tip;
+  setAmount($('withdrawn'), w.withdrawn);
+  const cap = w.rollingWithdrawalCap === null ? 0n : BigInt(w.rollingWithdrawalCap);
+  const used = BigInt(w.withdrawn);
+  $('gauge').style.width = cap === 0n ? '0' : Math.min(100, Number((used * 10000n) / cap) / 100) + '%';
+  $('range').textContent = w.from === null ? 'no window yet' :
+    'blocks ' + Number(w.from).toLocaleString('en-US') + ' – ' + Number(w.to).toLocaleString('en-US');
+  const next = $('nextRelease');
+  if (w.nextRelease === null) { next.textContent = 'nothing withdrawn in the window'; next.dataset.height = 'null'; }
+  else {
+    next.dataset.height = w.nextRelease.height;
+    next.dataset.value = w.nextRelease.amount;
+    next.textContent = btc(w.nextRelease.amount) + ' ' + UNIT + ' frees up at block ' + Number(w.nextRelease.height).toLocaleString('en-US');
+  }
+  drawChart(w);
+}
+
+function drawChart(w) {
+  const svg = $('chart');
+  const ns = 'http://www.w3.org/2000/svg';
+  svg.replaceChildren();
+  // Drawn at the element's own width, so bars and labels keep their shape on any screen.
+  const W = Math.max(280, Math.round(svg.getBoundingClientRect().width) || 800), H = 220, pad = 28;
+  svg.setAttribute('viewBox', '0 0 ' + W + ' ' + H);
+  const line = (x1, y1, x2, y2) => { const l = document.createElementNS(ns, 'line');
+    Object.entries({ x1, y1, x2, y2 }).forEach(([k, v]) => l.setAttribute(k, v)); l.setAttribute('class', 'axis'); svg.append(l); };
+  const label = (x, y, text, anchor) => { const t = document.createElementNS(ns, 'text');
+    t.setAttribute('x', x); t.setAttribute('y', y); t.setAttribute('text-anchor', anchor); t.textContent = text; svg.append(t); };
+  line(pad, H - pad, W - 4, H - pad);
+  if (w.from === null) { label(W / 2, H / 2, 'no window', 'middle'); return; }
+  const from = Number(w.from), to = Number(w.to), span = to - from + 1;
+  // Bars against the larger of the biggest block and an even share of the cap.
+  let top = w.rollingWithdrawalCap === null ? 1n : BigInt(w.rollingWithdrawalCap) / BigInt(Math.max(1, Math.min(span, 24)));
+  for (const s of w.sums) if (BigInt(s.amount) > top) top = BigInt(s.amount);
+  if (top === 0n) top = 1n;
+  const width = (W - pad - 4) / span;
+  for (const s of w.sums) {
+    const h = Math.max(2, (Number((BigInt(s.amount) * 10000n) / top) / 10000) * (H - 2 * pad));
+    const r = document.createElementNS(ns, 'rect');
+    r.setAttribute('class', 'bar');
+    r.setAttribute('x', pad + (Number(s.height) - from) * width);
+    r.setAttribute('y', H - pad - h);
+    r.setAttribute('width', Math.max(2, width - (width > 4 ? 1 : 0)));
+    r.setAttribute('height', h);
+    r.dataset.height = s.height; r.dataset.value = s.amount;
+    const t = document.createElementNS(ns, 'title');
+    t.textContent = 'block ' + s.height + ': ' + btc(s.amount) + ' ' + UNIT;
+    r.append(t); svg.append(r);
+  }
+  label(pad, H - 8, from.toLocaleString('en-US'), 'start');
+  label(W - 4, H - 8, to.toLocaleString('en-US'), 'end');
+  line(pad, pad, W - 4, pad);
+  label(pad, pad - 6, 'scale: ' + rounded(top) + ' ' + UNIT + ' per block', 'start');
+}
+
+async function refresh() {
+  try {
+    const [limits, window] = await Promise.all([read('limits'), read('window')]);
+    renderLimits(limits);
+    renderWindow(window);
+    $('error').hidden = true;
+    $('updated').textContent = 'updated ' + new Date().toLocaleTimeString();
+    document.body.dataset.loaded = 'true';
+  } catch (e) {
+    $('error').hidden = false;
+    $('error').textContent = 'Could not read the service: ' + e.message + ' (retrying)';
+  }
+}
+
+$('search').addEventListener('input', (e) => { filter = e.target.value; page = 0; renderEntries(); });
+$('prev').addEventListener('click', () => { page--; renderEntries(); });
+$('next').addEventListener('click', () => { page++; renderEntries(); });
+refresh();
+setInterval(refresh, REFRESH_MS);
+`;
+
+/** The dashboard page: self-contained HTML. */
+export const DASHBOARD_HTML = `<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>peg-limits</title>
+<style>${STYLE}</style>
+</head>
+<body>
+<header><h1>peg-limits</h1><span id="tip">…</span><span class="status" id="updated">loading…</span></header>
+<main>
+<div class="banner" id="throttle" hidden>Throttle mode is on, started by <span id="initiator"></span>: withdrawal caps are tightened.</div>
+<div class="error" id="error" hidden></div>
+<section>
+  <h2>Available to withdraw now</h2>
+  <div class="big" id="available">…</div>
+  <div class="gauge" aria-hidden="true"><div id="gauge"></div></div>
+  <dl>
+    <dt>Withdrawn in the window</dt><dd id="withdrawn">…</dd>
+    <dt>Window cap</dt><dd id="rollingWithdrawalCap">…</dd>
+    <dt>Window</dt><dd id="rollingWithdrawalBlocks">…</dd>
+  </dl>
+</section>
+<section>
+  <h2>Caps</h2>
+  <dl>
+    <dt>Per withdrawal</dt><dd id="perWithdrawalCap">…</dd>
+    <dt>Per deposit</dt><dd id="perDepositCap">…</dd>
+    <dt>Deposit minimum</dt><dd id="perDepositMinimum">…</dd>
+    <dt>Peg cap</dt><dd id="pegCap">…</dd>
+  </dl>
+</section>
+<section class="wide">
+  <h2>Rolling window, per block</h2>
+  <svg id="chart" role="img" aria-label="Amount withdrawn per block in the rolling window"></svg>
+  <p class="note"><span id="range"></span> · next release: <span id="nextRelease">…</span></p>
+</section>
+<section class="wide">
+  <h2>Account entries (<span id="entryCount">0</span>)</h2>
+  <div class="tools">
+    <input type="search" id="search" placeholder="Search accounts" aria-label="Search accounts">
+    <button id="prev" type="button">Previous</button><button id="next" type="button">Next</button>
+    <span class="note" id="pageInfo"></span>
+  </div>
+  <div class="table"><table>
+    <thead><tr><th>Account</th><th>Peg cap</th><th>Per deposit</th><th>Deposit min.</th><th>Per withdrawal</th><th>Window</th><th>Window cap</th></tr></thead>
+    <tbody id="entries"></tbody>
+  </table></div>
+</section>
+</main>
+<script>${SCRIPT}</script>
+</body>
+</html>
+`;
