@@ -1,7 +1,8 @@
 // A server for the load figures, in a process of its own: `node bench/serve-child.mjs MODE
 // ARG`. MODE `peg-limits` runs startServer on the data folder ARG (group commit on, or off
-// with a third argument `serial`); MODE `floor` answers every request with the bytes of the
-// file ARG, the way the thinnest node:http server would (reading the request body first).
+// with a third argument `serial`); MODE `replica` runs it on the PostgreSQL log at ARG;
+// MODE `floor` answers every request with the bytes of the file ARG, the way the thinnest
+// node:http server would (reading the request body first).
 // Prints `listening on URL` like the command.
 import { readFileSync } from 'node:fs';
 import { createServer } from 'node:http';
@@ -27,7 +28,8 @@ if (mode === 'floor') {
     state: createLimitsState({
       limits: { rollingWithdrawalBlocks: 144n, rollingWithdrawalCap: 10n ** 15n },
     }),
-    dataDir: arg,
+    dataDir: mode === 'replica' ? '.' : arg,
+    postgres: mode === 'replica' ? arg : undefined,
     port: 0,
     adminToken: 'load-token',
     groupCommit: option !== 'serial',

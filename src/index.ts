@@ -84,7 +84,10 @@ export {
   createFetchHandler,
   createService,
   type FetchHandler,
+  MAX_PERSIST_ATTEMPTS,
+  PersistConflict,
   type Persisted,
+  PersistRefused,
   type Service,
   type ServiceOptions,
 } from './http/service.js';

@@ -16,7 +16,8 @@ export interface ServiceOptions {
   /** Origins allowed to call the public endpoints (default any: `'*'`); `false` for none. */
   readonly cors?: '*' | ReadonlyArray<string> | false | undefined;
   /**
-   * Called with the events a request was accepted with, before the response is sent and
+   * Called with the events a request was accepted with (and the state after them, and the
+   * state they were computed on), before the response is sent and
    * before the new state is visible; when it throws (or rejects), the request fails with 500
    * and the state stays as it was. This is where a journal writes and flushes.
    *
@@ -29,14 +30,51 @@ export interface ServiceOptions {
     | ((
         events: ReadonlyArray<LimitsEvent>,
         next: LimitsState,
+        base: LimitsState,
       ) => void | Promise<undefined | Persisted> | Promise<void>)
     | undefined;
 }
 
 /** What {@link ServiceOptions.persist} may resolve with: written, durable later. */
 export interface Persisted {
+  /** Resolves once the events are durable (rejects when they never will be). */
   readonly durable: Promise<void>;
 }
+
+/**
+ * Thrown (rejected) by {@link ServiceOptions.persist} when the change was computed on a
+ * state that is no longer the newest (another replica wrote first): the service computes
+ * the request again on `state` and persists that instead.
+ */
+export class PersistConflict extends Error {
+  override readonly name = 'PersistConflict';
+  /** The newer state to compute the request on. */
+  readonly state: LimitsState;
+  constructor(state: LimitsState, message = 'another writer was first') {
+    super(message);
+    this.state = state;
+  }
+}
+
+/**
+ * Thrown (rejected) by {@link ServiceOptions.persist} to refuse a change with a status and
+ * code of its own (503 `store_unavailable` while a database is out of reach).
+ */
+export class PersistRefused extends Error {
+  override readonly name = 'PersistRefused';
+  /** The HTTP status of the answer. */
+  readonly status: number;
+  /** The problem code of the answer. */
+  readonly code: string;
+  constructor(status: number, code: string, message: string) {
+    super(message);
+    this.status = status;
+    this.code = code;
+  }
+}
+
+/** How many times a change is computed again after conflicts before it is refused (503). */
+export const MAX_PERSIST_ATTEMPTS = 32;
 
 /** A service: answers requests, one state change at a time. */
 export interface Service {
@@ -44,6 +82,13 @@ export interface Service {
   handle(request: HttpRequest): Promise<HttpResponse>;
   /** The current state. */
   readonly state: LimitsState;
+  /**
+   * Replaces the state with a newer one that is durable already (rows another replica
+   * wrote): taken in turn with the changes, shown once the changes before it are durable.
+   * When `newer` is given, the state is taken only if `newer(current)` says it is newer
+   * than the state the service has by then (a change may have gone past it meanwhile).
+   */
+  replace(state: LimitsState, newer?: (current: LimitsState) => boolean): Promise<void>;
 }
 
 /**
@@ -73,24 +118,51 @@ export function createService(options: ServiceOptions): Service {
   async function change(
     request: HttpRequest,
   ): Promise<{ response: HttpResponse; wait: Promise<void> | undefined }> {
-    const result = handleRequest(written, request, handleOptions);
-    // A refusal or a no-op computed on a state not yet durable waits for that state.
-    if (result.events.length === 0) return { response: result.response, wait: allDurable };
-    let persisted: Persisted | undefined;
-    try {
-      persisted = (await options.persist?.(result.events, result.state)) ?? undefined;
-    } catch (e) {
-      return { response: failed(e), wait: undefined };
+    for (let attempt = 1; ; attempt++) {
+      const result = handleRequest(written, request, handleOptions);
+      // A refusal or a no-op computed on a state not yet durable waits for that state.
+      if (result.events.length === 0) return { response: result.response, wait: allDurable };
+      let persisted: Persisted | undefined;
+      try {
+        persisted = (await options.persist?.(result.events, result.state, written)) ?? undefined;
+      } catch (e) {
+        if (e instanceof PersistConflict) {
+          // Another writer was first: its rows are durable; compute the request again on them.
+          adopt(e.state);
+          if (attempt < MAX_PERSIST_ATTEMPTS) {
+            // Writers that keep colliding take turns: a short, growing, random pause.
+            await new Promise((r) => setTimeout(r, Math.random() * Math.min(50, 2 ** attempt)));
+            continue;
+          }
+          return {
+            response: problem(
+              503,
+              'write_conflict',
+              `other writers were first ${attempt} times in a row; try again`,
+            ),
+            wait: undefined,
+          };
+        }
+        return { response: failed(e), wait: undefined };
+      }
+      written = result.state;
+      const durable = persisted?.durable;
+      allDurable = Promise.all([allDurable, durable]).then(() => {
+        visible = result.state;
+      });
+      return { response: result.response, wait: allDurable };
     }
-    written = result.state;
-    const durable = persisted?.durable;
-    allDurable = Promise.all([allDurable, durable]).then(() => {
-      visible = result.state;
+  }
+
+  function adopt(state: LimitsState): void {
+    written = state;
+    allDurable = allDurable.then(() => {
+      visible = state;
     });
-    return { response: result.response, wait: allDurable };
   }
 
   function failed(e: unknown): HttpResponse {
+    if (e instanceof PersistRefused) return problem(e.status, e.code, e.message);
     const message = e instanceof Error ? e.message : String(e);
     return problem(500, 'internal_error', `the change could not be persisted: ${message}`);
   }
@@ -98,6 +170,13 @@ export function createService(options: ServiceOptions): Service {
   return {
     get state() {
       return visible;
+    },
+    replace(state, newer) {
+      const step = queue.then(() => {
+        if (newer === undefined || newer(written)) adopt(state);
+      });
+      queue = step.catch(() => undefined);
+      return step.then(() => allDurable);
     },
     async handle(request) {
       if (request.method.toUpperCase() !== 'POST')

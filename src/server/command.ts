@@ -4,21 +4,32 @@
  * 3 a failed flush.
  */
 import { parseArgs } from 'node:util';
-import { LimitsError } from 'peg-limits';
+import { LimitsError, type LimitsState } from 'peg-limits';
 import { DEFAULT_SERVER_CONFIG, loadConfig, stateFromConfig } from './config.js';
+import {
+  DEFAULT_KEEP_BATCHES,
+  DEFAULT_PG_SNAPSHOT_EVERY,
+  migrateToPg,
+  PgStoreError,
+} from './pg-store.js';
 import { DEFAULT_SERVER_LIMITS, type ServerLimits, startServer } from './serve.js';
-import { DEFAULT_SNAPSHOT_EVERY, type OpenJournalFile, StoreError } from './store.js';
+import { DEFAULT_SNAPSHOT_EVERY, type OpenJournalFile, openStore, StoreError } from './store.js';
 
 const L = DEFAULT_SERVER_LIMITS;
 
 /** The command's usage text. */
 export const USAGE = `usage: peg-limits serve [options]
+       peg-limits migrate-journal --data DIR --store postgres://… [--config file.json]
 
   --host 127.0.0.1          address to listen on
   --port 8080               port (0 picks a free one)
   --config file.json        limits, history, throttle profile and keys of an empty data folder
   --data ./peg-limits-data  the data folder (snapshot.json and journal.jsonl)
-  --snapshot-every ${DEFAULT_SNAPSHOT_EVERY}   journaled events between two snapshots
+  --store postgres://…      share the event log with other replicas on PostgreSQL instead
+                            (also PEG_LIMITS_STORE)
+  --snapshot-every N        journaled events between two snapshots (default ${DEFAULT_SNAPSHOT_EVERY});
+                            with --store, batches between two snapshot rows (default ${DEFAULT_PG_SNAPSHOT_EVERY})
+  --keep-batches ${DEFAULT_KEEP_BATCHES}      with --store: batch rows kept behind the newest snapshot
   --header-timeout ${L.headersTimeoutMs / 1000}        seconds for a client to send a request's headers
   --request-timeout ${L.requestTimeoutMs / 1000}      seconds for a client to send a whole request
   --keep-alive-timeout ${L.keepAliveTimeoutMs / 1000}    seconds an idle kept-alive connection stays open
@@ -51,6 +62,22 @@ function positive(name: string, value: string | undefined, fallback: number, sca
   return Math.round(n * scale);
 }
 
+// Moves a data folder's state into an empty database (its snapshot, at its batch count).
+async function migrate(dir: string, url: string, initial: LimitsState): Promise<void> {
+  try {
+    const store = await openStore({ dir, initial });
+    const { state, seq } = store;
+    const moved = await migrateToPg(url, state, seq);
+    await store.close();
+    process.stdout.write(
+      `migrated ${dir} into the database: a snapshot of ${moved.seq} batches (${moved.bytes} bytes); start the replicas with --store\n`,
+    );
+  } catch (e) {
+    if (e instanceof StoreError || e instanceof PgStoreError) fail(e.message);
+    fail(`cannot migrate: ${(e as Error).message}`);
+  }
+}
+
 /** Runs `peg-limits <argv>`. */
 export async function serveCommand(
   argv: ReadonlyArray<string>,
@@ -62,7 +89,8 @@ export async function serveCommand(
     if (command === undefined) process.exitCode = 2;
     return;
   }
-  if (command !== 'serve') fail(`unknown command "${command}"\n${USAGE}`);
+  if (command !== 'serve' && command !== 'migrate-journal')
+    fail(`unknown command "${command}"\n${USAGE}`);
   let values: Record<string, string | boolean | string[] | undefined>;
   try {
     ({ values } = parseArgs({
@@ -72,7 +100,9 @@ export async function serveCommand(
         port: { type: 'string' },
         config: { type: 'string' },
         data: { type: 'string' },
+        store: { type: 'string' },
         'snapshot-every': { type: 'string' },
+        'keep-batches': { type: 'string' },
         'header-timeout': { type: 'string' },
         'request-timeout': { type: 'string' },
         'keep-alive-timeout': { type: 'string' },
@@ -119,7 +149,15 @@ export async function serveCommand(
       fail(`--cors-origin takes an origin such as https://bridge.example (no path), got ${origin}`);
   }
   const cors = values['no-cors'] === true ? false : origins.length > 0 ? origins : '*';
-  const snapshotEvery = positive('snapshot-every', str('snapshot-every'), DEFAULT_SNAPSHOT_EVERY);
+  const postgres = str('store') ?? (process.env.PEG_LIMITS_STORE || undefined);
+  if (postgres !== undefined && !/^postgres(ql)?:\/\//.test(postgres))
+    fail(`--store takes a PostgreSQL connection string (postgres://…), got ${postgres}`);
+  const snapshotEvery = positive(
+    'snapshot-every',
+    str('snapshot-every'),
+    postgres === undefined ? DEFAULT_SNAPSHOT_EVERY : DEFAULT_PG_SNAPSHOT_EVERY,
+  );
+  const keepBatches = positive('keep-batches', str('keep-batches'), DEFAULT_KEEP_BATCHES);
   let state: Awaited<ReturnType<typeof loadConfig>>;
   try {
     state =
@@ -129,6 +167,12 @@ export async function serveCommand(
   } catch (e) {
     if (e instanceof LimitsError) fail(`invalid configuration: ${e.message}`);
     throw e;
+  }
+  if (command === 'migrate-journal') {
+    if (postgres === undefined || str('data') === undefined)
+      fail(`migrate-journal needs --data DIR and --store postgres://…\n${USAGE}`);
+    await migrate(str('data')!, postgres, state);
+    return;
   }
   const quiet = values.quiet === true;
   const log = (line: string) => {
@@ -149,6 +193,8 @@ export async function serveCommand(
       limits,
       cors,
       snapshotEvery,
+      postgres,
+      keepBatches,
       openJournalFile: hooks.openJournalFile,
       onFatal: (error) => {
         process.stderr.write(
@@ -158,7 +204,7 @@ export async function serveCommand(
       },
     });
   } catch (e) {
-    if (e instanceof StoreError) fail(e.message);
+    if (e instanceof StoreError || e instanceof PgStoreError) fail(e.message);
     fail(`cannot start: ${(e as Error).message}`);
   }
   process.stdout.write(`listening on ${server.url}\n`);

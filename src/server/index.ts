@@ -6,6 +6,16 @@
 export { type CommandHooks, serveCommand, USAGE } from './command.js';
 export { DEFAULT_SERVER_CONFIG, loadConfig, stateFromConfig } from './config.js';
 export {
+  DEFAULT_KEEP_BATCHES,
+  DEFAULT_PG_SNAPSHOT_EVERY,
+  migrateToPg,
+  openPgStore,
+  PG_SCHEMA_VERSION,
+  type PgStore,
+  PgStoreError,
+  type PgStoreOptions,
+} from './pg-store.js';
+export {
   DEFAULT_SERVER_LIMITS,
   type RunningServer,
   type ServerLimits,

@@ -12,6 +12,7 @@ import {
   problem,
   type Service,
 } from 'peg-limits';
+import { openPgStore, type PgStore } from './pg-store.js';
 import { type FlushError, type OpenJournalFile, openStore, type Store } from './store.js';
 
 /** The limits the server puts on clients; every one has a flag of `peg-limits serve`. */
@@ -71,14 +72,25 @@ export interface ServerOptions {
   readonly onFatal?: ((error: FlushError) => void) | undefined;
   /** How the journal file is opened (tests inject failures here). */
   readonly openJournalFile?: OpenJournalFile | undefined;
+  /**
+   * A PostgreSQL connection string: the event log is shared there by every replica (SPEC
+   * §8), instead of the data folder. `snapshotEvery` then counts batches (default 1000).
+   */
+  readonly postgres?: string | undefined;
+  /** With `postgres`: batch rows kept behind the newest snapshot (default 10,000). */
+  readonly keepBatches?: number | undefined;
 }
 
 /** A running server. */
 export interface RunningServer {
   /** `http://host:port` */
   readonly url: string;
+  /** The service: its `state` is what reads see. */
   readonly service: Service;
-  readonly store: Store;
+  /** The store: the embedded data folder, or the replicated log on PostgreSQL. */
+  readonly store: Store | PgStore;
+  /** The log position of the state reads see now. */
+  readonly position: number;
   /** The limits in force. */
   readonly limits: ServerLimits;
   /** Stops accepting, finishes the requests in flight, writes a snapshot, closes the journal. */
@@ -124,26 +136,71 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     headersTimeoutMs: Math.min(given.headersTimeoutMs, given.requestTimeoutMs),
   };
   const opening = performance.now();
-  const store = await openStore({
-    dir: options.dataDir,
-    initial: options.state,
-    snapshotEvery: options.snapshotEvery,
-    groupCommit: options.groupCommit,
-    onFatal: options.onFatal,
-    log,
-    openJournalFile: options.openJournalFile,
-  });
-  for (const warning of store.warnings) log?.(`warning: ${warning}`);
-  log?.(
-    `opened ${options.dataDir}: ${store.seq} batches, ${store.replayed} replayed from the journal, in ${(performance.now() - opening).toFixed(0)} ms`,
-  );
-  const service = createService({
-    state: store.state,
-    adminToken: options.adminToken,
-    cors: options.cors,
-    persist: (events, next) => store.write(events, next),
-  });
+  // The log position of each state this server shows: sent with every answer.
+  const positions = new WeakMap<LimitsState, number>();
+  let store: Store | PgStore;
+  let service: Service;
+  let positionOf: (state: LimitsState) => number | undefined;
+  let storeUnavailable = () => false;
+  if (options.postgres !== undefined) {
+    const pgStore = await openPgStore({
+      url: options.postgres,
+      initial: options.state,
+      snapshotEvery: options.snapshotEvery,
+      keepBatches: options.keepBatches,
+      log,
+    });
+    store = pgStore;
+    positionOf = (state) => pgStore.positionOf(state);
+    storeUnavailable = () => !pgStore.connected;
+    service = createService({
+      state: pgStore.state,
+      adminToken: options.adminToken,
+      cors: options.cors,
+      persist: (events, next, base) => pgStore.write(events, next, base),
+    });
+    const shown = service;
+    pgStore.onAdvance(
+      (state, position) =>
+        void shown.replace(state, (current) => (pgStore.positionOf(current) ?? -1) < position),
+    );
+    log?.(
+      `opened the log on PostgreSQL at position ${pgStore.position} in ${(performance.now() - opening).toFixed(0)} ms`,
+    );
+  } else {
+    const embedded = await openStore({
+      dir: options.dataDir,
+      initial: options.state,
+      snapshotEvery: options.snapshotEvery,
+      groupCommit: options.groupCommit,
+      onFatal: options.onFatal,
+      log,
+      openJournalFile: options.openJournalFile,
+    });
+    store = embedded;
+    positions.set(embedded.state, embedded.seq);
+    positionOf = (state) => positions.get(state);
+    for (const warning of embedded.warnings) log?.(`warning: ${warning}`);
+    log?.(
+      `opened ${options.dataDir}: ${embedded.seq} batches, ${embedded.replayed} replayed from the journal, in ${(performance.now() - opening).toFixed(0)} ms`,
+    );
+    service = createService({
+      state: embedded.state,
+      adminToken: options.adminToken,
+      cors: options.cors,
+      persist: async (events, next) => {
+        const written = await embedded.write(events, next);
+        positions.set(next, embedded.seq);
+        return written;
+      },
+    });
+  }
   const handleOptions = { adminToken: options.adminToken, cors: options.cors };
+  let lastPosition = positionOf(service.state) ?? 0;
+  const currentPosition = () => {
+    lastPosition = positionOf(service.state) ?? lastPosition;
+    return lastPosition;
+  };
 
   // The bytes of the last body sent: a cached read answers with the same string object, so
   // it is encoded to UTF-8 once, not once per request.
@@ -168,7 +225,11 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     const headers: Record<string, string | number> = {
       ...response.headers,
       'content-length': bytes.length,
+      // The log position the answer reflects; and, while the database is out of reach,
+      // that reads come from the last state this replica has.
+      'peg-limits-position': currentPosition(),
     };
+    if (storeUnavailable()) headers['peg-limits-store'] = 'unavailable';
     // A body left unread cannot be skipped safely on a kept-alive connection: close it.
     if (close) headers.connection = 'close';
     res.writeHead(response.status, headers);
@@ -287,6 +348,9 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     url: `http://${host}:${address.port}`,
     service,
     store,
+    get position() {
+      return currentPosition();
+    },
     limits,
     close() {
       closing ??= new Promise<void>((resolve) => {

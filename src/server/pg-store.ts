@@ -1,0 +1,421 @@
+/**
+ * The replicated store (SPEC §8): the event log on PostgreSQL, shared by every replica.
+ *
+ * One table of batches (`seq bigint primary key`, the exact `encodeJson` text of an accepted
+ * request's events, a timestamp) and one of snapshots keyed by the `seq` they include. A
+ * replica keeps the state in memory; to accept a change computed on its state at position
+ * n it inserts row n + 1 and `NOTIFY`s the others in one transaction, and answers after the
+ * commit. A unique violation means another replica wrote first: the store reads the rows
+ * it lacks, applies them, and the service computes the request again on the new state. So
+ * every replica applies one total order, and nothing acknowledged is lost or applied twice.
+ * Followers apply new rows in `seq` order, woken by `LISTEN` and by a short poll. Node-only.
+ */
+
+import {
+  applyAll,
+  decodeJson,
+  encodeJson,
+  eventsFromJson,
+  type LimitsEvent,
+  type LimitsState,
+  PersistConflict,
+  PersistRefused,
+  snapshotOf,
+  stateFromSnapshot,
+} from 'peg-limits';
+import pg from 'pg';
+
+/** The schema version this release creates and reads. */
+export const PG_SCHEMA_VERSION = 1;
+/** Batches between two snapshot rows, unless configured. */
+export const DEFAULT_PG_SNAPSHOT_EVERY = 1000;
+/** Batch rows kept behind the newest snapshot, unless configured. */
+export const DEFAULT_KEEP_BATCHES = 10_000;
+
+const CHANNEL = 'peg_limits';
+// Any fixed number: the key of the advisory lock that serialises schema creation.
+const SCHEMA_LOCK = 7_417_001;
+
+/** Options of {@link openPgStore}. */
+export interface PgStoreOptions {
+  /** A PostgreSQL connection string (`postgres://user@host/db`). */
+  readonly url: string;
+  /** The state of an empty database (from the configuration); written as snapshot 0. */
+  readonly initial: LimitsState;
+  /** Batches between two snapshot rows (default 1000). */
+  readonly snapshotEvery?: number | undefined;
+  /** Batch rows kept behind the newest snapshot; older ones are deleted (default 10,000). */
+  readonly keepBatches?: number | undefined;
+  /** How often to look for rows a lost notification did not announce (default 200 ms). */
+  readonly pollMs?: number | undefined;
+  /** How long start-up waits for the database (default 15 s). */
+  readonly connectTimeoutMs?: number | undefined;
+  /** Where warnings and reconnection notes go. */
+  readonly log?: ((line: string) => void) | undefined;
+}
+
+/** An open replicated store. */
+export interface PgStore {
+  /** The state at start-up: the newest snapshot and the rows after it. */
+  readonly state: LimitsState;
+  /** The position (the last `seq` applied) of a state this store made, if it made it. */
+  positionOf(state: LimitsState): number | undefined;
+  /** The newest position applied. */
+  readonly position: number;
+  /** Whether the database is reachable now. */
+  readonly connected: boolean;
+  /**
+   * Commits `events` (computed on `base`, giving `next`) as the row after `base`'s position.
+   * Rejects with `PersistConflict` (and the newer state) when another replica wrote that
+   * row first, and with `PersistRefused` (503) while the database is out of reach.
+   */
+  write(events: ReadonlyArray<LimitsEvent>, next: LimitsState, base: LimitsState): Promise<void>;
+  /** Called with each newer state that rows of other replicas brought. */
+  onAdvance(fn: (state: LimitsState, position: number) => void): void;
+  /** Stops listening and polling and closes the connections. */
+  close(): Promise<void>;
+}
+
+/** A database that cannot be used: the message says why. */
+export class PgStoreError extends Error {
+  override readonly name = 'PgStoreError';
+}
+
+// The schema, created once, idempotently, under an advisory lock so that replicas starting
+// together do not race.
+async function ensureSchema(client: pg.Client): Promise<void> {
+  await client.query('BEGIN');
+  try {
+    await client.query('SELECT pg_advisory_xact_lock($1)', [SCHEMA_LOCK]);
+    await client.query(
+      'CREATE TABLE IF NOT EXISTS peg_limits_meta (key text PRIMARY KEY, value text NOT NULL)',
+    );
+    await client.query(
+      'CREATE TABLE IF NOT EXISTS peg_limits_batches (seq bigint PRIMARY KEY, events text NOT NULL, created_at timestamptz NOT NULL DEFAULT now())',
+    );
+    await client.query(
+      'CREATE TABLE IF NOT EXISTS peg_limits_snapshots (seq bigint PRIMARY KEY, snapshot text NOT NULL, created_at timestamptz NOT NULL DEFAULT now())',
+    );
+    await client.query(
+      "INSERT INTO peg_limits_meta (key, value) VALUES ('schema', $1) ON CONFLICT (key) DO NOTHING",
+      [String(PG_SCHEMA_VERSION)],
+    );
+    const { rows } = await client.query("SELECT value FROM peg_limits_meta WHERE key = 'schema'");
+    if (rows[0]?.value !== String(PG_SCHEMA_VERSION)) {
+      throw new PgStoreError(
+        `the database holds schema version ${rows[0]?.value}; this release reads version ${PG_SCHEMA_VERSION}`,
+      );
+    }
+    await client.query('COMMIT');
+  } catch (e) {
+    await client.query('ROLLBACK').catch(() => undefined);
+    throw e;
+  }
+}
+
+function connectionLost(e: unknown): boolean {
+  const code = (e as { code?: string }).code ?? '';
+  const message = (e as Error).message ?? '';
+  return (
+    code.startsWith('08') ||
+    code === '57P01' ||
+    code === 'ECONNREFUSED' ||
+    code === 'ENOENT' ||
+    code === 'ECONNRESET' ||
+    /terminat|not queryable|Connection terminated|closed/i.test(message)
+  );
+}
+
+function parseBatch(text: string, seq: number): ReadonlyArray<LimitsEvent> {
+  const events = eventsFromJson(decodeJson(text));
+  if (!events.ok) throw new PgStoreError(`batch ${seq} cannot be read: ${events.error.message}`);
+  return events.events;
+}
+
+/** Reads a snapshot row into a state. */
+function restore(text: string, seq: number): LimitsState {
+  const r = stateFromSnapshot(decodeJson(text));
+  if (!r.ok) throw new PgStoreError(`snapshot ${seq} is damaged: ${r.error.message}`);
+  return r.state;
+}
+
+async function connectClient(url: string): Promise<pg.Client> {
+  const client = new pg.Client({ connectionString: url });
+  // Until the caller wires its own handler, a lost connection must not crash the process.
+  client.on('error', () => undefined);
+  await client.connect();
+  return client;
+}
+
+/**
+ * Opens the replicated store: creates the schema when missing (and snapshot 0 from
+ * `initial`), loads the newest snapshot and the rows after it, and follows new rows.
+ *
+ * @throws PgStoreError when the database cannot be reached in time, holds another schema
+ *   version, or holds a row that cannot be read or applied
+ */
+export async function openPgStore(options: PgStoreOptions): Promise<PgStore> {
+  const { url, log } = options;
+  const snapshotEvery = options.snapshotEvery ?? DEFAULT_PG_SNAPSHOT_EVERY;
+  const keepBatches = options.keepBatches ?? DEFAULT_KEEP_BATCHES;
+  const pollMs = options.pollMs ?? 200;
+  const positions = new WeakMap<LimitsState, number>();
+  const listeners: Array<(state: LimitsState, position: number) => void> = [];
+
+  let client: pg.Client | undefined;
+  let listener: pg.Client | undefined;
+  let connected = false;
+  let closing = false;
+  let backoff = 100;
+  let reconnectTimer: ReturnType<typeof setTimeout> | undefined;
+
+  // Start-up: wait for the database for a while (it may be starting too).
+  const until = Date.now() + (options.connectTimeoutMs ?? 15_000);
+  for (;;) {
+    try {
+      client = await connectClient(url);
+      break;
+    } catch (e) {
+      if (Date.now() > until)
+        throw new PgStoreError(`cannot reach the database at ${url}: ${(e as Error).message}`);
+      await new Promise((r) => setTimeout(r, 200));
+    }
+  }
+  await ensureSchema(client);
+  await client.query(
+    'INSERT INTO peg_limits_snapshots (seq, snapshot) VALUES (0, $1) ON CONFLICT (seq) DO NOTHING',
+    [encodeJson(snapshotOf(options.initial))],
+  );
+  const newest = await client.query(
+    'SELECT seq, snapshot FROM peg_limits_snapshots ORDER BY seq DESC LIMIT 1',
+  );
+  let position = Number(newest.rows[0].seq);
+  let state = restore(newest.rows[0].snapshot as string, position);
+  positions.set(state, position);
+
+  // Writes and catch-ups change `state` and `position`: one at a time.
+  let lane: Promise<unknown> = Promise.resolve();
+  function serial<T>(task: () => Promise<T>): Promise<T> {
+    const run = lane.then(task);
+    lane = run.catch(() => undefined);
+    return run;
+  }
+
+  // Applies the rows after `position`, in order; loads a newer snapshot first when the rows
+  // it would need were pruned.
+  async function catchUp(): Promise<boolean> {
+    const c = client;
+    if (c === undefined || !connected) return false;
+    const before = position;
+    for (;;) {
+      const { rows } = await c.query(
+        'SELECT seq, events FROM peg_limits_batches WHERE seq > $1 ORDER BY seq LIMIT 5000',
+        [position],
+      );
+      if (rows.length === 0) break;
+      if (Number(rows[0].seq) !== position + 1) {
+        const snap = await c.query(
+          'SELECT seq, snapshot FROM peg_limits_snapshots WHERE seq > $1 ORDER BY seq DESC LIMIT 1',
+          [position],
+        );
+        if (snap.rows.length === 0)
+          throw new PgStoreError(
+            `rows after ${position} are missing and no newer snapshot holds them`,
+          );
+        position = Number(snap.rows[0].seq);
+        state = restore(snap.rows[0].snapshot as string, position);
+        continue;
+      }
+      for (const row of rows) {
+        const seq = Number(row.seq);
+        const r = applyAll(state, parseBatch(row.events as string, seq));
+        if (!r.ok) throw new PgStoreError(`batch ${seq} does not apply: ${r.error.message}`);
+        state = r.state;
+        position = seq;
+      }
+    }
+    if (position === before) return false;
+    positions.set(state, position);
+    for (const fn of listeners) fn(state, position);
+    return true;
+  }
+
+  function follow(): void {
+    if (closing || !connected) return;
+    serial(catchUp).catch((e: unknown) => lost(e));
+  }
+
+  function lost(e: unknown): void {
+    if (closing) return;
+    if (!connectionLost(e)) {
+      log?.(`warning: ${(e as Error).message}`);
+      return;
+    }
+    if (connected)
+      log?.(
+        `warning: the database connection was lost (${(e as Error).message}); reads go on from position ${position}, changes are refused until it is back`,
+      );
+    connected = false;
+    for (const c of [client, listener]) c?.end().catch(() => undefined);
+    client = undefined;
+    listener = undefined;
+    reconnectTimer ??= setTimeout(reconnect, backoff);
+  }
+
+  async function reconnect(): Promise<void> {
+    reconnectTimer = undefined;
+    if (closing) return;
+    try {
+      await attach();
+      backoff = 100;
+      log?.(`the database connection is back; catching up from position ${position}`);
+      follow();
+    } catch (e) {
+      backoff = Math.min(backoff * 2, 5_000);
+      for (const c of [client, listener]) c?.end().catch(() => undefined);
+      client = undefined;
+      listener = undefined;
+      connected = false;
+      if (!closing) reconnectTimer = setTimeout(reconnect, backoff);
+      void e;
+    }
+  }
+
+  // (Re)connects both clients and listens for new rows.
+  async function attach(): Promise<void> {
+    client ??= await connectClient(url);
+    listener = await connectClient(url);
+    for (const c of [client, listener]) {
+      c.removeAllListeners('error');
+      c.on('error', (e) => lost(e));
+      c.on('end', () => lost(Object.assign(new Error('Connection terminated'), { code: '08006' })));
+    }
+    listener.on('notification', () => follow());
+    await listener.query(`LISTEN ${CHANNEL}`);
+    connected = true;
+  }
+
+  await attach();
+  await serial(catchUp);
+  const poll = setInterval(follow, pollMs);
+  poll.unref();
+
+  // Any replica writes a snapshot row every `snapshotEvery` batches, then prunes what lies
+  // far enough behind it.
+  async function snapshotAt(at: LimitsState, seq: number): Promise<void> {
+    const c = client;
+    if (c === undefined) return;
+    await c.query(
+      'INSERT INTO peg_limits_snapshots (seq, snapshot) VALUES ($1, $2) ON CONFLICT (seq) DO NOTHING',
+      [seq, encodeJson(snapshotOf(at))],
+    );
+    await c.query('DELETE FROM peg_limits_batches WHERE seq <= $1', [seq - keepBatches]);
+    await c.query('DELETE FROM peg_limits_snapshots WHERE seq < $1 AND seq <= $2', [
+      seq,
+      seq - keepBatches,
+    ]);
+  }
+
+  return {
+    state,
+    positionOf: (s) => positions.get(s),
+    get position() {
+      return position;
+    },
+    get connected() {
+      return connected;
+    },
+    write(events, next, base) {
+      return serial(async () => {
+        const c = client;
+        if (c === undefined || !connected) {
+          throw new PersistRefused(
+            503,
+            'store_unavailable',
+            'the database is out of reach: changes are refused until it is back (reads go on)',
+          );
+        }
+        const seq = (positions.get(base) ?? position) + 1;
+        try {
+          await c.query('BEGIN');
+          await c.query('INSERT INTO peg_limits_batches (seq, events) VALUES ($1, $2)', [
+            seq,
+            encodeJson(events),
+          ]);
+          await c.query('SELECT pg_notify($1, $2)', [CHANNEL, String(seq)]);
+          await c.query('COMMIT');
+        } catch (e) {
+          await c.query('ROLLBACK').catch(() => undefined);
+          if ((e as { code?: string }).code === '23505') {
+            // Another replica wrote that row first: take its rows, and let the service
+            // compute the request again on them.
+            await catchUp();
+            throw new PersistConflict(state, `row ${seq} was written by another replica`);
+          }
+          if (connectionLost(e)) lost(e);
+          throw new PersistRefused(
+            503,
+            'store_unavailable',
+            `the change could not be committed (${(e as Error).message}); it was not acknowledged`,
+          );
+        }
+        state = next;
+        position = seq;
+        positions.set(next, seq);
+        if (seq % snapshotEvery === 0)
+          snapshotAt(next, seq).catch((e: unknown) =>
+            log?.(`warning: snapshot ${seq} failed: ${(e as Error).message}`),
+          );
+      });
+    },
+    onAdvance(fn) {
+      listeners.push(fn);
+    },
+    async close() {
+      closing = true;
+      clearInterval(poll);
+      if (reconnectTimer !== undefined) clearTimeout(reconnectTimer);
+      await lane;
+      for (const c of [client, listener]) await c?.end().catch(() => undefined);
+    },
+  };
+}
+
+/**
+ * Moves an embedded data folder's state into an empty database: its snapshot, at the
+ * folder's batch count, so positions go on from there.
+ *
+ * @throws PgStoreError when the database already holds batches or snapshots
+ */
+export async function migrateToPg(
+  url: string,
+  state: LimitsState,
+  seq: number,
+): Promise<{ readonly seq: number; readonly bytes: number }> {
+  const client = await connectClient(url);
+  try {
+    await ensureSchema(client);
+    await client.query('BEGIN');
+    await client.query('LOCK TABLE peg_limits_batches, peg_limits_snapshots IN EXCLUSIVE MODE');
+    const { rows } = await client.query(
+      'SELECT (SELECT count(*) FROM peg_limits_batches) AS batches, (SELECT count(*) FROM peg_limits_snapshots) AS snapshots',
+    );
+    if (Number(rows[0].batches) > 0 || Number(rows[0].snapshots) > 0) {
+      throw new PgStoreError(
+        `the database is not empty (${rows[0].batches} batches, ${rows[0].snapshots} snapshots); migrate into an empty one`,
+      );
+    }
+    const text = encodeJson(snapshotOf(state));
+    await client.query('INSERT INTO peg_limits_snapshots (seq, snapshot) VALUES ($1, $2)', [
+      seq,
+      text,
+    ]);
+    await client.query('COMMIT');
+    return { seq, bytes: text.length };
+  } catch (e) {
+    await client.query('ROLLBACK').catch(() => undefined);
+    throw e;
+  } finally {
+    await client.end();
+  }
+}
