@@ -5,7 +5,7 @@
 // so a crossed bar is measured once more before the gate fails. With --readme, writes the
 // table into README.md between the bench markers.
 import { spawnSync } from 'node:child_process';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { writeReadmeTable } from './util.mjs';
 
 function runJson(args) {
   const r = spawnSync('node', args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
@@ -53,18 +53,7 @@ for (let attempt = 1; attempt <= 2; attempt++) {
   const { text, failed } = table(measure(quick));
   console.log(`\n${text}\n`);
   if (failed.length === 0) {
-    if (process.argv.includes('--readme')) {
-      const readme = readFileSync('README.md', 'utf8');
-      const start = '<!-- bench:start -->';
-      const end = '<!-- bench:end -->';
-      const at = readme.indexOf(start);
-      const until = readme.indexOf(end);
-      if (at < 0 || until < 0) throw new Error('README.md has no bench markers');
-      writeFileSync(
-        'README.md',
-        `${readme.slice(0, at + start.length)}\n${text}\n${readme.slice(until)}`,
-      );
-    }
+    if (process.argv.includes('--readme')) writeReadmeTable('bench', text);
     console.log('All benchmark bars hold.');
     process.exit(0);
   }

@@ -2,30 +2,18 @@
 // `npm run load`: load figures of the server on loopback, each beside its floor (a bare
 // node:http server answering the same bytes). Bounded: a few seconds per run, 127.0.0.1 only.
 // Prints a Markdown table; with --readme writes it into README.md between the load markers.
-import { spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import autocannon from 'autocannon';
 import { encodeJson, generateThrottleSecret, hashThrottleSecret } from '../dist/index.js';
+import { startChild, writeReadmeTable } from './util.mjs';
 
 const SECONDS = Number(process.env.LOAD_SECONDS ?? 4);
 const ROUNDS = 3;
 const children = [];
 
-function start(args) {
-  return new Promise((resolve, reject) => {
-    const child = spawn('node', ['bench/serve-child.mjs', ...args], {
-      stdio: ['ignore', 'pipe', 'inherit'],
-    });
-    children.push(child);
-    child.stdout.on('data', (c) => {
-      const m = /listening on (\S+)/.exec(String(c));
-      if (m) resolve(m[1]);
-    });
-    child.once('exit', (code) => reject(new Error(`server exited with ${code}`)));
-  });
-}
+const start = async (args) => (await startChild(args, children)).url;
 
 async function admin(url, events) {
   const r = await fetch(`${url}/admin/events`, {
@@ -179,18 +167,7 @@ const lines = [
 ];
 const table = lines.join('\n');
 console.log(table);
-if (process.argv.includes('--readme')) {
-  const readme = readFileSync('README.md', 'utf8');
-  const start = '<!-- load:start -->';
-  const end = '<!-- load:end -->';
-  const at = readme.indexOf(start);
-  const until = readme.indexOf(end);
-  if (at < 0 || until < 0) throw new Error('README.md has no load markers');
-  writeFileSync(
-    'README.md',
-    `${readme.slice(0, at + start.length)}\n${table}\n${readme.slice(until)}`,
-  );
-}
+if (process.argv.includes('--readme')) writeReadmeTable('load', table);
 const [, limitsRow] = rows[0];
 if (limitsRow.a.rps < limitsRow.b.rps / 2) {
   console.error('GET /limits serves less than half the rate of the floor.');

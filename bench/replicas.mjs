@@ -4,13 +4,14 @@
 // through one replica and spread over three, the lag from a commit on one replica to the
 // change being visible on another, and start-up from a snapshot with 100k withdrawals.
 // Bounded: a few seconds per run. With --readme, writes the table into README.md.
-import { execFileSync, spawn } from 'node:child_process';
-import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { chmodSync, existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import autocannon from 'autocannon';
 import pg from 'pg';
 import { applyAll, createLimitsState, encodeJson, snapshotOf } from '../dist/index.js';
+import { startChild, writeReadmeTable } from './util.mjs';
 
 const BIN = process.env.PG_BIN ?? '/usr/lib/postgresql/15/bin';
 if (!existsSync(join(BIN, 'initdb'))) {
@@ -50,20 +51,7 @@ async function database(name) {
   return base.replace('/postgres?', `/${name}?`);
 }
 
-function replica(url) {
-  const started = performance.now();
-  return new Promise((resolve, reject) => {
-    const child = spawn('node', ['bench/serve-child.mjs', 'replica', url], {
-      stdio: ['ignore', 'pipe', 'inherit'],
-    });
-    children.push(child);
-    child.stdout.on('data', (c) => {
-      const m = /listening on (\S+)/.exec(String(c));
-      if (m) resolve({ url: m[1], ms: performance.now() - started });
-    });
-    child.once('exit', (code) => reject(new Error(`replica exited with ${code}`)));
-  });
-}
+const replica = (url) => startChild(['replica', url], children);
 
 async function admin(url, events) {
   const r = await fetch(`${url}/admin/events`, {
@@ -190,15 +178,4 @@ const table = [
   ...rows.map(([l, v]) => `| ${l} | ${v} |`),
 ].join('\n');
 console.log(table);
-if (process.argv.includes('--readme')) {
-  const readme = readFileSync('README.md', 'utf8');
-  const start = '<!-- replicas:start -->';
-  const end = '<!-- replicas:end -->';
-  const at = readme.indexOf(start);
-  const until = readme.indexOf(end);
-  if (at < 0 || until < 0) throw new Error('README.md has no replicas markers');
-  writeFileSync(
-    'README.md',
-    `${readme.slice(0, at + start.length)}\n${table}\n${readme.slice(until)}`,
-  );
-}
+if (process.argv.includes('--readme')) writeReadmeTable('replicas', table);

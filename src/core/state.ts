@@ -223,6 +223,8 @@ type Draft = { -readonly [K in keyof LimitsState]: LimitsState[K] } & {
   pending: Map<string, Withdrawal | typeof REMOVED> | undefined;
   /** The generation that holds each persisted withdrawal this call changed or removed. */
   homes: Map<string, Generation> | undefined;
+  /** Generations this call made (no other state shares them): new withdrawals may go there. */
+  fresh: Set<Generation> | undefined;
   /** Books looked up or changed during this call (NO_BOOK: none; DROPPED_BOOK: removed). */
   bookCache: Map<string, Book | typeof NO_BOOK | typeof DROPPED_BOOK> | undefined;
   owner: Owner;
@@ -381,6 +383,7 @@ function draftOf(state: LimitsState, single = false): Draft {
     gensOwned: false,
     pending: undefined,
     homes: undefined,
+    fresh: undefined,
     bookCache: undefined,
     owner: ownerToken(single),
     changed: false,
@@ -405,20 +408,21 @@ function filterBits(hash: number): number {
 }
 
 function filterOf(gen: Generation): Uint32Array {
-  const n = gen.log === undefined ? gen.map.size : gen.logged;
+  if (gen.log !== undefined) return filterOfHashes(gen.log.hashes, gen.logged);
+  return filterOfHashes(Uint32Array.from(mapKeysHashed(gen.map)), gen.map.size);
+}
+
+function mapKeysHashed(map: PMap<Withdrawal>): number[] {
+  const out: number[] = [];
+  mapForEach(map, (_, id) => out.push(hashOf(id)));
+  return out;
+}
+
+function filterOfHashes(hashes: ArrayLike<number>, n: number): Uint32Array {
   let words = 2;
   while (words * 32 < n * 16) words *= 2;
   const filter = new Uint32Array(words);
   const mask = words - 1;
-  if (gen.log === undefined) {
-    // A branch's generation has no log of its own: walk the map (slower, as rare).
-    mapForEach(gen.map, (_, id) => {
-      const h = hashOf(id);
-      filter[filterWord(h, mask)]! |= filterBits(h);
-    });
-    return filter;
-  }
-  const hashes = gen.log.hashes;
   for (let k = 0; k < n; k++) {
     const h = hashes[k]!;
     filter[filterWord(h, mask)]! |= filterBits(h);
@@ -568,6 +572,9 @@ function flushPending(d: Draft, pending: Map<string, Withdrawal | typeof REMOVED
   let youngMap = young.map;
   // Only withdrawals this call changed that were persisted before it touch older maps.
   const maps = d.homes === undefined ? undefined : gens.map((g) => g.map);
+  // Sealed generations this call made, oldest first: nobody else holds them, so new
+  // withdrawals may go there (their filters are rebuilt below).
+  const freshTargets = freshSealed(d, gens);
   for (const [id, w] of pending) {
     if (maps !== undefined) {
       const home = d.homes!.get(id);
@@ -584,9 +591,32 @@ function flushPending(d: Draft, pending: Map<string, Withdrawal | typeof REMOVED
     }
     if (w !== REMOVED && w.height >= oldest) {
       const hash = hashOf(id);
+      const at = freshTargets === undefined ? -1 : targetOf(freshTargets, w.height);
+      if (at >= 0) {
+        // A generation this call sealed, that may still hold this height: a long batch
+        // spreads its withdrawals over generations as single events would have.
+        const t = freshTargets![at]!;
+        t.map = mapSet(t.map, id, w, d.owner, hash);
+        t.hashes.push(hash);
+        continue;
+      }
       const before = youngMap.size;
       youngMap = mapSet(youngMap, id, w, d.owner, hash);
       if (log !== undefined && youngMap.size > before) logHash(log, hash);
+    }
+  }
+  if (freshTargets !== undefined) {
+    for (const t of freshTargets) {
+      if (t.hashes.length === 0) continue;
+      const g = gens[t.index]!;
+      gens[t.index] = {
+        map: t.map,
+        opened: g.opened,
+        sealed: g.sealed,
+        filter: filterOfHashes(t.hashes, t.hashes.length),
+        log: undefined,
+        logged: 0,
+      };
     }
   }
   if (youngMap !== young.map)
@@ -611,6 +641,31 @@ function flushPending(d: Draft, pending: Map<string, Withdrawal | typeof REMOVED
         logged: 0,
       };
   }
+}
+
+interface FreshTarget {
+  readonly index: number;
+  readonly sealed: Height;
+  map: PMap<Withdrawal>;
+  readonly hashes: number[];
+}
+
+function freshSealed(d: Draft, gens: Generation[]): FreshTarget[] | undefined {
+  if (d.fresh === undefined) return undefined;
+  const out: FreshTarget[] = [];
+  for (let i = gens.length - 1; i >= 1; i--) {
+    const g = gens[i]!;
+    // Only an empty one: its filter then covers exactly what goes in now.
+    if (d.fresh.has(g) && g.sealed !== null && g.map.size === 0)
+      out.push({ index: i, sealed: g.sealed, map: g.map, hashes: [] });
+  }
+  return out.length === 0 ? undefined : out;
+}
+
+// The oldest target that may hold `height` (sealed at or above it), or -1 for the youngest.
+function targetOf(targets: ReadonlyArray<FreshTarget>, height: Height): number {
+  for (let i = 0; i < targets.length; i++) if (targets[i]!.sealed >= height) return i;
+  return -1;
 }
 
 function freeze(d: Draft): LimitsState {
@@ -732,6 +787,7 @@ function forget(d: Draft, before: Height | null, after: Height): void {
   const young = d.gens[0]!;
   const span = Math.ceil(d.historyBlocks / GENERATIONS);
   if (young.opened === null || before === null) {
+    const wasFresh = d.fresh?.has(young) === true;
     ownGens(d)[0] = {
       map: young.map,
       opened: after,
@@ -740,8 +796,10 @@ function forget(d: Draft, before: Height | null, after: Height): void {
       log: young.log,
       logged: young.logged,
     };
+    if (wasFresh) d.fresh!.add(d.gens[0]!);
   } else if (after - young.opened >= span) {
     const g = ownGens(d);
+    const wasFresh = d.fresh?.has(young) === true;
     g[0] = {
       map: young.map,
       opened: young.opened,
@@ -758,6 +816,9 @@ function forget(d: Draft, before: Height | null, after: Height): void {
       log: newLog(),
       logged: 0,
     });
+    d.fresh ??= new Set();
+    d.fresh.add(g[0]!);
+    if (wasFresh) d.fresh.add(g[1]!);
   }
   const oldest = after - d.historyBlocks + 1;
   for (let last = d.gens[d.gens.length - 1]!; last.sealed !== null && last.sealed < oldest; ) {

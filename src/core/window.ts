@@ -186,17 +186,18 @@ function clearIn(
   return out;
 }
 
-function visitIn(
+// Calls `fn` with every non-empty leaf of slots lo..hi under `node`, in slot order.
+function eachLeafIn(
   node: SumNode,
   level: number,
   base: number,
   lo: number,
   hi: number,
-  fn: (id: string) => void,
+  fn: (leaf: SumNode, slot: number) => void,
 ): void {
   if (node.count === 0) return;
   if (level === 0) {
-    for (let l = node.ids; l !== undefined; l = l.next) fn(l.id);
+    fn(node, base);
     return;
   }
   const kidSpan = SPAN_BY_LEVEL[level - 1]!;
@@ -205,7 +206,7 @@ function visitIn(
   for (let i = 0; i < WIDTH; i++, kidBase += kidSpan) {
     if (kidBase > hi) break;
     if (kidBase + kidSpan - 1 < lo) continue;
-    visitIn(kids[i]!, level - 1, kidBase, lo, hi, fn);
+    eachLeafIn(kids[i]!, level - 1, kidBase, lo, hi, fn);
   }
 }
 
@@ -309,7 +310,11 @@ export function visitHeights(
   to: number,
   fn: (id: string) => void,
 ): void {
-  slotRanges(ring, from, to, (lo, hi) => visitIn(root, ring.depth, 0, lo, hi, fn));
+  slotRanges(ring, from, to, (lo, hi) =>
+    eachLeafIn(root, ring.depth, 0, lo, hi, (leaf) => {
+      for (let l = leaf.ids; l !== undefined; l = l.next) fn(l.id);
+    }),
+  );
 }
 
 /**
@@ -338,29 +343,6 @@ export function firstHeightReaching(
   return from + offset;
 }
 
-function eachSumIn(
-  node: SumNode,
-  level: number,
-  base: number,
-  lo: number,
-  hi: number,
-  fn: (slot: number, sum: bigint) => void,
-): void {
-  if (node.count === 0) return;
-  if (level === 0) {
-    if (node.sum !== 0n) fn(base, node.sum as bigint);
-    return;
-  }
-  const kidSpan = SPAN_BY_LEVEL[level - 1]!;
-  const kids = node.kids!;
-  let kidBase = base;
-  for (let i = 0; i < WIDTH; i++, kidBase += kidSpan) {
-    if (kidBase > hi) break;
-    if (kidBase + kidSpan - 1 < lo) continue;
-    eachSumIn(kids[i]!, level - 1, kidBase, lo, hi, fn);
-  }
-}
-
 /**
  * Calls `fn` with every height from..to whose sum is not zero, in height order. Visits
  * only non-empty subtrees: O(non-zero heights × log₁₆ H).
@@ -375,8 +357,12 @@ export function forEachSum(
   if (from > to) return;
   const startSlot = from % ring.size;
   slotRanges(ring, from, to, (lo, hi) =>
-    eachSumIn(root, ring.depth, 0, lo, hi, (slot, sum) =>
-      fn(from + (slot >= startSlot ? slot - startSlot : slot + ring.size - startSlot), sum),
-    ),
+    eachLeafIn(root, ring.depth, 0, lo, hi, (leaf, slot) => {
+      if (leaf.sum !== 0n)
+        fn(
+          from + (slot >= startSlot ? slot - startSlot : slot + ring.size - startSlot),
+          leaf.sum as bigint,
+        );
+    }),
   );
 }

@@ -111,18 +111,22 @@ const DASHBOARD_RESPONSE: HttpResponse = {
   body: DASHBOARD_HTML,
 };
 
-// A state is immutable, so the body of `GET /limits` is encoded once per state: with many
-// account entries, encoding is most of the work of an answer.
-const limitsBodies = new WeakMap<LimitsState, HttpResponse>();
-
-function limitsResponse(state: LimitsState): HttpResponse {
-  let response = limitsBodies.get(state);
-  if (response === undefined) {
-    response = json(200, getLimits(state));
-    limitsBodies.set(state, response);
-  }
-  return response;
+// A state is immutable, so a read's body is encoded once per state: with many account
+// entries, encoding is most of the work of an answer.
+function perState(view: (state: LimitsState) => unknown): (state: LimitsState) => HttpResponse {
+  const bodies = new WeakMap<LimitsState, HttpResponse>();
+  return (state) => {
+    let response = bodies.get(state);
+    if (response === undefined) {
+      response = json(200, view(state));
+      bodies.set(state, response);
+    }
+    return response;
+  };
 }
+
+const limitsResponse = perState(getLimits);
+const windowResponse = perState((state) => windowOf(state));
 
 /** An RFC 9457 problem response. */
 export function problem(
@@ -309,13 +313,15 @@ export function admitRequest(request: HttpRequest, options: HandleOptions = {}):
     return { ok: false, response: invalidToken() };
   const type = header(request, 'content-type')?.split(';')[0]?.trim().toLowerCase();
   if (type !== 'application/json') {
+    const refused = problem(
+      415,
+      'unsupported_media_type',
+      `expected Content-Type: application/json, got ${type ?? 'none'}`,
+    );
+    // Answered before the handler runs: a public route's CORS headers are added here.
     return {
       ok: false,
-      response: problem(
-        415,
-        'unsupported_media_type',
-        `expected Content-Type: application/json, got ${type ?? 'none'}`,
-      ),
+      response: path === '/admin/events' ? refused : withCors(refused, request, path, options),
     };
   }
   return { ok: true, maxBody: path === '/admin/events' ? MAX_EVENTS_BODY : MAX_THROTTLE_BODY };
@@ -429,18 +435,6 @@ function allowedMethods(path: string): string | undefined {
   if (parts.length === 3) return 'GET';
   if (parts.length === 5 && (parts[3] === 'withdrawals' || parts[3] === 'deposits')) return 'GET';
   return undefined;
-}
-
-// The global window changes only with the state: encoded once per state, like the limits.
-const windowBodies = new WeakMap<LimitsState, HttpResponse>();
-
-function windowResponse(state: LimitsState): HttpResponse {
-  let response = windowBodies.get(state);
-  if (response === undefined) {
-    response = json(200, windowOf(state));
-    windowBodies.set(state, response);
-  }
-  return response;
 }
 
 const AMOUNT_TEXT = /^[0-9]{1,19}$/;

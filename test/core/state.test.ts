@@ -491,3 +491,40 @@ test('states derived from one state keep nothing of each other: the shared hash 
     expect(apply(s, { type: 'withdrawalRejected', id: `s${(i + 1) % 1000}` }).ok).toBe(false);
   }
 });
+
+test('a long batch spreads its withdrawals over generations without losing any when they are dropped later', () => {
+  const history = 64;
+  const events: LimitsEvent[] = [];
+  for (let b = 1; b <= 300; b++) {
+    events.push({ type: 'blockConnected', height: b });
+    for (let i = 0; i < 4; i++)
+      events.push(withdraw(`a${i}`, 1n, Math.max(0, b - (i % 3)), `w${b}-${i}`));
+  }
+  // The same history in one batch, and one batch per block.
+  let batch = run(createLimitsState({ historyBlocks: history }), ...events);
+  let perBlock = createLimitsState({ historyBlocks: history });
+  let block: LimitsEvent[] = [];
+  for (const e of events) {
+    if (e.type === 'blockConnected' && block.length > 0) {
+      perBlock = run(perBlock, ...block);
+      block = [];
+    }
+    block.push(e);
+  }
+  perBlock = run(perBlock, ...block);
+  // The batch filled the generations it sealed itself, not only the youngest.
+  expect(batch.generations.filter((g) => g.map.size > 0).length).toBeGreaterThan(3);
+  // Then blocks one at a time, until every generation the batch made has been dropped:
+  // both always hold exactly the same withdrawals.
+  for (let h = 301; h <= 301 + history * 2; h++) {
+    batch = run(batch, { type: 'blockConnected', height: h });
+    perBlock = run(perBlock, { type: 'blockConnected', height: h });
+    expect(
+      heldWithdrawals(batch).map((w) => w.id),
+      `at ${h}`,
+    ).toEqual(heldWithdrawals(perBlock).map((w) => w.id));
+    // And each one held is found by id (a different payload is refused as a duplicate).
+    for (const w of heldWithdrawals(batch).slice(0, 8))
+      expect(apply(batch, withdraw(w.account, 2n, w.height, w.id)).ok).toBe(false);
+  }
+});

@@ -5,6 +5,7 @@
  */
 import { describe, expect, test } from 'vitest';
 import {
+  admitRequest,
   DASHBOARD_HTML,
   decodeJson,
   type HandleOptions,
@@ -235,6 +236,23 @@ describe('CORS', () => {
       { cors: false },
     );
     expect(response.status).toBe(405);
+  });
+
+  test('a refusal before the body is read (415) carries the same CORS headers as any answer', () => {
+    const head = {
+      method: 'POST',
+      path: '/start_throttle',
+      headers: { 'content-type': 'text/plain' },
+    };
+    const r = admitRequest(head, {});
+    expect(r.ok).toBe(false);
+    if (!r.ok) {
+      expect(r.response.status).toBe(415);
+      expect(r.response.headers['access-control-allow-origin']).toBe('*');
+    }
+    const admin = admitRequest({ ...head, path: '/admin/events' }, { adminToken: TOKEN });
+    expect(admin.ok).toBe(false);
+    if (!admin.ok) expect(admin.response.headers['access-control-allow-origin']).toBeUndefined();
   });
 
   test('POST /admin/events never gets CORS headers, and its preflight is refused', () => {

@@ -75,6 +75,23 @@ function next(state: LimitsState, events: LimitsEvent[]): LimitsState {
   return r.state;
 }
 
+/** A service over the store, and a way to post operator events to it. */
+function serviceOver(store: Awaited<ReturnType<typeof openStore>>) {
+  const service = createService({
+    state: store.state,
+    adminToken: 't',
+    persist: (events, state) => store.write(events, state),
+  });
+  const post = (events: LimitsEvent[]) =>
+    service.handle({
+      method: 'POST',
+      path: '/admin/events',
+      headers: { 'content-type': 'application/json', authorization: 'Bearer t' },
+      body: encodeJson(events),
+    });
+  return { service, post };
+}
+
 describe('journal writes', () => {
   test('a write that comes up short is cut back off the file and refused; the next one is clean', async () => {
     const dir = tempDir();
@@ -103,18 +120,7 @@ describe('journal writes', () => {
     const dir = tempDir();
     const f = faulty({ failWriteAfter: 1 });
     const store = await openStore({ dir, initial: initial(), openJournalFile: f.open });
-    const service = createService({
-      state: store.state,
-      adminToken: 't',
-      persist: (events, state) => store.write(events, state),
-    });
-    const post = (events: LimitsEvent[]) =>
-      service.handle({
-        method: 'POST',
-        path: '/admin/events',
-        headers: { 'content-type': 'application/json', authorization: 'Bearer t' },
-        body: encodeJson(events),
-      });
+    const { service, post } = serviceOver(store);
     expect((await post([block(1)])).status).toBe(200);
     const refused = await post([withdrawal('a')]);
     expect(refused.status).toBe(500);
@@ -147,18 +153,7 @@ describe('journal writes', () => {
     const dir = tempDir();
     const f = faulty({ flushDelayMs: 20 });
     const store = await openStore({ dir, initial: initial(), openJournalFile: f.open });
-    const service = createService({
-      state: store.state,
-      adminToken: 't',
-      persist: (events, state) => store.write(events, state),
-    });
-    const post = (events: LimitsEvent[]) =>
-      service.handle({
-        method: 'POST',
-        path: '/admin/events',
-        headers: { 'content-type': 'application/json', authorization: 'Bearer t' },
-        body: encodeJson(events),
-      });
+    const { service, post } = serviceOver(store);
     await post([block(1)]);
     const before = f.flushes();
     const flushedAt: number[] = [];
