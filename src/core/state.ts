@@ -221,8 +221,12 @@ type Draft = { -readonly [K in keyof LimitsState]: LimitsState[K] } & {
    * touches them, and lookups cost a hash-table probe. Made on the first write.
    */
   pending: Map<string, Withdrawal | typeof REMOVED> | undefined;
-  /** The generation that holds each persisted withdrawal this call changed or removed. */
-  homes: Map<string, Generation> | undefined;
+  /**
+   * The generation that holds each persisted withdrawal this call changed or removed, by
+   * the tip it was opened at: the one thing about a generation that sealing it (a new
+   * object) does not change.
+   */
+  homes: Map<string, Height> | undefined;
   /** Generations this call made (no other state shares them): new withdrawals may go there. */
   fresh: Set<Generation> | undefined;
   /** Books looked up or changed during this call (NO_BOOK: none; DROPPED_BOOK: removed). */
@@ -390,10 +394,11 @@ function draftOf(state: LimitsState, single = false): Draft {
   };
 }
 
-// Where the last successful findWithdrawal found its withdrawal: the generation holding it,
+// Where the last successful findWithdrawal found its withdrawal: the generation holding it
+// (by the tip it was opened at),
 // or undefined when it was in the draft's pending map. Lookups never re-enter, so a
 // module-level slot saves an allocation per lookup.
-let foundHome: Generation | undefined;
+let foundHome: Height | undefined;
 
 // A blocked Bloom filter: each id sets three bits in one 32-bit word, so a lookup costs one
 // memory load per sealed generation. The word comes from the low bits of the id's hash, the
@@ -453,7 +458,7 @@ function findWithdrawal(d: Draft, id: string): Withdrawal | undefined {
     if (gen.filter !== undefined && !mayHold(gen.filter, hash)) continue;
     const w = mapGet(gen.map, id, hash);
     if (w !== undefined && w.height >= oldest) {
-      foundHome = gen;
+      foundHome = gen.opened ?? undefined;
       return w;
     }
   }
@@ -577,10 +582,11 @@ function flushPending(d: Draft, pending: Map<string, Withdrawal | typeof REMOVED
   const freshTargets = freshSealed(d, gens);
   for (const [id, w] of pending) {
     if (maps !== undefined) {
-      const home = d.homes!.get(id);
-      const at = home === undefined ? -1 : gens.indexOf(home);
+      const opened = d.homes!.get(id);
+      const at = opened === undefined ? -1 : gens.findIndex((g) => g.opened === opened);
       if (at >= 0) {
-        if (w !== REMOVED && (home!.sealed === null || w.height <= home!.sealed)) {
+        const home = gens[at]!;
+        if (w !== REMOVED && (home.sealed === null || w.height <= home.sealed)) {
           if (at === 0) youngMap = mapSet(youngMap, id, w, d.owner);
           else maps[at] = mapSet(maps[at]!, id, w, d.owner);
           continue;
@@ -605,6 +611,31 @@ function flushPending(d: Draft, pending: Map<string, Withdrawal | typeof REMOVED
       if (log !== undefined && youngMap.size > before) logHash(log, hash);
     }
   }
+  if (youngMap !== young.map)
+    gens[0] = {
+      map: youngMap,
+      opened: young.opened,
+      sealed: null,
+      filter: undefined,
+      log,
+      logged: log === undefined ? 0 : log.n,
+    };
+  // The generations that held changed withdrawals, then the ones this call sealed and
+  // filled (never the same: those held nothing before this call).
+  if (maps !== undefined) {
+    for (let i = 1; i < gens.length; i++) {
+      const g = gens[i]!;
+      if (maps[i] !== g.map)
+        gens[i] = {
+          map: maps[i]!,
+          opened: g.opened,
+          sealed: g.sealed,
+          filter: g.filter,
+          log: undefined,
+          logged: 0,
+        };
+    }
+  }
   if (freshTargets !== undefined) {
     for (const t of freshTargets) {
       if (t.hashes.length === 0) continue;
@@ -618,28 +649,6 @@ function flushPending(d: Draft, pending: Map<string, Withdrawal | typeof REMOVED
         logged: 0,
       };
     }
-  }
-  if (youngMap !== young.map)
-    gens[0] = {
-      map: youngMap,
-      opened: young.opened,
-      sealed: null,
-      filter: undefined,
-      log,
-      logged: log === undefined ? 0 : log.n,
-    };
-  if (maps === undefined) return;
-  for (let i = 1; i < gens.length; i++) {
-    const g = gens[i]!;
-    if (maps[i] !== g.map)
-      gens[i] = {
-        map: maps[i]!,
-        opened: g.opened,
-        sealed: g.sealed,
-        filter: g.filter,
-        log: undefined,
-        logged: 0,
-      };
   }
 }
 

@@ -136,6 +136,20 @@ function fold(state: LimitsState, events: ReadonlyArray<LimitsEvent>): LimitsSta
   return s;
 }
 
+/** The events that apply, one at a time, from `start`. */
+function validOnlyFrom(start: LimitsState, events: ReadonlyArray<LimitsEvent>): LimitsEvent[] {
+  const out: LimitsEvent[] = [];
+  let s = start;
+  for (const e of events) {
+    const r = apply(s, e);
+    if (r.ok) {
+      s = r.state;
+      out.push(e);
+    }
+  }
+  return out;
+}
+
 const validOnly = (events: ReadonlyArray<LimitsEvent>) => {
   const out: LimitsEvent[] = [];
   let s = createLimitsState({ historyBlocks: HISTORY });
@@ -249,6 +263,27 @@ describe('invariants', () => {
       for (const [i, state] of states.entries()) {
         expect(textOf(state)).toBe(texts[i]);
         expect(getLimits(state)).toEqual(limits[i]);
+      }
+    },
+  );
+
+  test.prop([historyArb, historyArb, fc.nat({ max: 30 })])(
+    'a batch on a state that already holds withdrawals equals its events one at a time, now and blocks later',
+    (first, second, later) => {
+      const base = fold(createLimitsState({ historyBlocks: HISTORY }), first);
+      const events = validOnlyFrom(base, second);
+      const all = applyAll(base, events);
+      expect(all.ok).toBe(true);
+      if (!all.ok) return;
+      let batch = all.state;
+      let single = fold(base, events);
+      expect(textOf(batch)).toBe(textOf(single));
+      // Generations are dropped as blocks go by: both must drop the same withdrawals.
+      for (let i = 1; i <= later; i++) {
+        const h = (batch.highestTip ?? 0) + 1;
+        batch = fold(batch, [{ type: 'blockConnected', height: h }]);
+        single = fold(single, [{ type: 'blockConnected', height: h }]);
+        expect(textOf(batch)).toBe(textOf(single));
       }
     },
   );

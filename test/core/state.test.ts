@@ -528,3 +528,22 @@ test('a long batch spreads its withdrawals over generations without losing any w
       expect(apply(batch, withdraw(w.account, 2n, w.height, w.id)).ok).toBe(false);
   }
 });
+
+test('a long batch that also rejects a withdrawal held before it keeps every withdrawal it adds', () => {
+  const history = 64;
+  const before = run(
+    createLimitsState({ historyBlocks: history }),
+    { type: 'blockConnected', height: 1 },
+    withdraw('a', 5n, 1, 'old'),
+  );
+  const events: LimitsEvent[] = [{ type: 'withdrawalRejected', id: 'old' }];
+  for (let b = 2; b <= 200; b++) {
+    events.push({ type: 'blockConnected', height: b });
+    for (let i = 0; i < 3; i++) events.push(withdraw(`a${i}`, 1n, b, `w${b}-${i}`));
+  }
+  const batch = run(before, ...events);
+  let single = before;
+  for (const e of events) single = run(single, e);
+  expect(heldWithdrawals(batch).map((w) => w.id)).toEqual(heldWithdrawals(single).map((w) => w.id));
+  expect(heldWithdrawals(batch)).toHaveLength(history * 3);
+});
