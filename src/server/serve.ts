@@ -160,10 +160,12 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       persist: (events, next, base) => pgStore.write(events, next, base),
     });
     const shown = service;
-    pgStore.onAdvance(
-      (state, position) =>
-        void shown.replace(state, (current) => (pgStore.positionOf(current) ?? -1) < position),
-    );
+    pgStore.onAdvance((state, position) => {
+      // Shown once the changes before it are durable; a failure there is the writes' to report.
+      shown
+        .replace(state, (current) => (pgStore.positionOf(current) ?? -1) < position)
+        .catch(() => undefined);
+    });
     log?.(
       `opened the log on PostgreSQL at position ${pgStore.position} in ${(performance.now() - opening).toFixed(0)} ms`,
     );
