@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import autocannon from 'autocannon';
 import { encodeJson, generateThrottleSecret, hashThrottleSecret } from '../dist/index.js';
-import { startChild, writeReadmeTable } from './util.mjs';
+import { admin as adminEvents, startChild, withdrawalRequests, writeReadmeTable } from './util.mjs';
 
 const SECONDS = Number(process.env.LOAD_SECONDS ?? 4);
 const ROUNDS = 3;
@@ -15,14 +15,7 @@ const children = [];
 
 const start = async (args) => (await startChild(args, children)).url;
 
-async function admin(url, events) {
-  const r = await fetch(`${url}/admin/events`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', authorization: 'Bearer load-token' },
-    body: encodeJson(events),
-  });
-  if (r.status !== 200) throw new Error(`${r.status} ${await r.text()}`);
-}
+const admin = (url, events) => adminEvents(url, events, encodeJson);
 
 function cannon(url, options) {
   return autocannon({ url, duration: SECONDS, connections: 16, ...options });
@@ -123,19 +116,9 @@ try {
   rows.push(['POST /start_throttle, wrong secret (401)', throttle]);
 
   // --- POST /admin/events from 16 clients: group commit vs a flush per request --------------
-  let n = 0;
   const events = (url) =>
     cannon(`${url}/admin/events`, {
-      requests: [
-        {
-          method: 'POST',
-          headers: { 'content-type': 'application/json', authorization: 'Bearer load-token' },
-          setupRequest: (req) => ({
-            ...req,
-            body: `[{"type":"withdrawalRequested","id":"w${n++}","account":"a${n % 500}","amount":1000,"height":1}]`,
-          }),
-        },
-      ],
+      requests: withdrawalRequests(1000),
     });
   const grouped = await start(['peg-limits', mkdtempSync(join(tmpdir(), 'peg-limits-load-'))]);
   const serial = await start([

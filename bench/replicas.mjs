@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import autocannon from 'autocannon';
 import pg from 'pg';
 import { applyAll, createLimitsState, encodeJson, snapshotOf } from '../dist/index.js';
-import { startChild, writeReadmeTable } from './util.mjs';
+import { admin as adminEvents, startChild, withdrawalRequests, writeReadmeTable } from './util.mjs';
 
 const BIN = process.env.PG_BIN ?? '/usr/lib/postgresql/15/bin';
 if (!existsSync(join(BIN, 'initdb'))) {
@@ -53,32 +53,14 @@ async function database(name) {
 
 const replica = (url) => startChild(['replica', url], children);
 
-async function admin(url, events) {
-  const r = await fetch(`${url}/admin/events`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', authorization: 'Bearer load-token' },
-    body: encodeJson(events),
-  });
-  if (r.status !== 200) throw new Error(`${r.status} ${await r.text()}`);
-  return Number(r.headers.get('peg-limits-position'));
-}
+const admin = (url, events) => adminEvents(url, events, encodeJson);
 
-let n = 0;
 function writes(url, connections) {
   return autocannon({
     url: `${url}/admin/events`,
     duration: SECONDS,
     connections,
-    requests: [
-      {
-        method: 'POST',
-        headers: { 'content-type': 'application/json', authorization: 'Bearer load-token' },
-        setupRequest: (req) => ({
-          ...req,
-          body: `[{"type":"withdrawalRequested","id":"w${n++}","account":"a${n % 500}","amount":1,"height":1}]`,
-        }),
-      },
-    ],
+    requests: withdrawalRequests(1),
   });
 }
 

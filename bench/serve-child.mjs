@@ -8,6 +8,7 @@ import { readFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { createLimitsState } from '../dist/index.js';
 import { startServer } from '../dist/server.js';
+import { LOAD_TOKEN } from './util.mjs';
 
 const [mode, arg, option] = process.argv.slice(2);
 if (mode === 'floor') {
@@ -31,7 +32,7 @@ if (mode === 'floor') {
     dataDir: mode === 'replica' ? '.' : arg,
     postgres: mode === 'replica' ? arg : undefined,
     port: 0,
-    adminToken: 'load-token',
+    adminToken: LOAD_TOKEN,
     groupCommit: option !== 'serial',
     limits: { maxConnections: 10_000 },
   });

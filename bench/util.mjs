@@ -35,3 +35,33 @@ export function writeReadmeTable(name, table) {
     `${readme.slice(0, at + start.length)}\n${table}\n${readme.slice(until)}`,
   );
 }
+
+/** The operator token the benchmark servers run with. */
+export const LOAD_TOKEN = 'load-token';
+
+/** Posts operator events; resolves with the log position the answer reflects. */
+export async function admin(url, events, encode) {
+  const r = await fetch(`${url}/admin/events`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${LOAD_TOKEN}` },
+    body: encode(events),
+  });
+  if (r.status !== 200) throw new Error(`${r.status} ${await r.text()}`);
+  return Number(r.headers.get('peg-limits-position'));
+}
+
+let withdrawals = 0;
+
+/** An autocannon request list: each request a fresh withdrawal of `amount` at height 1. */
+export function withdrawalRequests(amount) {
+  return [
+    {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${LOAD_TOKEN}` },
+      setupRequest: (req) => ({
+        ...req,
+        body: `[{"type":"withdrawalRequested","id":"w${withdrawals++}","account":"a${withdrawals % 500}","amount":${amount},"height":1}]`,
+      }),
+    },
+  ];
+}

@@ -212,8 +212,7 @@ export interface LimitsOptions {
 
 /** The mutable working copy one `apply`/`applyAll` call changes; never escapes. */
 type Draft = { -readonly [K in keyof LimitsState]: LimitsState[K] } & {
-  /** `generations`, copied on the first change. */
-  gens: Generation[];
+  /** Whether `generations` is this call's own copy yet (made on the first change). */
   gensOwned: boolean;
   /**
    * The withdrawals added, changed or removed (REMOVED) during this call, written into the
@@ -383,7 +382,6 @@ function draftOf(state: LimitsState, single = false): Draft {
     generations: state.generations,
     books: state.books,
     accountPegged: state.accountPegged,
-    gens: state.generations as Generation[],
     gensOwned: false,
     pending: undefined,
     homes: undefined,
@@ -449,7 +447,7 @@ function findWithdrawal(d: Draft, id: string): Withdrawal | undefined {
     foundHome = undefined;
     return p === REMOVED || p.height < oldest ? undefined : p;
   }
-  const gens = d.gens;
+  const gens = d.generations;
   let hash = -1;
   for (let i = 0; i < gens.length; i++) {
     const gen = gens[i]!;
@@ -485,10 +483,10 @@ function changeFound(d: Draft, id: string, w: Withdrawal | typeof REMOVED): void
 
 function ownGens(d: Draft): Generation[] {
   if (!d.gensOwned) {
-    d.gens = d.gens.slice();
+    d.generations = d.generations.slice();
     d.gensOwned = true;
   }
-  return d.gens;
+  return d.generations as Generation[];
 }
 
 /** Calls `fn` with every withdrawal the draft holds inside the history. */
@@ -496,7 +494,7 @@ function forEachHeld(d: Draft, fn: (w: Withdrawal) => void): void {
   const oldest = oldestRetained(d);
   const p = d.pending;
   if (p !== undefined) for (const w of p.values()) if (w !== REMOVED && w.height >= oldest) fn(w);
-  for (const gen of d.gens) {
+  for (const gen of d.generations) {
     mapForEach(gen.map, (w, id) => {
       if (w.height >= oldest && (p === undefined || !p.has(id))) fn(w);
     });
@@ -698,7 +696,7 @@ function freeze(d: Draft): LimitsState {
     throttleKeys: d.throttleKeys,
     ring: d.ring,
     window: d.window,
-    generations: d.gens,
+    generations: d.generations,
     books: d.books,
     accountPegged: d.accountPegged,
   };
@@ -793,7 +791,7 @@ function forget(d: Draft, before: Height | null, after: Height): void {
       d.window = clearHeights(d.ring, d.window, from, to, d.owner);
     }
   }
-  const young = d.gens[0]!;
+  const young = d.generations[0]!;
   const span = Math.ceil(d.historyBlocks / GENERATIONS);
   if (young.opened === null || before === null) {
     const wasFresh = d.fresh?.has(young) === true;
@@ -805,7 +803,7 @@ function forget(d: Draft, before: Height | null, after: Height): void {
       log: young.log,
       logged: young.logged,
     };
-    if (wasFresh) d.fresh!.add(d.gens[0]!);
+    if (wasFresh) d.fresh!.add(d.generations[0]!);
   } else if (after - young.opened >= span) {
     const g = ownGens(d);
     const wasFresh = d.fresh?.has(young) === true;
@@ -830,9 +828,12 @@ function forget(d: Draft, before: Height | null, after: Height): void {
     if (wasFresh) d.fresh.add(g[1]!);
   }
   const oldest = after - d.historyBlocks + 1;
-  for (let last = d.gens[d.gens.length - 1]!; last.sealed !== null && last.sealed < oldest; ) {
+  for (
+    let last = d.generations[d.generations.length - 1]!;
+    last.sealed !== null && last.sealed < oldest;
+  ) {
     ownGens(d).pop();
-    last = d.gens[d.gens.length - 1]!;
+    last = d.generations[d.generations.length - 1]!;
   }
 }
 

@@ -178,21 +178,23 @@ const encoder = new TextEncoder();
 const decoder = new TextDecoder('utf-8', { fatal: true });
 
 // Reads a JSON body: checks its media type and size, decodes it exactly.
+// The 415 for a body not said to be JSON, or undefined when it is.
+function notJson(request: HttpRequest): HttpResponse | undefined {
+  const type = header(request, 'content-type')?.split(';')[0]?.trim().toLowerCase();
+  if (type === 'application/json') return undefined;
+  return problem(
+    415,
+    'unsupported_media_type',
+    `expected Content-Type: application/json, got ${type ?? 'none'}`,
+  );
+}
+
 function readJson(
   request: HttpRequest,
   max: number,
 ): { ok: true; value: unknown } | { ok: false; response: HttpResponse } {
-  const type = header(request, 'content-type')?.split(';')[0]?.trim().toLowerCase();
-  if (type !== 'application/json') {
-    return {
-      ok: false,
-      response: problem(
-        415,
-        'unsupported_media_type',
-        `expected Content-Type: application/json, got ${type ?? 'none'}`,
-      ),
-    };
-  }
+  const refused = notJson(request);
+  if (refused !== undefined) return { ok: false, response: refused };
   const body = request.body ?? '';
   const size =
     typeof body === 'string'
@@ -311,17 +313,12 @@ export function admitRequest(request: HttpRequest, options: HandleOptions = {}):
   if (!posts || method !== 'POST') return { ok: true, maxBody: 0 };
   if (path === '/admin/events' && !tokenMatches(request, token!))
     return { ok: false, response: invalidToken() };
-  const type = header(request, 'content-type')?.split(';')[0]?.trim().toLowerCase();
-  if (type !== 'application/json') {
-    const refused = problem(
-      415,
-      'unsupported_media_type',
-      `expected Content-Type: application/json, got ${type ?? 'none'}`,
-    );
+  const refused = notJson(request);
+  if (refused !== undefined) {
     // Answered before the handler runs: a public route's CORS headers are added here.
     return {
       ok: false,
-      response: path === '/admin/events' ? refused : withCors(refused, request, path, options),
+      response: path === '/admin/events' ? refused : withCors(refused, request, options),
     };
   }
   return { ok: true, maxBody: path === '/admin/events' ? MAX_EVENTS_BODY : MAX_THROTTLE_BODY };
@@ -365,8 +362,18 @@ export function handleRequest(
         ? adminRoute(state, request, token)
         : { state, response: notAllowed('POST'), events: [] };
     }
-    const route = publicRoute(state, path, method === 'HEAD' ? 'GET' : method, request, options);
-    return { ...route, response: withCors(route.response, request, path, options) };
+    const allowed = allowedMethods(path);
+    if (allowed === undefined)
+      return { state, response: problem(404, 'not_found', `no resource at ${path}`), events: [] };
+    const route = publicRoute(
+      state,
+      path,
+      method === 'HEAD' ? 'GET' : method,
+      allowed,
+      request,
+      options,
+    );
+    return { ...route, response: withCors(route.response, request, options) };
   } catch (e) {
     const message = e instanceof Error ? e.message : String(e);
     return { state, response: problem(500, 'internal_error', message), events: [] };
@@ -381,12 +388,11 @@ function publicRoute(
   state: LimitsState,
   path: string,
   method: string,
+  allowed: string,
   request: HttpRequest,
   options: HandleOptions,
 ): HandleResult {
   const unchanged = (response: HttpResponse): HandleResult => ({ state, response, events: [] });
-  const allowed = allowedMethods(path);
-  if (allowed === undefined) return unchanged(problem(404, 'not_found', `no resource at ${path}`));
   if (method === 'OPTIONS' && corsOf(options) !== false) return unchanged(preflight(allowed));
   if (!allowed.split(', ').includes(method)) return unchanged(notAllowed(allowed));
   if (path === '/start_throttle') return startThrottleRoute(state, request);
@@ -480,15 +486,14 @@ function preflight(allowed: string): HttpResponse {
   };
 }
 
-// Adds the CORS headers a public response carries for the request's origin.
+// Adds the CORS headers a public route's response carries for the request's origin.
 function withCors(
   response: HttpResponse,
   request: HttpRequest,
-  path: string,
   options: HandleOptions,
 ): HttpResponse {
   const cors = corsOf(options);
-  if (cors === false || allowedMethods(path) === undefined) return response;
+  if (cors === false) return response;
   if (cors === '*')
     return { ...response, headers: { ...response.headers, 'access-control-allow-origin': '*' } };
   const origin = header(request, 'origin');

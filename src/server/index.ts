@@ -30,7 +30,6 @@ export {
   type OpenJournalFile,
   openNodeJournalFile,
   openStore,
-  readStore,
   SNAPSHOT_FILE,
   type Store,
   StoreError,

@@ -310,10 +310,7 @@ export async function openPgStore(options: PgStoreOptions): Promise<PgStore> {
       [seq, encodeJson(snapshotOf(at))],
     );
     await c.query('DELETE FROM peg_limits_batches WHERE seq <= $1', [seq - keepBatches]);
-    await c.query('DELETE FROM peg_limits_snapshots WHERE seq < $1 AND seq <= $2', [
-      seq,
-      seq - keepBatches,
-    ]);
+    await c.query('DELETE FROM peg_limits_snapshots WHERE seq <= $1', [seq - keepBatches]);
   }
 
   return {

@@ -136,11 +136,8 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     headersTimeoutMs: Math.min(given.headersTimeoutMs, given.requestTimeoutMs),
   };
   const opening = performance.now();
-  // The log position of each state this server shows: sent with every answer.
-  const positions = new WeakMap<LimitsState, number>();
   let store: Store | PgStore;
   let service: Service;
-  let positionOf: (state: LimitsState) => number | undefined;
   let storeUnavailable = () => false;
   if (options.postgres !== undefined) {
     const pgStore = await openPgStore({
@@ -151,7 +148,6 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       log,
     });
     store = pgStore;
-    positionOf = (state) => pgStore.positionOf(state);
     storeUnavailable = () => !pgStore.connected;
     service = createService({
       state: pgStore.state,
@@ -180,8 +176,6 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       openJournalFile: options.openJournalFile,
     });
     store = embedded;
-    positions.set(embedded.state, embedded.seq);
-    positionOf = (state) => positions.get(state);
     for (const warning of embedded.warnings) log?.(`warning: ${warning}`);
     log?.(
       `opened ${options.dataDir}: ${embedded.seq} batches, ${embedded.replayed} replayed from the journal, in ${(performance.now() - opening).toFixed(0)} ms`,
@@ -190,17 +184,14 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       state: embedded.state,
       adminToken: options.adminToken,
       cors: options.cors,
-      persist: async (events, next) => {
-        const written = await embedded.write(events, next);
-        positions.set(next, embedded.seq);
-        return written;
-      },
+      persist: (events, next) => embedded.write(events, next),
     });
   }
   const handleOptions = { adminToken: options.adminToken, cors: options.cors };
-  let lastPosition = positionOf(service.state) ?? 0;
+  // The log position of the state reads see, sent with every answer.
+  let lastPosition = store.positionOf(service.state) ?? 0;
   const currentPosition = () => {
-    lastPosition = positionOf(service.state) ?? lastPosition;
+    lastPosition = store.positionOf(service.state) ?? lastPosition;
     return lastPosition;
   };
 

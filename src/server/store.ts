@@ -18,7 +18,6 @@ import { type FileHandle, mkdir, open, readFile, rename, rm } from 'node:fs/prom
 import { join } from 'node:path';
 import {
   applyAll,
-  decodeJson,
   encodeJson,
   eventsFromJson,
   type LimitsEvent,
@@ -120,6 +119,8 @@ export interface Store {
   readonly replayed: number;
   /** The number of batches the folder holds (snapshot and journal together). */
   readonly seq: number;
+  /** The position (batch count) of a state this store read or wrote, if it did. */
+  positionOf(state: LimitsState): number | undefined;
   /**
    * Appends one batch as one journal line. Resolves once the bytes are written (rejects,
    * with the line cut back off the file, when they could not be); `durable` resolves once
@@ -346,9 +347,12 @@ export async function openStore(options: StoreOptions): Promise<Store> {
   let seq = start + batches;
   let written = state;
   let sinceSnapshot = 0;
-  // The batch count the snapshot on disk holds, and the batch lines the journal file holds.
+  // The batch count the snapshot on disk holds, and the batch the journal file starts after
+  // (it holds batches journalAfter + 1 … seq).
   let snapshotAt = snapshotSeq;
-  let linesInFile = batches;
+  let journalAfter = start;
+  // The position of each state this store read or wrote.
+  const positions = new WeakMap<LimitsState, number>([[state, seq]]);
   let fatal: FlushError | undefined;
   // The chain that orders writes and compactions.
   let lane: Promise<unknown> = Promise.resolve();
@@ -416,7 +420,7 @@ export async function openStore(options: StoreOptions): Promise<Store> {
 
   async function compactNow(): Promise<void> {
     // Nothing to do when the snapshot holds every batch and the journal none.
-    if (seq === snapshotAt && linesInFile === 0) return;
+    if (seq === snapshotAt && seq === journalAfter) return;
     await lastDurable;
     log?.(`compacting: writing a snapshot of ${seq} batches`);
     const text = encodeJson({ format: SNAPSHOT_FORMAT, seq, state: snapshotOf(written) });
@@ -429,7 +433,7 @@ export async function openStore(options: StoreOptions): Promise<Store> {
     end = Buffer.byteLength(journalHeader(seq));
     sinceSnapshot = 0;
     snapshotAt = seq;
-    linesInFile = 0;
+    journalAfter = seq;
     log?.(`compacted: ${SNAPSHOT_FILE} holds ${seq} batches (${text.length} bytes)`);
   }
 
@@ -446,12 +450,13 @@ export async function openStore(options: StoreOptions): Promise<Store> {
     get seq() {
       return seq;
     },
+    positionOf: (s) => positions.get(s),
     write(events, next) {
       return enqueue(async () => {
         if (fatal !== undefined) throw fatal;
         await appendLine(Buffer.from(`${encodeJson(events)}\n`, 'utf8'));
         seq++;
-        linesInFile++;
+        positions.set(next, seq);
         written = next;
         sinceSnapshot += events.length;
         const durable = groupCommit ? sync() : flushNow();
@@ -481,12 +486,4 @@ export async function openStore(options: StoreOptions): Promise<Store> {
       await file.close();
     },
   };
-}
-
-/** Reads a data folder's batches for tests and tools: the snapshot's state and the lines after it. */
-export async function readStore(dir: string): Promise<{ snapshotSeq: number; lines: unknown[] }> {
-  const snapshot = await readSnapshot(dir);
-  const lines: unknown[] = [];
-  await eachLine(join(dir, JOURNAL_FILE), (text) => lines.push(decodeJson(text)));
-  return { snapshotSeq: snapshot?.seq ?? 0, lines };
 }

@@ -295,6 +295,39 @@ describe.skipIf(!POSTGRES_AVAILABLE)('replicas over one PostgreSQL', () => {
     );
   });
 
+  test('snapshot rows every N batches, old rows pruned, and a new replica starts from the newest snapshot', async () => {
+    const url = await database();
+    const a = await replica(url, { snapshotEvery: 5, keepBatches: 3 });
+    for (let h = 1; h <= 23; h++)
+      expect((await post(a.url, { type: 'blockConnected', height: h })).status).toBe(200);
+    const c = new pg.Client({ connectionString: url });
+    await c.connect();
+    const rows = async () => ({
+      batches: (await c.query('SELECT seq FROM peg_limits_batches ORDER BY seq')).rows.map((r) =>
+        Number(r.seq),
+      ),
+      snapshots: (await c.query('SELECT seq FROM peg_limits_snapshots ORDER BY seq')).rows.map(
+        (r) => Number(r.seq),
+      ),
+    });
+    // Snapshots are written after the answers: wait for the one at 20 and its pruning.
+    let seen = await rows();
+    for (let i = 0; i < 50 && seen.snapshots.join() !== '20'; i++) {
+      await new Promise((r) => setTimeout(r, 50));
+      seen = await rows();
+    }
+    await c.end();
+    expect(seen.snapshots).toEqual([20]);
+    expect(seen.batches).toEqual([18, 19, 20, 21, 22, 23]);
+    // Rows 1…17 are gone: a new replica can only start from snapshot 20 and the rows after it.
+    const b = await replica(url);
+    expect(b.position).toBe(23);
+    expect(b.service.state.tip).toBe(23);
+    expect(await (await fetch(`${b.url}/limits`)).text()).toBe(
+      await (await fetch(`${a.url}/limits`)).text(),
+    );
+  });
+
   test('migrate-journal moves a data folder into an empty database, and replicas go on from it', async () => {
     const url = await database();
     const dir = tempDir();

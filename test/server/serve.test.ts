@@ -99,6 +99,9 @@ describe('the server over a loopback port', () => {
     expectDocumented('/admin/events', 'POST', fed);
     expect(fed.status).toBe(200);
     expect(fed.json.availableToWithdraw).toBe(700n);
+    // Every answer says the log position it reflects: here the first batch.
+    expect(fed.headers['peg-limits-position']).toBe('1');
+    expect((await send(s.url, '/limits')).headers['peg-limits-position']).toBe('1');
 
     const alice = await send(s.url, '/limits/alice');
     expectDocumented('/limits/{account}', 'GET', alice);
@@ -134,7 +137,9 @@ describe('the server over a loopback port', () => {
       /^\{"format":"peg-limits\/data-snapshot","seq":2,"state":\{"format":"peg-limits\/snapshot"/,
     );
     s = await start(dir);
-    expect((await send(s.url, '/limits')).body).toBe(before);
+    const after = await send(s.url, '/limits');
+    expect(after.body).toBe(before);
+    expect(after.headers['peg-limits-position']).toBe('2');
   });
 
   test('a batch of operator events is all or nothing, on disk too', async () => {

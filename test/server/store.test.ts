@@ -30,9 +30,16 @@ function faulty(plan: {
   failWriteAfter?: number;
   failFlushAfter?: number;
   flushDelayMs?: number;
-}): { open: OpenJournalFile; flushes: () => number; writes: () => number } {
+}): {
+  open: OpenJournalFile;
+  flushes: () => number;
+  writes: () => number;
+  /** The number of writes the completed flushes cover: those done before a flush began. */
+  covered: () => number;
+} {
   let writes = 0;
   let flushes = 0;
+  let covered = 0;
   const open: OpenJournalFile = async (path) => {
     const real: JournalFile = await openNodeJournalFile(path);
     return {
@@ -49,16 +56,18 @@ function faulty(plan: {
       },
       async datasync() {
         flushes++;
+        const upTo = writes;
         if (plan.flushDelayMs) await new Promise((r) => setTimeout(r, plan.flushDelayMs));
         if (plan.failFlushAfter !== undefined && flushes > plan.failFlushAfter)
           throw Object.assign(new Error('input/output error'), { code: 'EIO' });
-        return real.datasync();
+        await real.datasync();
+        covered = Math.max(covered, upTo);
       },
       truncate: (length) => real.truncate(length),
       close: () => real.close(),
     };
   };
-  return { open, flushes: () => flushes, writes: () => writes };
+  return { open, flushes: () => flushes, writes: () => writes, covered: () => covered };
 }
 
 function block(height: number): LimitsEvent {
@@ -157,10 +166,13 @@ describe('journal writes', () => {
     await post([block(1)]);
     const before = f.flushes();
     const flushedAt: number[] = [];
+    // Changes are written in arrival order: request i is write 2 + i (the block was write 1).
+    const ownWriteCovered: boolean[] = [];
     const answers = await Promise.all(
       Array.from({ length: 40 }, (_, i) =>
         post([withdrawal(`w${i}`)]).then((r) => {
           flushedAt.push(f.flushes());
+          ownWriteCovered.push(f.covered() >= 2 + i);
           return r.status;
         }),
       ),
@@ -169,6 +181,8 @@ describe('journal writes', () => {
     // 40 changes, far fewer flushes: they waited together.
     expect(f.flushes() - before).toBeLessThan(10);
     expect(flushedAt.every((n) => n > before)).toBe(true);
+    // And none was answered before a completed flush covered its own bytes.
+    expect(ownWriteCovered).toEqual(Array(40).fill(true));
     expect(getLimits(service.state).availableToWithdraw).toBe(10n ** 9n - 200n);
     await store.close();
   });
