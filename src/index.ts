@@ -88,6 +88,7 @@ export {
   PersistConflict,
   type Persisted,
   PersistRefused,
+  type Refresh,
   type Service,
   type ServiceOptions,
 } from './http/service.js';

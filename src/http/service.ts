@@ -33,7 +33,19 @@ export interface ServiceOptions {
         base: LimitsState,
       ) => void | Promise<undefined | Persisted> | Promise<void>)
     | undefined;
+  /**
+   * With a store other writers share: called before each change, so that every answer to
+   * a change, a refusal too, is computed on the newest state of the log.
+   */
+  readonly refresh?: Refresh | undefined;
 }
+
+/**
+ * What {@link ServiceOptions.refresh} is: called before each change is computed, with the
+ * state the service would compute it on; resolves with a newer durable state (another
+ * writer's) to compute it on instead, or `undefined` when there is none.
+ */
+export type Refresh = (current: LimitsState) => Promise<LimitsState | undefined>;
 
 /** What {@link ServiceOptions.persist} may resolve with: written, durable later. */
 export interface Persisted {
@@ -118,6 +130,8 @@ export function createService(options: ServiceOptions): Service {
   async function change(
     request: HttpRequest,
   ): Promise<{ response: HttpResponse; wait: Promise<void> | undefined }> {
+    const newer = await options.refresh?.(written);
+    if (newer !== undefined) adopt(newer);
     for (let attempt = 1; ; attempt++) {
       const result = handleRequest(written, request, handleOptions);
       // A refusal or a no-op computed on a state not yet durable waits for that state.

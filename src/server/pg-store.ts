@@ -72,6 +72,11 @@ export interface PgStore {
   write(events: ReadonlyArray<LimitsEvent>, next: LimitsState, base: LimitsState): Promise<void>;
   /** Called with each newer state that rows of other replicas brought. */
   onAdvance(fn: (state: LimitsState, position: number) => void): void;
+  /**
+   * Reads the rows after `current` now, and resolves with the newer state they make, or
+   * `undefined` when there are none (or the database is out of reach).
+   */
+  latest(current: LimitsState): Promise<LimitsState | undefined>;
   /** Stops listening and polling and closes the connections. */
   close(): Promise<void>;
 }
@@ -367,6 +372,11 @@ export async function openPgStore(options: PgStoreOptions): Promise<PgStore> {
     },
     onAdvance(fn) {
       listeners.push(fn);
+    },
+    async latest(current) {
+      if (connected) await serial(catchUp).catch((e: unknown) => lost(e));
+      const at = positions.get(current);
+      return at !== undefined && position > at ? state : undefined;
     },
     async close() {
       closing = true;

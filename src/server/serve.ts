@@ -154,6 +154,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       adminToken: options.adminToken,
       cors: options.cors,
       persist: (events, next, base) => pgStore.write(events, next, base),
+      refresh: (current) => pgStore.latest(current),
     });
     const shown = service;
     pgStore.onAdvance((state, position) => {

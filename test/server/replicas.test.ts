@@ -295,6 +295,32 @@ describe.skipIf(!POSTGRES_AVAILABLE)('replicas over one PostgreSQL', () => {
     );
   });
 
+  test('a change is computed on the newest state of the log, even before a follower has heard of it', async () => {
+    const url = await database();
+    const a = await replica(url);
+    expect((await post(a.url, { type: 'blockConnected', height: 100 })).status).toBe(200);
+    await waitFor(() => a.position === 1);
+    // Another writer's row, with no notification (as when one is lost): the replica has not
+    // applied it when the next request arrives.
+    const c = new pg.Client({ connectionString: url });
+    await c.connect();
+    await c.query('INSERT INTO peg_limits_batches (seq, events) VALUES (2, $1)', [
+      encodeJson([{ type: 'blockConnected', height: 101 }]),
+    ]);
+    await c.end();
+    // A withdrawal at the new height: refused as "ahead of the tip" on a stale state,
+    // accepted on the newest one, at the next position.
+    const r = await post(a.url, {
+      type: 'withdrawalRequested',
+      id: 'x',
+      account: 'a',
+      amount: 1n,
+      height: 101,
+    });
+    expect(r.status, r.body).toBe(200);
+    expect(r.position).toBe('3');
+  });
+
   test('snapshot rows every N batches, old rows pruned, and a new replica starts from the newest snapshot', async () => {
     const url = await database();
     const a = await replica(url, { snapshotEvery: 5, keepBatches: 3 });
