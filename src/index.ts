@@ -56,6 +56,13 @@ export {
   windowOf,
 } from './core/views.js';
 export {
+  type BodyCollector,
+  bodyCollector,
+  declaredTooLarge,
+  payloadTooLarge,
+  readBody,
+} from './http/body.js';
+export {
   type CheckAnswer,
   type ClientResult,
   createLimitsClient,

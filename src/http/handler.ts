@@ -68,7 +68,12 @@ export type HttpErrorCode =
   | 'payload_too_large'
   | 'unsupported_media_type'
   | 'invalid_token'
-  | 'internal_error';
+  | 'internal_error'
+  | 'bad_request'
+  | 'request_timeout'
+  | 'header_too_large'
+  | 'store_unavailable'
+  | 'write_conflict';
 
 const TITLES: Readonly<Record<string, string>> = {
   not_found: 'Not found',
@@ -85,6 +90,11 @@ const TITLES: Readonly<Record<string, string>> = {
   invalid_amount: 'Invalid amount',
   invalid_json: 'Invalid JSON',
   window_not_found: 'The account has no window of its own',
+  bad_request: 'Malformed request',
+  request_timeout: 'Request not received in time',
+  header_too_large: 'Request head too large',
+  store_unavailable: 'Event log out of reach',
+  write_conflict: 'Write conflict',
 };
 
 // Event errors that say the request conflicts with the state rather than being malformed.

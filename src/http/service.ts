@@ -5,7 +5,14 @@
  */
 
 import type { LimitsEvent, LimitsState } from '../core/state.js';
-import { type HttpRequest, type HttpResponse, handleRequest, problem } from './handler.js';
+import { declaredTooLarge, payloadTooLarge, readBody } from './body.js';
+import {
+  admitRequest,
+  type HttpRequest,
+  type HttpResponse,
+  handleRequest,
+  problem,
+} from './handler.js';
 
 /** Options of {@link createService} and {@link createFetchHandler}. */
 export interface ServiceOptions {
@@ -229,23 +236,31 @@ export interface FetchHandler {
  */
 export function createFetchHandler(options: ServiceOptions): FetchHandler {
   const service = createService(options);
+  const handleOptions = { adminToken: options.adminToken, cors: options.cors };
+  const toResponse = (r: HttpResponse) =>
+    new Response(r.status === 204 ? null : r.body, { status: r.status, headers: r.headers });
   const handler = async (request: Request): Promise<Response> => {
     const url = new URL(request.url);
     const headers: Record<string, string> = {};
     request.headers.forEach((value, key) => {
       headers[key] = value;
     });
-    const body =
-      request.method === 'GET' || request.method === 'HEAD'
-        ? undefined
-        : new Uint8Array(await request.arrayBuffer());
-    const response = await service.handle({
-      method: request.method,
-      path: url.pathname,
-      headers,
-      body,
-    });
-    return new Response(response.body, { status: response.status, headers: response.headers });
+    const head = { method: request.method, path: url.pathname, headers };
+    // Admitted first, as the node:http server does: route, method, token and media type
+    // decide before a byte of the body is read, and no more than the route takes is read.
+    const admitted = admitRequest(head, handleOptions);
+    if (!admitted.ok) return toResponse(admitted.response);
+    let body: Uint8Array | undefined;
+    if (admitted.maxBody > 0) {
+      if (declaredTooLarge(headers, admitted.maxBody)) {
+        request.body?.cancel().catch(() => undefined);
+        return toResponse(payloadTooLarge(admitted.maxBody));
+      }
+      const read = await readBody(request.body, admitted.maxBody);
+      if (!read.ok) return toResponse(read.response);
+      body = read.body;
+    }
+    return toResponse(await service.handle({ ...head, body }));
   };
   Object.defineProperty(handler, 'state', { get: () => service.state });
   return handler as FetchHandler;

@@ -36,6 +36,9 @@ export const USAGE = `usage: peg-limits serve [options]
   --max-connections ${L.maxConnections}    connections open at once
   --max-header-size ${L.maxHeaderBytes}   bytes of request line and headers
   --max-pipelined ${L.maxPipelined}        unanswered requests one connection may queue
+  --linger-time ${L.lingerMs / 1000}          seconds an early answer's connection is drained before it
+                            is closed (so the client reads the answer, not a reset)
+  --linger-bytes ${L.lingerBytes} bytes drained at most after an early answer
   --cors-origin URL         let only this origin's pages call the public endpoints (repeatable;
                             default: any origin)
   --no-cors                 no CORS headers at all
@@ -109,6 +112,8 @@ export async function serveCommand(
         'max-connections': { type: 'string' },
         'max-header-size': { type: 'string' },
         'max-pipelined': { type: 'string' },
+        'linger-time': { type: 'string' },
+        'linger-bytes': { type: 'string' },
         'cors-origin': { type: 'string', multiple: true },
         'no-cors': { type: 'boolean' },
         quiet: { type: 'boolean' },
@@ -140,6 +145,8 @@ export async function serveCommand(
     maxConnections: positive('max-connections', str('max-connections'), L.maxConnections),
     maxHeaderBytes: positive('max-header-size', str('max-header-size'), L.maxHeaderBytes),
     maxPipelined: positive('max-pipelined', str('max-pipelined'), L.maxPipelined),
+    lingerMs: positive('linger-time', str('linger-time'), L.lingerMs, 1000),
+    lingerBytes: positive('linger-bytes', str('linger-bytes'), L.lingerBytes),
   };
   const origins = (values['cors-origin'] as string[] | undefined) ?? [];
   if (values['no-cors'] === true && origins.length > 0)

@@ -6,12 +6,17 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo, Socket } from 'node:net';
 import {
   admitRequest,
+  bodyCollector,
   createService,
+  declaredTooLarge,
   type HttpResponse,
   type LimitsState,
+  payloadTooLarge,
   problem,
   type Service,
 } from 'peg-limits';
+import { connectionGate } from './connections.js';
+import { answerAndLinger, isLingering, type LingerBudget, rawAnswer } from './linger.js';
 import { openPgStore, type PgStore } from './pg-store.js';
 import { type FlushError, type OpenJournalFile, openStore, type Store } from './store.js';
 
@@ -25,7 +30,11 @@ export interface ServerLimits {
   readonly keepAliveTimeoutMs: number;
   /** How often the two time-outs above are checked. */
   readonly checkIntervalMs: number;
-  /** Connections open at once; more are refused (closed) at once. */
+  /**
+   * Connections open at once. At the cap a new connection evicts the connection idle the
+   * longest (connected but silent, or kept alive after its answer); when none is idle, the
+   * new one is closed at once.
+   */
   readonly maxConnections: number;
   /** The largest request head (request line and headers), in bytes; larger gets 431. */
   readonly maxHeaderBytes: number;
@@ -33,6 +42,12 @@ export interface ServerLimits {
   readonly maxPipelined: number;
   /** Answer bytes waiting for a client that does not read them; more closes the connection. */
   readonly maxBufferedBytes: number;
+  /** After an early answer, how long the client's unread bytes are drained at most. */
+  readonly lingerMs: number;
+  /** After an early answer, the longest wait for the client's next bytes while draining. */
+  readonly lingerIdleMs: number;
+  /** After an early answer, the most bytes drained; past them the connection is reset. */
+  readonly lingerBytes: number;
 }
 
 /** The defaults of {@link ServerLimits}. */
@@ -45,6 +60,9 @@ export const DEFAULT_SERVER_LIMITS: ServerLimits = {
   maxHeaderBytes: 16 * 1024,
   maxPipelined: 16,
   maxBufferedBytes: 16 * 1024 * 1024,
+  lingerMs: 5_000,
+  lingerIdleMs: 2_000,
+  lingerBytes: 16 * 1024 * 1024,
 };
 
 /** Options of {@link startServer}. */
@@ -100,28 +118,6 @@ export interface RunningServer {
 // Requests waiting for their answers, per connection.
 const outstanding = new WeakMap<Socket, number>();
 
-// How long, and how many bytes, a connection closed with its body unread is drained for
-// after its answer, before it is destroyed. Destroying it at once with bytes unread makes
-// the kernel reset the connection, and the client loses the answer (the 413 it should read).
-const LINGER_MS = 1_000;
-const LINGER_BYTES = 1024 * 1024;
-
-function closeAfterAnswer(req: IncomingMessage, res: ServerResponse): void {
-  res.once('finish', () => {
-    const socket = req.socket;
-    socket.end();
-    let drained = 0;
-    req.removeAllListeners('data');
-    req.on('data', (chunk: Buffer) => {
-      drained += chunk.length;
-      // Past the budget, stop reading: flow control stalls the sender at no cost to us.
-      if (drained > LINGER_BYTES) req.pause();
-    });
-    req.resume();
-    setTimeout(() => socket.destroy(), LINGER_MS).unref();
-  });
-}
-
 /**
  * Opens the data folder (snapshot and the journal after it), then serves the interface.
  *
@@ -135,6 +131,12 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     ...given,
     headersTimeoutMs: Math.min(given.headersTimeoutMs, given.requestTimeoutMs),
   };
+  const linger: LingerBudget = {
+    ms: limits.lingerMs,
+    idleMs: Math.min(limits.lingerIdleMs, limits.lingerMs),
+    bytes: limits.lingerBytes,
+  };
+  const gate = connectionGate(limits.maxConnections, (socket) => !isLingering(socket));
   const opening = performance.now();
   let store: Store | PgStore;
   let service: Service;
@@ -208,30 +210,45 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     return lastBytes;
   }
 
-  function send(
-    req: IncomingMessage,
-    res: ServerResponse,
-    response: HttpResponse,
-    started: number,
-    close: boolean,
-  ): void {
-    const bytes = bytesOf(response.body);
+  // The headers every answer carries besides its own (and its length).
+  function headersOf(response: HttpResponse): Record<string, string | number> {
     const headers: Record<string, string | number> = {
       ...response.headers,
-      'content-length': bytes.length,
       // The log position the answer reflects; and, while the database is out of reach,
       // that reads come from the last state this replica has.
       'peg-limits-position': currentPosition(),
     };
     if (storeUnavailable()) headers['peg-limits-store'] = 'unavailable';
-    // A body left unread cannot be skipped safely on a kept-alive connection: close it.
-    if (close) headers.connection = 'close';
-    res.writeHead(response.status, headers);
+    return headers;
+  }
+
+  function logged(req: IncomingMessage, status: number, started: number): void {
+    log?.(`${req.method} ${req.url} ${status} ${(performance.now() - started).toFixed(1)}ms`);
+  }
+
+  // An answer to a request read whole: the connection may be kept alive.
+  function send(
+    req: IncomingMessage,
+    res: ServerResponse,
+    response: HttpResponse,
+    started: number,
+  ): void {
+    if (isLingering(req.socket)) return;
+    const bytes = bytesOf(response.body);
+    res.writeHead(response.status, {
+      ...headersOf(response),
+      'content-length': bytes.length,
+    });
     res.end(bytes);
-    if (close) closeAfterAnswer(req, res);
-    log?.(
-      `${req.method} ${req.url} ${response.status} ${(performance.now() - started).toFixed(1)}ms`,
-    );
+    logged(req, response.status, started);
+  }
+
+  // An answer given while the client may still be sending its body: written straight to the
+  // socket, which then lingers (drained within budget) before it is closed, so that the
+  // client reads the answer rather than a reset.
+  function early(req: IncomingMessage, response: HttpResponse, started: number): void {
+    const answer = rawAnswer(response.status, headersOf(response), response.body);
+    if (answerAndLinger(req.socket, answer, linger)) logged(req, response.status, started);
   }
 
   function hasBody(req: IncomingMessage): boolean {
@@ -251,52 +268,56 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       return;
     }
     outstanding.set(socket, waiting);
-    res.once('close', () => outstanding.set(socket, (outstanding.get(socket) ?? 1) - 1));
+    gate.busy(socket);
+    res.once('close', () => {
+      const left = (outstanding.get(socket) ?? 1) - 1;
+      outstanding.set(socket, left);
+      if (left === 0) gate.idle(socket);
+    });
 
     const head = { method: req.method ?? 'GET', path: req.url ?? '/', headers: req.headers };
+    // Any answer given before the body is read must linger.
+    const unread = hasBody(req);
+    const answer = (response: HttpResponse) =>
+      unread ? early(req, response, started) : send(req, res, response, started);
     const admitted = admitRequest(head, handleOptions);
     if (!admitted.ok) {
-      send(req, res, admitted.response, started, hasBody(req));
+      answer(admitted.response);
       return;
     }
-    const answer = (body: Uint8Array | undefined, close: boolean) =>
-      service.handle({ ...head, body }).then(
-        (response) => send(req, res, response, started, close),
-        (e: unknown) =>
-          send(req, res, problem(500, 'internal_error', (e as Error).message), started, true),
-      );
+    const handle = (body: Uint8Array | undefined, done: (r: HttpResponse) => void) =>
+      service
+        .handle({ ...head, body })
+        .then(done, (e: unknown) => done(problem(500, 'internal_error', (e as Error).message)));
     if (admitted.maxBody === 0) {
-      void answer(undefined, hasBody(req));
+      void handle(undefined, answer);
       return;
     }
     const max = admitted.maxBody;
-    const tooLarge = () =>
-      send(
-        req,
-        res,
-        problem(413, 'payload_too_large', `the body must be at most ${max} bytes`),
-        started,
-        true,
+    // A change cannot be written while the store is out of reach: say so before the body.
+    if (storeUnavailable()) {
+      answer(
+        problem(503, 'store_unavailable', 'the event log is out of reach; try again shortly', {
+          headers: { 'retry-after': '1' },
+        }),
       );
-    if (Number(req.headers['content-length'] ?? 0) > max) {
-      tooLarge();
       return;
     }
+    if (declaredTooLarge(req.headers, max)) {
+      answer(payloadTooLarge(max));
+      return;
+    }
+    // Admitted: a client that asked (Expect: 100-continue) may now send its body.
+    if (/^100-continue$/i.test(String(req.headers.expect ?? ''))) res.writeContinue();
     // Read no more than the route takes: past it, stop reading and answer 413 at once.
-    const chunks: Buffer[] = [];
-    let size = 0;
+    const body = bodyCollector(max);
     const onData = (chunk: Buffer) => {
-      size += chunk.length;
-      if (size > max) {
-        req.off('data', onData);
-        req.off('end', onEnd);
-        req.pause();
-        tooLarge();
-        return;
-      }
-      chunks.push(chunk);
+      if (body.add(chunk)) return;
+      req.off('data', onData);
+      req.off('end', onEnd);
+      early(req, payloadTooLarge(max), started);
     };
-    const onEnd = () => void answer(new Uint8Array(Buffer.concat(chunks, size)), false);
+    const onEnd = () => void handle(body.bytes(), (r) => send(req, res, r, started));
     req.on('data', onData);
     req.once('end', onEnd);
   }
@@ -311,24 +332,43 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     },
     onRequest,
   );
-  server.maxConnections = limits.maxConnections;
-  // A connection that has sent nothing at all is held by no request time-out: close any
-  // socket idle for as long as a whole request may take.
-  server.setTimeout(limits.requestTimeoutMs, (socket) => socket.destroy());
-  server.on('clientError', (error: NodeJS.ErrnoException, socket) => {
+  // Admission comes before 100 Continue: a refused client is told so instead of sending.
+  server.on('checkContinue', onRequest);
+  server.on('connection', (socket: Socket) => {
+    if (!gate.admit(socket)) socket.destroy();
+  });
+  // A connection that has sent nothing at all is held by no request time-out: close a
+  // connection idle for as long as a whole request may take. One with a request under way
+  // is left to the header and request time-outs, which answer 408.
+  server.setTimeout(limits.requestTimeoutMs, (socket: Socket) => {
+    if (gate.isIdle(socket)) socket.destroy();
+  });
+  server.on('clientError', (error: NodeJS.ErrnoException, socket: Socket) => {
+    // A connection answered early already is being drained: its own budget closes it.
+    if (isLingering(socket)) return;
     if (!socket.writable || error.code === 'ECONNRESET') {
       socket.destroy();
       return;
     }
-    const status =
+    const response =
       error.code === 'HPE_HEADER_OVERFLOW'
-        ? 431
+        ? problem(
+            431,
+            'header_too_large',
+            `the request line and headers must be at most ${limits.maxHeaderBytes} bytes`,
+          )
         : error.code === 'ERR_HTTP_REQUEST_TIMEOUT'
-          ? 408
-          : 400;
-    socket.end(
-      `HTTP/1.1 ${status} ${status === 431 ? 'Request Header Fields Too Large' : status === 408 ? 'Request Timeout' : 'Bad Request'}\r\nconnection: close\r\ncontent-length: 0\r\n\r\n`,
-    );
+          ? problem(
+              408,
+              'request_timeout',
+              `the request was not received whole in time (headers within ${limits.headersTimeoutMs} ms, the whole request within ${limits.requestTimeoutMs} ms)`,
+            )
+          : problem(
+              400,
+              'bad_request',
+              `the request is not valid HTTP/1.1 (${error.code ?? error.message})`,
+            );
+    answerAndLinger(socket, rawAnswer(response.status, response.headers, response.body), linger);
   });
 
   await new Promise<void>((resolve, reject) => {

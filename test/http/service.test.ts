@@ -93,3 +93,83 @@ describe('createFetchHandler', () => {
     expect(wrong.headers.get('allow')).toBe('GET');
   });
 });
+
+describe('the Fetch adapter admits a request before it reads its body', () => {
+  const MiB = 1024 * 1024;
+
+  /** A body of `size` bytes made as it is pulled, counting what was pulled. */
+  function counted(size: number) {
+    const seen = { pulled: 0 };
+    const chunk = new Uint8Array(64 * 1024).fill(0x5b);
+    const stream = new ReadableStream<Uint8Array>({
+      pull(controller) {
+        if (seen.pulled >= size) return controller.close();
+        seen.pulled += chunk.length;
+        controller.enqueue(chunk);
+      },
+    });
+    return { stream, seen };
+  }
+
+  function request(path: string, headers: Record<string, string>, body: ReadableStream) {
+    return new Request(`http://localhost${path}`, {
+      method: 'POST',
+      headers,
+      body,
+      duplex: 'half',
+    } as RequestInit);
+  }
+
+  const handler = createFetchHandler({ state: at(100), adminToken: TOKEN });
+  const json = { 'content-type': 'application/json' };
+
+  test('an operator request without the token is answered 401 with not a byte of its body read', async () => {
+    const { stream, seen } = counted(100 * MiB);
+    const r = await handler(request('/admin/events', json, stream));
+    expect(r.status).toBe(401);
+    expect(decodeJson(await r.text())).toMatchObject({ code: 'invalid_token' });
+    expect(seen.pulled).toBeLessThanOrEqual(64 * 1024); // a stream may pull one chunk ahead
+  });
+
+  test('a body not said to be JSON is answered 415 unread', async () => {
+    const { stream, seen } = counted(100 * MiB);
+    const r = await handler(request('/start_throttle', { 'content-type': 'text/plain' }, stream));
+    expect(r.status).toBe(415);
+    expect(seen.pulled).toBeLessThanOrEqual(64 * 1024);
+  });
+
+  test('a route that takes no body is answered without reading one', async () => {
+    const { stream, seen } = counted(100 * MiB);
+    const r = await handler(request('/limits', json, stream));
+    expect(r.status).toBe(405);
+    expect(seen.pulled).toBeLessThanOrEqual(64 * 1024);
+  });
+
+  test('a body over the route cap is answered 413 as soon as the cap is passed', async () => {
+    const { stream, seen } = counted(100 * MiB);
+    const r = await handler(
+      request('/admin/events', { ...json, authorization: `Bearer ${TOKEN}` }, stream),
+    );
+    expect(r.status).toBe(413);
+    expect(decodeJson(await r.text())).toMatchObject({ code: 'payload_too_large' });
+    // The 1 MiB the route takes, the chunk that passed it, and one pulled ahead.
+    expect(seen.pulled).toBeLessThanOrEqual(MiB + 2 * 64 * 1024);
+    expect(handler.state.tip).toBe(100);
+  });
+
+  test('a declared length over the cap is answered 413 before a byte is read', async () => {
+    const { stream, seen } = counted(100 * MiB);
+    const r = await handler(
+      request('/start_throttle', { ...json, 'content-length': String(100 * MiB) }, stream),
+    );
+    expect(r.status).toBe(413);
+    expect(seen.pulled).toBeLessThanOrEqual(64 * 1024);
+  });
+
+  test('a preflight is answered 204 with no body', async () => {
+    const r = await handler(new Request('http://localhost/limits', { method: 'OPTIONS' }));
+    expect(r.status).toBe(204);
+    expect(r.headers.get('access-control-allow-methods')).toBe('GET, OPTIONS');
+    expect(await r.text()).toBe('');
+  });
+});

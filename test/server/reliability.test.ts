@@ -236,15 +236,19 @@ describe('SIGKILL at random moments', () => {
   });
 });
 
-/** Opens a raw connection, runs `act` on it, and resolves with what came back and when it closed. */
+/**
+ * Opens a raw connection, runs `act` on it, and resolves with what came back, when the first
+ * of it came (`answeredMs`), and when the connection closed (`ms`).
+ */
 function raw(
   url: string,
   act: (socket: Socket) => void,
-): Promise<{ ms: number; received: string; written: number }> {
+): Promise<{ ms: number; answeredMs: number; received: string; written: number }> {
   const { hostname, port } = new URL(url);
   return new Promise((resolve) => {
     const started = performance.now();
     let received = '';
+    let answeredMs = Number.POSITIVE_INFINITY;
     let written = 0;
     const socket = connect(Number(port), hostname, () => act(socket));
     const write = socket.write.bind(socket);
@@ -252,9 +256,14 @@ function raw(
       written += chunk.length;
       return write(chunk, ...rest);
     }) as typeof socket.write;
-    socket.on('data', (c) => (received += c.toString('latin1')));
+    socket.on('data', (c) => {
+      if (received === '') answeredMs = performance.now() - started;
+      received += c.toString('latin1');
+    });
     socket.on('error', () => undefined);
-    socket.on('close', () => resolve({ ms: performance.now() - started, received, written }));
+    socket.on('close', () =>
+      resolve({ ms: performance.now() - started, answeredMs, received, written }),
+    );
   });
 }
 
@@ -326,7 +335,7 @@ describe('slow and hostile clients', () => {
       // A large body before authentication: refused before it is read.
       raw(p.url, (s) => {
         s.write(
-          'POST /admin/events HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100000000\r\n\r\n',
+          'POST /admin/events HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 1000000000\r\n\r\n',
         );
         const pump = () => {
           while (!s.destroyed && s.write('['.repeat(0x10000)));
@@ -343,25 +352,35 @@ describe('slow and hostile clients', () => {
     reading = false;
     await reader;
     const [slowloris, idle, trickle, endless, header, unauth, pipelined] = attacks;
-    // Headers within 1 s (checked every 0.5 s); whole requests within 2 s; slack for CI.
+    // Headers within 1 s (checked every 0.5 s); whole requests within 2 s. Measured on a
+    // 2-core machine: slowloris and idle 1.47 s, trickle 2.47 s, endless 0.04–0.15 s, header
+    // and pipelined 0.04–0.05 s. Bounds: the time-out, its check interval, and 1 s or more.
     expect(slowloris!.ms).toBeLessThan(3_000);
     expect(slowloris!.received).toMatch(/^HTTP\/1\.1 408/);
     expect(idle!.ms).toBeLessThan(4_000);
     expect(trickle!.ms).toBeLessThan(4_000);
     expect(endless!.received).toMatch(/^HTTP\/1\.1 413/);
+    // The 1 MiB the route takes, then at most 16 MiB drained after the answer: it is reset
+    // once that is read (tens of ms here), whatever the kernel's socket buffers hold.
     expect(endless!.ms).toBeLessThan(3_000);
-    // The 1 MiB the route takes, the 1 MiB drained after the answer, and socket buffers.
-    expect(endless!.written).toBeLessThan(8 * 1024 * 1024);
     expect(header!.received).toMatch(/^HTTP\/1\.1 431/);
     expect(header!.ms).toBeLessThan(1_000);
     expect(unauth!.received).toMatch(/^HTTP\/1\.1 401/);
-    expect(unauth!.written).toBeLessThan(8 * 1024 * 1024);
-    expect(unauth!.ms).toBeLessThan(1_500);
+    // Not a byte of the body is taken before the 401, at most 16 MiB are drained after it:
+    // far less than the 1 GB declared went through, whatever the socket buffers hold.
+    expect(unauth!.written).toBeLessThan(256 * 1024 * 1024);
+    // Answered at once (measured: a few ms); closed within the drain's budget (5 s at the
+    // most, 2 s once the client goes quiet), with 1 s of slack.
+    expect(unauth!.answeredMs).toBeLessThan(1_000);
+    expect(unauth!.ms).toBeLessThan(6_000);
     expect(pipelined!.ms).toBeLessThan(3_000);
     // The other client never waited long.
     latencies.sort((a, b) => a - b);
     expect(latencies.length).toBeGreaterThan(20);
-    expect(latencies[Math.floor(latencies.length * 0.99)]!).toBeLessThan(250);
+    // Measured on a 2-core machine: p95 5–15 ms, the slowest read 180–210 ms (the test's own
+    // attackers share its event loop while they pump). Bounds: about 10× and 5× that.
+    expect(latencies[Math.floor(latencies.length * 0.95)]!).toBeLessThan(100);
+    expect(latencies.at(-1)!).toBeLessThan(1_000);
   });
 });
 

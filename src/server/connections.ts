@@ -1,0 +1,85 @@
+/**
+ * The connection cap, kept so that idle connections cannot lock honest clients out.
+ * Node-only.
+ *
+ * At the cap, a new connection first evicts the connection that has waited longest without
+ * starting a request: one that has sent nothing since it connected, or a kept-alive one idle
+ * since its last answer (nginx reuses such "reusable" connections the same way). A connection
+ * that has started a request (a slowloris one too) is never evicted: the header and request
+ * time-outs bound it. Only when no connection is idle is the new one refused.
+ */
+import type { Socket } from 'node:net';
+
+/** Counts the open connections and picks which one to evict at the cap. */
+export interface ConnectionGate {
+  /** Takes a new connection: true when it may stay (after evicting an idle one if need be). */
+  admit(socket: Socket): boolean;
+  /** A request has started on the connection: it is no longer idle. */
+  busy(socket: Socket): void;
+  /** Every request of the connection is answered: it is idle from now on. */
+  idle(socket: Socket): void;
+  /** Whether the connection is idle: no request under way, none begun since. */
+  isIdle(socket: Socket): boolean;
+  /** Connections open now. */
+  readonly open: number;
+  /** Connections evicted so far. */
+  readonly evicted: number;
+}
+
+/**
+ * A gate for at most `max` open connections. `canEvict` may veto evicting a connection
+ * (one that is being closed already, for instance).
+ */
+export function connectionGate(
+  max: number,
+  canEvict: (socket: Socket) => boolean = () => true,
+): ConnectionGate {
+  const open = new Set<Socket>();
+  // Idle connections, longest idle first (a Map keeps insertion order), each with the bytes
+  // it had read when it turned idle: more read since means a request has begun arriving.
+  const idle = new Map<Socket, number>();
+  let evicted = 0;
+
+  function evictOne(): boolean {
+    for (const [socket, bytesRead] of idle) {
+      idle.delete(socket);
+      if (socket.destroyed || socket.bytesRead !== bytesRead || !canEvict(socket)) continue;
+      evicted++;
+      open.delete(socket);
+      socket.destroy();
+      return true;
+    }
+    return false;
+  }
+
+  return {
+    admit(socket) {
+      if (open.size >= max && !evictOne()) return false;
+      open.add(socket);
+      idle.set(socket, socket.bytesRead);
+      socket.once('close', () => {
+        open.delete(socket);
+        idle.delete(socket);
+      });
+      return true;
+    },
+    busy(socket) {
+      idle.delete(socket);
+    },
+    idle(socket) {
+      if (!open.has(socket) || socket.destroyed) return;
+      // Moved to the end: idle the shortest.
+      idle.delete(socket);
+      idle.set(socket, socket.bytesRead);
+    },
+    isIdle(socket) {
+      return idle.get(socket) === socket.bytesRead;
+    },
+    get open() {
+      return open.size;
+    },
+    get evicted() {
+      return evicted;
+    },
+  };
+}
