@@ -19,7 +19,6 @@ export {
 export { LimitsError, type LimitsErrorCode, type Result } from './core/errors.js';
 export { generateThrottleSecret, hashThrottleSecret } from './core/keys.js';
 export type { Caps, CapsInput, LimitsConfig, ResolvedCaps } from './core/limits.js';
-export type { PMap } from './core/pmap.js';
 export {
   SNAPSHOT_FORMAT,
   SNAPSHOT_VERSION,

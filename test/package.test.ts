@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { readdirSync, writeFileSync } from 'node:fs';
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { beforeAll, describe, expect, test } from 'vitest';
 import { killGroup, spawnServer, tempDir } from './support/proc.js';
@@ -76,5 +76,92 @@ describe('the packed package', () => {
     } finally {
       killGroup(p);
     }
+  });
+});
+
+describe('what a page pays for', () => {
+  // Bundled from the installed package as a page's bundler does it (esbuild, ESM, browser).
+  async function bundle(names: string): Promise<string> {
+    const { build } = await import('esbuild');
+    const r = await build({
+      stdin: { contents: `export { ${names} } from 'peg-limits';`, resolveDir: project },
+      bundle: true,
+      format: 'esm',
+      platform: 'browser',
+      minify: true,
+      write: false,
+    });
+    return r.outputFiles[0]!.text;
+  }
+  const DASHBOARD = /<!doctype html>/i;
+  const OPENAPI = /3\.1\.0/;
+
+  test.each([
+    'createLimitsClient',
+    'createLimitsState, applyAll, getLimits, checkWithdrawal, whenAvailable',
+    'createLimitsClient, checkWithdrawal, formatAmount, parseAmount',
+  ])(
+    'a bundle of { %s } carries neither the dashboard page nor the OpenAPI document',
+    async (names) => {
+      const code = await bundle(names);
+      expect(code).not.toMatch(DASHBOARD);
+      expect(code).not.toMatch(OPENAPI);
+    },
+  );
+
+  test('a bundle that serves the interface (handleRequest) carries both', async () => {
+    const code = await bundle('handleRequest');
+    expect(code).toMatch(DASHBOARD);
+    expect(code).toMatch(OPENAPI);
+  });
+});
+
+describe('the published types', () => {
+  const CONSUMER = `
+    import { applyAll, createLimitsState, getLimits, type LimitsState } from 'peg-limits';
+    const s: LimitsState = createLimitsState();
+    const r = applyAll(s, [{ type: 'blockConnected', height: 1 }]);
+    if (r.ok) getLimits(r.state).availableToWithdraw;
+    // @ts-expect-error: a state's fields are internal
+    s.generations;
+    // @ts-expect-error: a state's fields are internal
+    s.tip;
+    // @ts-expect-error: no value made elsewhere is a state
+    const fake: LimitsState = {};
+    export { fake };
+  `;
+
+  test('declare LimitsState opaque, with none of its internals', () => {
+    for (const file of ['index.d.ts', 'index.d.cts']) {
+      const dts = readFileSync(join(project, 'node_modules/peg-limits/dist', file), 'utf8');
+      for (const internal of ['HashLog', 'interface Book', 'SumNode', 'Generation', 'PMap', 'Ring'])
+        expect(dts, `${file}: ${internal}`).not.toContain(internal);
+      expect(dts).toMatch(/interface LimitsState \{[^}]*readonly \[opaque\]: 'LimitsState';\s*\}/);
+    }
+  });
+
+  test('a consumer compiles against them, as ESM and as CJS, and cannot reach inside a state', () => {
+    writeFileSync(join(project, 'consumer.mts'), CONSUMER);
+    writeFileSync(join(project, 'consumer.cts'), CONSUMER);
+    // A misuse that compiled would leave its @ts-expect-error unused: an error.
+    execFileSync(
+      'node',
+      [
+        resolve('node_modules/typescript/bin/tsc'),
+        '--noEmit',
+        '--strict',
+        '--target',
+        'es2022',
+        '--module',
+        'nodenext',
+        '--moduleResolution',
+        'nodenext',
+        '--lib',
+        'es2022,dom',
+        'consumer.mts',
+        'consumer.cts',
+      ],
+      { cwd: project, encoding: 'utf8' },
+    );
   });
 });

@@ -74,29 +74,32 @@ export interface Withdrawal {
   readonly rejected: boolean;
 }
 
+declare const opaque: unique symbol;
+
 /**
  * The state of the limits: configuration, chain tip, retained withdrawals, throttle mode.
- * An immutable value: read it through the views (`getLimits`, `effectiveLimits`, …) and
- * change it only through {@link apply}.
+ * An immutable, opaque value: only {@link createLimitsState}, {@link apply},
+ * {@link applyAll} and `stateFromSnapshot` make one; read it through the views
+ * (`getLimits`, `effectiveLimits`, `windowOf`, …) and `snapshotOf`.
  */
 export interface LimitsState {
-  /** How many heights of per-block data are kept, up to the highest tip seen. */
+  /** @internal How many heights of per-block data are kept, up to the highest tip seen. */
   readonly historyBlocks: number;
-  /** The current tip, or `null` before any block is known. */
+  /** @internal The current tip, or `null` before any block is known. */
   readonly tip: Height | null;
-  /** The highest tip ever seen (a reorg lowers `tip`, not this). */
+  /** @internal The highest tip ever seen (a reorg lowers `tip`, not this). */
   readonly highestTip: Height | null;
-  /** The configured global caps (without the throttle overlay). */
+  /** @internal The configured global caps (without the throttle overlay). */
   readonly limits: Caps;
-  /** The configured account entries (without the throttle overlay). */
+  /** @internal The configured account entries (without the throttle overlay). */
   readonly entries: PMap<Caps>;
-  /** The global pegged-in total last observed. */
+  /** @internal The global pegged-in total last observed. */
   readonly peggedTotal: Amount;
-  /** The caps throttle mode imposes. */
+  /** @internal The caps throttle mode imposes. */
   readonly throttleProfile: ThrottleProfile;
-  /** The name of the key that started throttle mode, or `null` when it is not active. */
+  /** @internal The name of the key that started throttle mode, or `null` when it is not active. */
   readonly throttleInitiator: string | null;
-  /** The throttle key registry. */
+  /** @internal The throttle key registry. */
   readonly throttleKeys: PMap<ThrottleKey>;
   /** @internal The ring of per-block sums of all accounts, with the ids listed per height. */
   readonly ring: Ring;
@@ -113,6 +116,8 @@ export interface LimitsState {
   readonly books: PMap<Book>;
   /** @internal Each account's pegged-in total last observed (absent = 0). */
   readonly accountPegged: PMap<Amount>;
+  /** What makes the type opaque: no value made elsewhere is a state. */
+  readonly [opaque]: 'LimitsState';
 }
 
 /** @internal A generation of withdrawals (see {@link LimitsState.generations}). */
@@ -211,7 +216,14 @@ export interface LimitsOptions {
 }
 
 /** The mutable working copy one `apply`/`applyAll` call changes; never escapes. */
-type Draft = { -readonly [K in keyof LimitsState]: LimitsState[K] } & {
+// The fields of a state, which only this module turns into one (a state is opaque).
+type StateFields = Omit<LimitsState, typeof opaque>;
+
+function asState(fields: StateFields): LimitsState {
+  return fields as LimitsState;
+}
+
+type Draft = { -readonly [K in keyof StateFields]: StateFields[K] } & {
   /** Whether `generations` is this call's own copy yet (made on the first change). */
   gensOwned: boolean;
   /**
@@ -311,7 +323,7 @@ export function createLimitsState(options: LimitsOptions = {}): LimitsState {
     );
   }
   const ring = ringOf(historyBlocks);
-  const base: LimitsState = {
+  const base = asState({
     historyBlocks,
     tip: null,
     highestTip: null,
@@ -335,7 +347,7 @@ export function createLimitsState(options: LimitsOptions = {}): LimitsState {
     ],
     books: emptyMap(),
     accountPegged: emptyMap(),
-  };
+  });
   const draft = draftOf(base);
   try {
     if (options.throttleProfile !== undefined) {
@@ -684,7 +696,7 @@ function freeze(d: Draft): LimitsState {
         d.books = mapSet(d.books, account, book, d.owner);
     }
   }
-  return {
+  return asState({
     historyBlocks: d.historyBlocks,
     tip: d.tip,
     highestTip: d.highestTip,
@@ -699,7 +711,7 @@ function freeze(d: Draft): LimitsState {
     generations: d.generations,
     books: d.books,
     accountPegged: d.accountPegged,
-  };
+  });
 }
 
 // ---------------------------------------------------------------------------------------

@@ -4,7 +4,7 @@
  * missing; elsewhere these tests say that they skip, and why. Screenshots are kept in
  * `test-artifacts/`.
  */
-import { existsSync, mkdirSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { type Browser, chromium, type Page } from 'playwright-core';
@@ -18,11 +18,9 @@ import {
   type LimitsEvent,
 } from '../../src/index.js';
 import { type RunningServer, startServer } from '../../src/server/serve.js';
+import { CHROMIUM } from '../support/chromium.js';
 import { tempDir } from '../support/proc.js';
 
-const CHROMIUM = [process.env.CHROMIUM_PATH, '/usr/bin/chromium', '/usr/bin/chromium-browser'].find(
-  (p) => p !== undefined && p !== '' && existsSync(p),
-);
 const TOKEN = 'operator-token-0123456789';
 const SECRET = generateThrottleSecret();
 const ARTIFACTS = 'test-artifacts';
