@@ -5,16 +5,10 @@
 import { type Amount, isInt64 } from './amount.js';
 import { isAccountName } from './limits.js';
 import { seenGlobal } from './overlay.js';
+import type { SumNode } from './ring.js';
 import type { LimitsState } from './state.js';
-import {
-  accountPeggedTotal,
-  accountTree,
-  heightWithin,
-  resolvedCaps,
-  windowSpan,
-  withdrawnIn,
-} from './views.js';
-import type { SumNode } from './window.js';
+import { accountPeggedTotal, resolvedCaps } from './views.js';
+import { accountTree, heightWithin, windowSpan, withdrawnIn } from './window.js';
 
 /** Why a request is refused. `invalid_amount` and `invalid_account` flag malformed requests. */
 export type VerdictReason =

@@ -33,7 +33,7 @@ import {
   type Owner,
   type PMap,
 } from './pmap.js';
-import { addAt, clearHeights, type Ring, ringOf, type SumNode, visitHeights } from './window.js';
+import { addAt, clearHeights, type Ring, ringOf, type SumNode, visitHeights } from './ring.js';
 
 /** Block height: a non-negative safe integer. */
 export type Height = number;

@@ -6,8 +6,9 @@ import type { Amount } from './amount.js';
 import { type Caps, isAccountName, type ResolvedCaps, resolveCaps } from './limits.js';
 import { seenEntry, seenGlobal } from './overlay.js';
 import { mapForEach, mapGet } from './pmap.js';
-import { bookTree, type LimitsState, oldestRetained } from './state.js';
-import { firstHeightReaching, forEachSum, type SumNode, sumHeights } from './window.js';
+import { forEachSum, type SumNode } from './ring.js';
+import type { LimitsState } from './state.js';
+import { accountTree, windowSpan, withdrawnIn } from './window.js';
 
 /** The limits of one account entry, as `GET /limits/{account}` reports them. */
 export interface AccountLimits {
@@ -44,56 +45,6 @@ export interface EffectiveLimits extends ResolvedCaps {
   readonly peggedTotal: Amount;
   readonly accountPeggedTotal: Amount;
   readonly throttleModeInitiator: string | null;
-}
-
-/** The first height of a window of `blocks` at the tip that still has data, and the tip. */
-export function windowSpan(
-  state: LimitsState,
-  blocks: Amount,
-): { from: number; to: number } | undefined {
-  if (state.tip === null) return undefined;
-  const from = Math.max(state.tip - Number(blocks) + 1, oldestRetained(state));
-  return { from, to: state.tip };
-}
-
-/** The sum withdrawn (not rejected) in the window of `blocks` ending at the tip. */
-export function withdrawnIn(state: LimitsState, tree: SumNode | undefined, blocks: Amount): Amount {
-  const span = windowSpan(state, blocks);
-  if (span === undefined || tree === undefined) return 0n;
-  return sumHeights(state.ring, tree, span.from, span.to);
-}
-
-/**
- * The smallest tip height ≥ the current tip at which the window of `blocks` ending there
- * has at most `room` withdrawn, counting only what is withdrawn now.
- */
-export function heightWithin(
-  state: LimitsState,
-  tree: SumNode | undefined,
-  blocks: Amount,
-  room: Amount,
-): number | undefined {
-  const span = windowSpan(state, blocks);
-  if (span === undefined) return undefined;
-  if (tree === undefined) return span.to;
-  const need = sumHeights(state.ring, tree, span.from, span.to) - room;
-  if (need <= 0n) return span.to;
-  const p = firstHeightReaching(state.ring, tree, span.from, span.to, need);
-  // p exists: the whole span sums to more than `need`.
-  if (p === undefined) return undefined;
-  // The window frees up at p + blocks; past the largest safe height no block can reach it.
-  const at = p + Number(blocks);
-  return at > Number.MAX_SAFE_INTEGER ? undefined : at;
-}
-
-/**
- * The per-block sums of one account's own withdrawals, kept only when its entry sets its own
- * window (no other limit reads them); `undefined` otherwise, or for a malformed name.
- */
-export function accountTree(state: LimitsState, account: string): SumNode | undefined {
-  if (!isAccountName(account)) return undefined;
-  const book = mapGet(state.books, account);
-  return book === undefined ? undefined : bookTree(state, book);
 }
 
 function entryOf(state: LimitsState, account: string): Caps | undefined {

@@ -1,100 +1,82 @@
-import { fc, test } from '@fast-check/vitest';
-import { describe, expect } from 'vitest';
-import type { Owner } from '../../src/core/pmap.js';
-import {
-  addAt,
-  clearHeights,
-  firstHeightReaching,
-  ringOf,
-  sumHeights,
-  visitHeights,
-} from '../../src/core/window.js';
+/** The rolling window's arithmetic (`src/core/window.ts`), rule by rule. */
+import { describe, expect, test } from 'vitest';
+import { accountTree, heightWithin, windowSpan, withdrawnIn } from '../../src/core/window.js';
+import { createLimitsState, type LimitsEvent } from '../../src/index.js';
+import { at, run } from '../support/helpers.js';
 
-// A plain array model of the ring: heights map to slots h mod size.
-const opArb = (size: number) =>
-  fc.oneof(
-    fc.record({
-      op: fc.constant('add' as const),
-      h: fc.integer({ min: 0, max: 5 * size }),
-      d: fc.bigInt({ min: 1n, max: 50n }),
-    }),
-    fc.record({
-      op: fc.constant('clear' as const),
-      from: fc.integer({ min: 0, max: 5 * size }),
-      n: fc.integer({ min: 0, max: size + 2 }),
-    }),
-    fc.record({ op: fc.constant('batch' as const) }),
-  );
+const w = (id: string, account: string, amount: bigint, height: number): LimitsEvent => ({
+  type: 'withdrawalRequested',
+  id,
+  account,
+  amount,
+  height,
+});
 
-describe('the ring of per-block sums', () => {
-  const caseArb = fc
-    .constantFrom(1, 5, 16, 17, 40, 300)
-    .chain((size) => fc.tuple(fc.constant(size), fc.array(opArb(size), { maxLength: 120 })));
-  test.prop([caseArb])(
-    'range sums, clears, id lists and the prefix search agree with a plain array; old roots stay valid',
-    ([size, ops]) => {
-      const ring = ringOf(size);
-      const slots = new Array<bigint>(size).fill(0n);
-      const ids: string[][] = Array.from({ length: size }, () => []);
-      let root = ring.empty;
-      let owner: Owner = { single: false };
-      const versions: Array<[typeof root, bigint[]]> = [];
-      let n = 0;
-      for (const o of ops) {
-        if (o.op === 'batch') {
-          versions.push([root, slots.slice()]);
-          owner = { single: versions.length % 2 === 1 };
-        } else if (o.op === 'add') {
-          const id = `i${n++}`;
-          root = addAt(ring, root, o.h, o.d, 1, id, owner);
-          slots[o.h % size]! += o.d;
-          ids[o.h % size]!.unshift(id);
-        } else {
-          root = clearHeights(ring, root, o.from, o.from + o.n - 1, owner);
-          for (let h = o.from; h < o.from + Math.min(o.n, size); h++) {
-            slots[h % size] = 0n;
-            ids[h % size] = [];
-          }
-        }
-      }
-      for (let from = 0; from < size * 2; from += 3) {
-        for (let len = 0; len <= size; len += Math.max(1, Math.floor(size / 7))) {
-          const to = from + len - 1;
-          let want = 0n;
-          const wantIds: string[] = [];
-          for (let h = from; h <= to; h++) {
-            want += slots[h % size]!;
-            wantIds.push(...ids[h % size]!);
-          }
-          expect(sumHeights(ring, root, from, to)).toBe(want);
-          const got: string[] = [];
-          visitHeights(ring, root, from, to, (id) => got.push(id));
-          expect(got.sort()).toEqual(wantIds.sort());
-          for (const need of [1n, want / 2n + 1n, want, want + 1n]) {
-            if (need <= 0n) continue;
-            let acc = 0n;
-            let p: number | undefined;
-            for (let h = from; h <= to; h++) {
-              acc += slots[h % size]!;
-              if (acc >= need) {
-                p = h;
-                break;
-              }
-            }
-            expect(firstHeightReaching(ring, root, from, to, need)).toBe(p);
-          }
-        }
-      }
-      for (const [old, contents] of versions) {
-        expect(sumHeights(ring, old, 0, size - 1)).toBe(contents.reduce((a, b) => a + b, 0n));
-        for (let h = 0; h < size; h++) expect(sumHeights(ring, old, h, h)).toBe(contents[h]);
-      }
-    },
-  );
+describe('the window a rule reads', () => {
+  test('before any block there is no window, and nothing is withdrawn in it', () => {
+    const s = createLimitsState();
+    expect(windowSpan(s, 144n)).toBeUndefined();
+    expect(withdrawnIn(s, s.window, 144n)).toBe(0n);
+    expect(heightWithin(s, s.window, 144n, 0n)).toBeUndefined();
+  });
 
-  test('a ring is three levels deep for the default 2016 heights', () => {
-    expect(ringOf(2016).depth).toBe(3);
-    expect(ringOf(16).depth).toBe(1);
-    expect(ringOf(17).depth).toBe(2);
+  test('a window of B blocks at tip T is the heights T−B+1 … T', () => {
+    expect(windowSpan(at(1_000), 10n)).toEqual({ from: 991, to: 1_000 });
+  });
+
+  test('a window longer than what is retained starts at the oldest retained height', () => {
+    const s = at(1_000, {}, { historyBlocks: 50 });
+    expect(windowSpan(s, 50n)).toEqual({ from: 951, to: 1_000 });
+    // After a reorg the history still ends at the highest tip seen.
+    const r = run(s, { type: 'chainReorganized', height: 990 });
+    expect(windowSpan(r, 50n)).toEqual({ from: 951, to: 990 });
+  });
+
+  test('withdrawn counts the heights in the window, not those before it nor rejected ones', () => {
+    const s = run(
+      at(100),
+      w('a', 'x', 5n, 90),
+      w('b', 'x', 7n, 91),
+      w('c', 'y', 11n, 100),
+      w('d', 'y', 13n, 100),
+      { type: 'withdrawalRejected', id: 'd' },
+    );
+    expect(withdrawnIn(s, s.window, 10n)).toBe(7n + 11n);
+    expect(withdrawnIn(s, s.window, 11n)).toBe(5n + 7n + 11n);
+    expect(withdrawnIn(s, s.window, 1n)).toBe(11n);
+  });
+});
+
+describe('when the window has room', () => {
+  const s = run(at(100), w('a', 'x', 5n, 91), w('b', 'x', 7n, 95), w('c', 'x', 11n, 100));
+
+  test('now, when what is withdrawn already leaves the room', () => {
+    expect(heightWithin(s, s.window, 10n, 23n)).toBe(100);
+  });
+
+  test('at the first tip where enough has left the window', () => {
+    // 23 withdrawn; room for 20 needs 3 gone: the 5 at 91 leaves at tip 101.
+    expect(heightWithin(s, s.window, 10n, 20n)).toBe(101);
+    // Room for 11 needs 12 gone: the 5 at 91 and the 7 at 95 leave by tip 105.
+    expect(heightWithin(s, s.window, 10n, 11n)).toBe(105);
+    // Room for 10 needs 13 gone: the 11 at 100 as well, at tip 110.
+    expect(heightWithin(s, s.window, 10n, 10n)).toBe(110);
+    // Room for nothing at all: everything must leave, the last at tip 110.
+    expect(heightWithin(s, s.window, 10n, 0n)).toBe(110);
+  });
+});
+
+describe('an account’s own sums', () => {
+  test('are kept only when its entry sets a window of its own, and count its earlier withdrawals', () => {
+    const s = run(at(100), w('a', 'x', 5n, 99), w('b', 'y', 7n, 100));
+    expect(accountTree(s, 'x')).toBeUndefined();
+    const t = run(s, {
+      type: 'accountLimitsSet',
+      account: 'x',
+      limits: { rollingWithdrawalBlocks: 6n, rollingWithdrawalCap: 100n },
+    });
+    expect(withdrawnIn(t, accountTree(t, 'x'), 6n)).toBe(5n);
+    expect(accountTree(t, 'y')).toBeUndefined();
+    expect(accountTree(t, '')).toBeUndefined();
   });
 });

@@ -1,8 +1,8 @@
 /** Small helpers for the example tests. */
 import { expect } from 'vitest';
 import { mapForEach, type PMap } from '../../src/core/pmap.js';
+import { sumHeights } from '../../src/core/ring.js';
 import { bookTree, forEachWithdrawal, type Withdrawal } from '../../src/core/state.js';
-import { sumHeights } from '../../src/core/window.js';
 import {
   apply,
   applyAll,

@@ -1,0 +1,100 @@
+import { fc, test } from '@fast-check/vitest';
+import { describe, expect } from 'vitest';
+import type { Owner } from '../../src/core/pmap.js';
+import {
+  addAt,
+  clearHeights,
+  firstHeightReaching,
+  ringOf,
+  sumHeights,
+  visitHeights,
+} from '../../src/core/ring.js';
+
+// A plain array model of the ring: heights map to slots h mod size.
+const opArb = (size: number) =>
+  fc.oneof(
+    fc.record({
+      op: fc.constant('add' as const),
+      h: fc.integer({ min: 0, max: 5 * size }),
+      d: fc.bigInt({ min: 1n, max: 50n }),
+    }),
+    fc.record({
+      op: fc.constant('clear' as const),
+      from: fc.integer({ min: 0, max: 5 * size }),
+      n: fc.integer({ min: 0, max: size + 2 }),
+    }),
+    fc.record({ op: fc.constant('batch' as const) }),
+  );
+
+describe('the ring of per-block sums', () => {
+  const caseArb = fc
+    .constantFrom(1, 5, 16, 17, 40, 300)
+    .chain((size) => fc.tuple(fc.constant(size), fc.array(opArb(size), { maxLength: 120 })));
+  test.prop([caseArb])(
+    'range sums, clears, id lists and the prefix search agree with a plain array; old roots stay valid',
+    ([size, ops]) => {
+      const ring = ringOf(size);
+      const slots = new Array<bigint>(size).fill(0n);
+      const ids: string[][] = Array.from({ length: size }, () => []);
+      let root = ring.empty;
+      let owner: Owner = { single: false };
+      const versions: Array<[typeof root, bigint[]]> = [];
+      let n = 0;
+      for (const o of ops) {
+        if (o.op === 'batch') {
+          versions.push([root, slots.slice()]);
+          owner = { single: versions.length % 2 === 1 };
+        } else if (o.op === 'add') {
+          const id = `i${n++}`;
+          root = addAt(ring, root, o.h, o.d, 1, id, owner);
+          slots[o.h % size]! += o.d;
+          ids[o.h % size]!.unshift(id);
+        } else {
+          root = clearHeights(ring, root, o.from, o.from + o.n - 1, owner);
+          for (let h = o.from; h < o.from + Math.min(o.n, size); h++) {
+            slots[h % size] = 0n;
+            ids[h % size] = [];
+          }
+        }
+      }
+      for (let from = 0; from < size * 2; from += 3) {
+        for (let len = 0; len <= size; len += Math.max(1, Math.floor(size / 7))) {
+          const to = from + len - 1;
+          let want = 0n;
+          const wantIds: string[] = [];
+          for (let h = from; h <= to; h++) {
+            want += slots[h % size]!;
+            wantIds.push(...ids[h % size]!);
+          }
+          expect(sumHeights(ring, root, from, to)).toBe(want);
+          const got: string[] = [];
+          visitHeights(ring, root, from, to, (id) => got.push(id));
+          expect(got.sort()).toEqual(wantIds.sort());
+          for (const need of [1n, want / 2n + 1n, want, want + 1n]) {
+            if (need <= 0n) continue;
+            let acc = 0n;
+            let p: number | undefined;
+            for (let h = from; h <= to; h++) {
+              acc += slots[h % size]!;
+              if (acc >= need) {
+                p = h;
+                break;
+              }
+            }
+            expect(firstHeightReaching(ring, root, from, to, need)).toBe(p);
+          }
+        }
+      }
+      for (const [old, contents] of versions) {
+        expect(sumHeights(ring, old, 0, size - 1)).toBe(contents.reduce((a, b) => a + b, 0n));
+        for (let h = 0; h < size; h++) expect(sumHeights(ring, old, h, h)).toBe(contents[h]);
+      }
+    },
+  );
+
+  test('a ring is three levels deep for the default 2016 heights', () => {
+    expect(ringOf(2016).depth).toBe(3);
+    expect(ringOf(16).depth).toBe(1);
+    expect(ringOf(17).depth).toBe(2);
+  });
+});
