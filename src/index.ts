@@ -27,6 +27,7 @@ export {
   snapshotOf,
   stateFromSnapshot,
 } from './core/snapshot.js';
+export { type StartThrottleResult, startThrottle } from './core/start.js';
 export {
   type ApplyResult,
   apply,
@@ -42,7 +43,6 @@ export {
   type ThrottleProfile,
   type Withdrawal,
 } from './core/state.js';
-export { type StartThrottleResult, startThrottle } from './core/throttle.js';
 export {
   type AccountLimits,
   type EffectiveLimits,

@@ -4,9 +4,9 @@
  */
 import { type Amount, isInt64 } from './amount.js';
 import { isAccountName } from './limits.js';
-import { seenGlobal } from './overlay.js';
 import type { SumNode } from './ring.js';
 import type { LimitsState } from './state.js';
+import { seenGlobal } from './throttle.js';
 import { accountPeggedTotal, resolvedCaps } from './views.js';
 import { accountTree, heightWithin, windowSpan, withdrawnIn } from './window.js';
 

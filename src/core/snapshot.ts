@@ -10,7 +10,6 @@ import { mapForEach } from './pmap.js';
 import {
   applyAll,
   createLimitsState,
-  forEachWithdrawal,
   type Height,
   type LimitsEvent,
   type LimitsState,
@@ -18,6 +17,7 @@ import {
   type ThrottleProfile,
   type Withdrawal,
 } from './state.js';
+import { forEachWithdrawal } from './withdrawals.js';
 
 /** The `format` every snapshot carries. */
 export const SNAPSHOT_FORMAT = 'peg-limits/snapshot';

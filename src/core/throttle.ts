@@ -1,82 +1,176 @@
 /**
- * Starting throttle mode with a key (SPEC §3): `startThrottle`, the operation behind
- * `POST /start_throttle`.
+ * Throttle mode (SPEC §3): its profile, the overlay it lays on the configured caps (while
+ * active, every view and check sees tightened values; the configured values are never
+ * rewritten), and the events of the key registry and of throttle mode. Starting it with a
+ * key (`startThrottle`) is in `start.ts`: it applies an event and reports the views, so it
+ * sits above the state and the views, which both need what is here.
  */
-import { describe, LimitsError } from './errors.js';
-import { MAX_SECRET_LENGTH, verifyThrottleSecret } from './keys.js';
-import { isRecord, MAX_NAME_LENGTH } from './limits.js';
-import { mapGet } from './pmap.js';
-import { apply, type LimitsState } from './state.js';
-import { getLimits, type Limits } from './views.js';
+import { type Amount, requireCap } from './amount.js';
+import type { Draft, LimitsState, ThrottleKey, ThrottleProfile } from './draft.js';
+import { describe, fail, joinPath } from './errors.js';
+import { isSecretHash } from './keys.js';
+import {
+  type Caps,
+  checkCaps,
+  isRecord,
+  NO_CAPS,
+  rejectUnknownFields,
+  requireName,
+} from './limits.js';
+import { mapGet, mapSet } from './pmap.js';
 
-/** The result of {@link startThrottle}. */
-export type StartThrottleResult =
-  | { readonly ok: true; readonly state: LimitsState; readonly limits: Limits }
-  | { readonly ok: false; readonly error: LimitsError };
+/** The default throttle profile. */
+export const DEFAULT_THROTTLE_PROFILE: ThrottleProfile = {
+  perWithdrawalCap: 150_000_000n,
+  rollingWithdrawalBlocks: 18n,
+  rollingWithdrawalCap: 200_000_000n,
+};
 
-function invalid(message: string, path?: string): StartThrottleResult {
-  return {
-    ok: false,
-    error: new LimitsError(
-      'invalid_request',
-      path === undefined ? message : `${path}: ${message}`,
-      path,
+/** Validates a throttle profile against the history (SPEC §3). Throws a LimitsError. */
+export function validateProfile(
+  value: unknown,
+  historyBlocks: number,
+  path: string,
+): ThrottleProfile {
+  if (!isRecord(value))
+    fail('invalid_option', `expected a throttle profile object, got ${describe(value)}`, path);
+  rejectUnknownFields(
+    value,
+    ['perWithdrawalCap', 'rollingWithdrawalBlocks', 'rollingWithdrawalCap'],
+    path,
+  );
+  const profile: ThrottleProfile = {
+    perWithdrawalCap: requireCap(value.perWithdrawalCap, joinPath(path, 'perWithdrawalCap')),
+    rollingWithdrawalBlocks: requireCap(
+      value.rollingWithdrawalBlocks,
+      joinPath(path, 'rollingWithdrawalBlocks'),
     ),
+    rollingWithdrawalCap: requireCap(
+      value.rollingWithdrawalCap,
+      joinPath(path, 'rollingWithdrawalCap'),
+    ),
+  };
+  checkCaps({ ...NO_CAPS, ...profile }, path, historyBlocks);
+  return profile;
+}
+
+function min(a: Amount, b: Amount): Amount {
+  return a < b ? a : b;
+}
+
+function max(a: Amount, b: Amount): Amount {
+  return a > b ? a : b;
+}
+
+// Tightens the three throttled fields; an unset field takes the profile's value when
+// `fillUnset`, and stays unset otherwise.
+function tighten(caps: Caps, profile: ThrottleProfile, fillUnset: boolean): Caps {
+  const pick = (value: Amount | null, limit: Amount, stricter: (a: Amount, b: Amount) => Amount) =>
+    value === null ? (fillUnset ? limit : null) : stricter(value, limit);
+  return {
+    ...caps,
+    perWithdrawalCap: pick(caps.perWithdrawalCap, profile.perWithdrawalCap, min),
+    rollingWithdrawalBlocks: pick(
+      caps.rollingWithdrawalBlocks,
+      profile.rollingWithdrawalBlocks,
+      max,
+    ),
+    rollingWithdrawalCap: pick(caps.rollingWithdrawalCap, profile.rollingWithdrawalCap, min),
   };
 }
 
-function requireField(
-  request: Readonly<Record<string, unknown>>,
-  field: 'name' | 'secret',
-  max: number,
-): string | StartThrottleResult {
-  const value = request[field];
-  if (typeof value !== 'string' || value.length === 0) {
-    return invalid(`expected a non-empty string, got ${describe(value)}`, field);
-  }
-  if (value.length > max) return invalid(`longer than ${max} characters`, field);
-  return value;
+/**
+ * The global caps as throttle mode shows them: the per-withdrawal cap and the window cap
+ * can only go down, the window can only get longer, and an unset field takes the profile's
+ * value.
+ */
+export function throttledGlobal(caps: Caps, profile: ThrottleProfile): Caps {
+  return tighten(caps, profile, true);
 }
 
 /**
- * Tries to turn throttle mode on with a key's name and secret.
- *
- * A malformed request is `invalid_request`; an unknown name and a wrong secret are the same
- * `invalid_credentials`, after the same work; a revoked key is `key_revoked`, said only
- * once the secret matched. On success, returns the state with throttle mode on (the very
- * same state if it was on already: the first initiator stays) and its Limits.
- *
- * @example
- * ```ts
- * const r = startThrottle(state, { name: 'ops-1', secret });
- * if (r.ok) { state = r.state; r.limits.throttleModeInitiator; } // 'ops-1'
- * else r.error.code; // 'invalid_credentials' | 'key_revoked' | 'invalid_request'
- * ```
+ * An account entry as throttle mode shows it: its set fields are tightened the same way;
+ * unset fields stay unset, so the (tightened) global values apply to them.
  */
-export function startThrottle(state: LimitsState, request: unknown): StartThrottleResult {
-  if (!isRecord(request))
-    return invalid(`expected an object with name and secret, got ${describe(request)}`);
-  const name = requireField(request, 'name', MAX_NAME_LENGTH);
-  if (typeof name !== 'string') return name;
-  const secret = requireField(request, 'secret', MAX_SECRET_LENGTH);
-  if (typeof secret !== 'string') return secret;
-  const key = mapGet(state.throttleKeys, name);
-  if (!verifyThrottleSecret(key?.secretHash, secret) || key === undefined) {
-    return {
-      ok: false,
-      error: new LimitsError('invalid_credentials', 'the key name or secret is wrong'),
-    };
+export function throttledEntry(caps: Caps, profile: ThrottleProfile): Caps {
+  return tighten(caps, profile, false);
+}
+
+/** The global caps every view and check sees. */
+export function seenGlobal(state: LimitsState): Caps {
+  return state.throttleInitiator === null
+    ? state.limits
+    : throttledGlobal(state.limits, state.throttleProfile);
+}
+
+/** The account entry every view and check sees, or `undefined` when the account has none. */
+export function seenEntry(state: LimitsState, entry: Caps | undefined): Caps | undefined {
+  if (entry === undefined || state.throttleInitiator === null) return entry;
+  return throttledEntry(entry, state.throttleProfile);
+}
+
+// The throttle key registry and throttle mode (SPEC §3).
+
+function requireKeyName(value: unknown, path: string): string {
+  return requireName(value, path, 'invalid_key_name', 'a key name');
+}
+
+function requireKey(d: Draft, name: string): ThrottleKey {
+  const key = mapGet(d.throttleKeys, name);
+  if (key === undefined)
+    fail('unknown_key', `no throttle key is named ${JSON.stringify(name)}`, 'name');
+  return key;
+}
+
+/** `throttleKeyAdded`: registers a key by name and secret hash; a name that exists is refused. */
+export function throttleKeyAdded(d: Draft, e: Record<string, unknown>): void {
+  const name = requireKeyName(e.name, 'name');
+  if (!isSecretHash(e.secretHash)) {
+    fail(
+      'invalid_secret_hash',
+      'expected a secret hash made by hashThrottleSecret (sha256:<salt>:<digest>)',
+      'secretHash',
+    );
   }
-  if (key.revoked) {
-    return {
-      ok: false,
-      error: new LimitsError(
-        'key_revoked',
-        `the throttle key ${JSON.stringify(name)} has been revoked`,
-      ),
-    };
+  if (mapGet(d.throttleKeys, name) !== undefined) {
+    fail(
+      'duplicate_key',
+      `a throttle key named ${JSON.stringify(name)} exists already; revoke it or pick another name`,
+      'name',
+    );
   }
-  const r = apply(state, { type: 'throttleStarted', initiator: name });
-  if (!r.ok) return r;
-  return { ok: true, state: r.state, limits: getLimits(r.state) };
+  d.throttleKeys = mapSet(
+    d.throttleKeys,
+    name,
+    { name, secretHash: e.secretHash, revoked: false },
+    d.owner,
+  );
+  d.changed = true;
+}
+
+/** `throttleKeyRevoked` / `throttleKeyReactivated`: a no-op when the key is already so. */
+export function throttleKeyRevocation(
+  revoked: boolean,
+): (d: Draft, e: Record<string, unknown>) => void {
+  return (d, e) => {
+    const key = requireKey(d, requireKeyName(e.name, 'name'));
+    if (key.revoked === revoked) return;
+    d.throttleKeys = mapSet(d.throttleKeys, key.name, { ...key, revoked }, d.owner);
+    d.changed = true;
+  };
+}
+
+/** `throttleStarted`: turns the overlay on; while active, nothing changes and the first initiator stays. */
+export function throttleStarted(d: Draft, e: Record<string, unknown>): void {
+  const initiator = requireKeyName(e.initiator, 'initiator');
+  if (d.throttleInitiator !== null) return;
+  d.throttleInitiator = initiator;
+  d.changed = true;
+}
+
+/** `throttleEnded`: removes the overlay; a no-op when throttle mode is not active. */
+export function throttleEnded(d: Draft): void {
+  if (d.throttleInitiator === null) return;
+  d.throttleInitiator = null;
+  d.changed = true;
 }

@@ -4,10 +4,10 @@
  */
 import type { Amount } from './amount.js';
 import { type Caps, isAccountName, type ResolvedCaps, resolveCaps } from './limits.js';
-import { seenEntry, seenGlobal } from './overlay.js';
 import { mapForEach, mapGet } from './pmap.js';
 import { forEachSum, type SumNode } from './ring.js';
 import type { LimitsState } from './state.js';
+import { seenEntry, seenGlobal } from './throttle.js';
 import { accountTree, windowSpan, withdrawnIn } from './window.js';
 
 /** The limits of one account entry, as `GET /limits/{account}` reports them. */

@@ -5,10 +5,11 @@
  * account's own book.
  */
 import type { Amount } from './amount.js';
+import { bookTree } from './books.js';
+import { type LimitsState, oldestRetained } from './draft.js';
 import { isAccountName } from './limits.js';
 import { mapGet } from './pmap.js';
 import { firstHeightReaching, type SumNode, sumHeights } from './ring.js';
-import { bookTree, type LimitsState, oldestRetained } from './state.js';
 
 /** The first height of a window of `blocks` at the tip that still has data, and the tip. */
 export function windowSpan(

@@ -1,8 +1,10 @@
 /** Small helpers for the example tests. */
 import { expect } from 'vitest';
+import { bookTree } from '../../src/core/books.js';
+import type { Withdrawal } from '../../src/core/draft.js';
 import { mapForEach, type PMap } from '../../src/core/pmap.js';
 import { sumHeights } from '../../src/core/ring.js';
-import { bookTree, forEachWithdrawal, type Withdrawal } from '../../src/core/state.js';
+import { forEachWithdrawal } from '../../src/core/withdrawals.js';
 import {
   apply,
   applyAll,

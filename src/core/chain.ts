@@ -1,0 +1,163 @@
+/**
+ * What the chain reports (SPEC §2): blocks, reorganizations, withdrawals and their
+ * rejections. Each rule validates its event, then changes the draft: the ring of per-block
+ * sums, the withdrawal index and the books of the accounts with a window of their own.
+ */
+import { requirePositive } from './amount.js';
+import { bookAdd } from './books.js';
+import { type Draft, type Height, NO_BOOK, oldestRetained, REMOVED } from './draft.js';
+import { describe, fail } from './errors.js';
+import { MAX_NAME_LENGTH, requireAccount } from './limits.js';
+import { addAt, clearHeights, visitHeights } from './ring.js';
+import {
+  changeFound,
+  findWithdrawal,
+  forgetPending,
+  pendingOf,
+  rollGenerations,
+} from './withdrawals.js';
+
+function requireHeight(value: unknown, path: string): Height {
+  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 0) {
+    fail(
+      'invalid_height',
+      `expected a block height (a non-negative safe integer), got ${describe(value)}`,
+      path,
+    );
+  }
+  return value;
+}
+
+function requireId(value: unknown, path: string): string {
+  if (typeof value !== 'string' || value.length === 0 || value.length > MAX_NAME_LENGTH) {
+    fail(
+      'invalid_withdrawal_id',
+      `expected a withdrawal id of 1 to ${MAX_NAME_LENGTH} characters, got ${describe(value)}`,
+      path,
+    );
+  }
+  return value;
+}
+
+// Removes every withdrawal at heights from..to (all inside the history) from the id map,
+// the books and the ring: a reorganization, rare and shallow, so one by one.
+function dropHeights(d: Draft, from: Height, to: Height): void {
+  visitHeights(d.ring, d.window, from, to, (id) => {
+    const w = findWithdrawal(d, id);
+    if (w === undefined || w.height < from || w.height > to) return;
+    changeFound(d, id, REMOVED);
+    if (!w.rejected) bookAdd(d, w.account, w.height, -w.amount, -1);
+  });
+  d.window = clearHeights(d.ring, d.window, from, to, d.owner);
+  d.changed = true;
+}
+
+// The highest tip rises from `before` to `after`: the heights that leave the history are
+// forgotten in bulk. The ring clears them as a range; the books clear them when next read
+// or changed; the index drops whole generations once all they hold has left.
+function forget(d: Draft, before: Height | null, after: Height): void {
+  if (before !== null) {
+    const from = Math.max(0, before - d.historyBlocks + 1);
+    const to = after - d.historyBlocks;
+    if (from <= to) {
+      forgetPending(d, from, to);
+      d.window = clearHeights(d.ring, d.window, from, to, d.owner);
+    }
+  }
+  rollGenerations(d, before, after);
+}
+
+export function blockConnected(d: Draft, e: Record<string, unknown>): void {
+  const height = requireHeight(e.height, 'height');
+  if (d.tip !== null && height <= d.tip) {
+    fail(
+      'height_not_above_tip',
+      `a connected block must be above the tip ${d.tip}, got ${height}`,
+      'height',
+    );
+  }
+  if (d.highestTip === null || height > d.highestTip) {
+    forget(d, d.highestTip, height);
+    d.highestTip = height;
+  }
+  d.tip = height;
+  d.changed = true;
+}
+
+export function chainReorganized(d: Draft, e: Record<string, unknown>): void {
+  const height = requireHeight(e.height, 'height');
+  if (d.tip === null || height >= d.tip) {
+    fail(
+      'height_not_below_tip',
+      d.tip === null
+        ? 'no block is known yet, so there is nothing to reorganize'
+        : `a reorganization must go below the tip ${d.tip}, got ${height}`,
+      'height',
+    );
+  }
+  const oldest = oldestRetained(d);
+  if (height < oldest) {
+    fail(
+      'reorg_too_deep',
+      `height ${height} is below the retained history (${oldest}…${d.highestTip}); raise historyBlocks to allow deeper reorganizations`,
+      'height',
+    );
+  }
+  dropHeights(d, height + 1, d.tip);
+  d.tip = height;
+}
+
+export function withdrawalRequested(d: Draft, e: Record<string, unknown>): void {
+  const id = requireId(e.id, 'id');
+  // An account this call has looked a book up for has been validated already.
+  const cached = d.bookCache?.get(e.account as string);
+  const account =
+    cached !== undefined ? (e.account as string) : requireAccount(e.account, 'account');
+  const amount = requirePositive(e.amount, 'amount');
+  const height = requireHeight(e.height, 'height');
+  if (d.tip === null || height > d.tip) {
+    fail(
+      'height_ahead_of_tip',
+      d.tip === null ? 'no block is known yet' : `height ${height} is above the tip ${d.tip}`,
+      'height',
+    );
+  }
+  const known = findWithdrawal(d, id);
+  if (known !== undefined) {
+    if (known.account === account && known.amount === amount && known.height === height) return;
+    fail(
+      'duplicate_withdrawal',
+      `withdrawal "${id}" is already known with another payload (account ${JSON.stringify(known.account)}, amount ${known.amount}, height ${known.height})`,
+      'id',
+    );
+  }
+  // Older than the retained history: accepted, counted nowhere (SPEC §2).
+  if (height < oldestRetained(d)) return;
+  pendingOf(d).set(id, { id, account, amount, height, rejected: false });
+  d.window = addAt(d.ring, d.window, height, amount, 1, id, d.owner);
+  if (cached !== NO_BOOK) bookAdd(d, account, height, amount, 1);
+  d.changed = true;
+}
+
+export function withdrawalRejected(d: Draft, e: Record<string, unknown>): void {
+  const id = requireId(e.id, 'id');
+  const w = findWithdrawal(d, id);
+  if (w === undefined) {
+    fail(
+      'unknown_withdrawal',
+      `no withdrawal "${id}" is held (never requested, dropped by a reorganization, or older than the history)`,
+      'id',
+    );
+  }
+  if (w.rejected) return;
+  changeFound(d, id, {
+    id: w.id,
+    account: w.account,
+    amount: w.amount,
+    height: w.height,
+    rejected: true,
+  });
+  d.window = addAt(d.ring, d.window, w.height, -w.amount, 0, undefined, d.owner);
+  bookAdd(d, w.account, w.height, -w.amount, -1);
+  d.changed = true;
+}

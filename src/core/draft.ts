@@ -1,0 +1,220 @@
+/**
+ * The state's shape: the public value types, the opaque `LimitsState` and its fields, and
+ * the private draft an `apply`/`applyAll` works on. A draft's persistent structures are
+ * updated with a fresh owner token, so nodes made during one call may be changed in place
+ * while every earlier state stays untouched.
+ */
+import type { Amount } from './amount.js';
+import type { Caps } from './limits.js';
+import type { Owner, PMap } from './pmap.js';
+import type { Ring, SumNode } from './ring.js';
+
+/** Block height: a non-negative safe integer. */
+export type Height = number;
+
+/**
+ * The caps that throttle mode imposes (SPEC §3). Defaults are those of the sBTC bridge:
+ * 1.5 BTC per withdrawal, at most 2 BTC in any 18 blocks.
+ */
+export interface ThrottleProfile {
+  readonly perWithdrawalCap: Amount;
+  readonly rollingWithdrawalBlocks: Amount;
+  readonly rollingWithdrawalCap: Amount;
+}
+
+/** A registered throttle key: its name, the salted hash of its secret, whether revoked. */
+export interface ThrottleKey {
+  readonly name: string;
+  readonly secretHash: string;
+  readonly revoked: boolean;
+}
+
+/** A withdrawal the state holds (one requested inside the retained history). */
+export interface Withdrawal {
+  readonly id: string;
+  readonly account: string;
+  readonly amount: Amount;
+  readonly height: Height;
+  readonly rejected: boolean;
+}
+
+declare const opaque: unique symbol;
+
+/**
+ * The state of the limits: configuration, chain tip, retained withdrawals, throttle mode.
+ * An immutable, opaque value: only {@link createLimitsState}, {@link apply},
+ * {@link applyAll} and `stateFromSnapshot` make one; read it through the views
+ * (`getLimits`, `effectiveLimits`, `windowOf`, …) and `snapshotOf`.
+ */
+export interface LimitsState {
+  /** @internal How many heights of per-block data are kept, up to the highest tip seen. */
+  readonly historyBlocks: number;
+  /** @internal The current tip, or `null` before any block is known. */
+  readonly tip: Height | null;
+  /** @internal The highest tip ever seen (a reorg lowers `tip`, not this). */
+  readonly highestTip: Height | null;
+  /** @internal The configured global caps (without the throttle overlay). */
+  readonly limits: Caps;
+  /** @internal The configured account entries (without the throttle overlay). */
+  readonly entries: PMap<Caps>;
+  /** @internal The global pegged-in total last observed. */
+  readonly peggedTotal: Amount;
+  /** @internal The caps throttle mode imposes. */
+  readonly throttleProfile: ThrottleProfile;
+  /** @internal The name of the key that started throttle mode, or `null` when it is not active. */
+  readonly throttleInitiator: string | null;
+  /** @internal The throttle key registry. */
+  readonly throttleKeys: PMap<ThrottleKey>;
+  /** @internal The ring of per-block sums of all accounts, with the ids listed per height. */
+  readonly ring: Ring;
+  /** @internal */
+  readonly window: SumNode;
+  /**
+   * @internal The withdrawals held, by id, in generations, youngest first: a generation takes
+   * the withdrawals requested while it is the youngest, and is dropped whole once all of them
+   * are older than the history. Entries older than the history may linger until then; every
+   * lookup ignores them.
+   */
+  readonly generations: ReadonlyArray<Generation>;
+  /** @internal The own per-block sums of each account whose entry sets its own window. */
+  readonly books: PMap<Book>;
+  /** @internal Each account's pegged-in total last observed (absent = 0). */
+  readonly accountPegged: PMap<Amount>;
+  /** What makes the type opaque: no value made elsewhere is a state. */
+  readonly [opaque]: 'LimitsState';
+}
+
+/** @internal A generation of withdrawals (see {@link LimitsState.generations}). */
+export interface Generation {
+  readonly map: PMap<Withdrawal>;
+  /** The highest tip when it became the youngest (null before the first block). */
+  readonly opened: Height | null;
+  /** The highest tip when a younger one took over; null for the youngest. */
+  readonly sealed: Height | null;
+  /**
+   * A Bloom filter of the ids of a sealed generation, built when it is sealed (it takes no
+   * new ids after that), so that looking up an id it does not hold costs a few bit tests
+   * instead of a map lookup. `undefined` for the youngest.
+   */
+  readonly filter: Uint32Array | undefined;
+  /**
+   * The youngest generation's log of the hashes of the ids it took, appended as they are
+   * written (when they are hot in cache), so that sealing builds the filter from one compact
+   * array instead of walking the map. The log is shared along one line of states: this
+   * version's hashes are its first `logged` ones, and only the version at the log's end may
+   * append. A state derived from an older version (a branch) gives the log up
+   * (`undefined`), and its filter is built from its map when it is sealed.
+   */
+  readonly log: HashLog | undefined;
+  readonly logged: number;
+}
+
+/** @internal An append-only, growable array of key hashes. */
+export interface HashLog {
+  hashes: Uint32Array;
+  n: number;
+}
+
+export function newLog(): HashLog {
+  return { hashes: new Uint32Array(64), n: 0 };
+}
+
+export function logHash(log: HashLog, hash: number): void {
+  if (log.n === log.hashes.length) {
+    const bigger = new Uint32Array(log.n * 2);
+    bigger.set(log.hashes);
+    log.hashes = bigger;
+  }
+  log.hashes[log.n++] = hash;
+}
+
+/**
+ * @internal An account's own per-block sums. Heights that leave the history are not cleared
+ * when they leave: `upTo` says up to which highest tip the tree is clean, and whoever reads
+ * or changes it clears the heights that left since (a range clear, O(log H)).
+ */
+export interface Book {
+  tree: SumNode;
+  upTo: Height | null;
+  owner: Owner | undefined;
+}
+
+/** The mutable working copy one `apply`/`applyAll` call changes; never escapes. */
+// The fields of a state, which only this module turns into one (a state is opaque).
+export type StateFields = Omit<LimitsState, typeof opaque>;
+
+export function asState(fields: StateFields): LimitsState {
+  return fields as LimitsState;
+}
+
+export type Draft = { -readonly [K in keyof StateFields]: StateFields[K] } & {
+  /** Whether `generations` is this call's own copy yet (made on the first change). */
+  gensOwned: boolean;
+  /**
+   * The withdrawals added, changed or removed (REMOVED) during this call, written into the
+   * generations once at the end: a withdrawal added and forgotten within one batch never
+   * touches them, and lookups cost a hash-table probe. Made on the first write.
+   */
+  pending: Map<string, Withdrawal | typeof REMOVED> | undefined;
+  /**
+   * The generation that holds each persisted withdrawal this call changed or removed, by
+   * the tip it was opened at: the one thing about a generation that sealing it (a new
+   * object) does not change.
+   */
+  homes: Map<string, Height> | undefined;
+  /**
+   * Where the last successful `findWithdrawal` found its withdrawal: the generation holding
+   * it (by the tip it was opened at), or undefined when it was in the pending map.
+   */
+  foundHome: Height | undefined;
+  /** Generations this call made (no other state shares them): new withdrawals may go there. */
+  fresh: Set<Generation> | undefined;
+  /** Books looked up or changed during this call (NO_BOOK: none; DROPPED_BOOK: removed). */
+  bookCache: Map<string, Book | typeof NO_BOOK | typeof DROPPED_BOOK> | undefined;
+  owner: Owner;
+  changed: boolean;
+};
+
+export const REMOVED = Symbol('removed');
+
+// A fresh owner token; every token has the same shape, so reading `single` stays monomorphic.
+export function ownerToken(single: boolean): Owner {
+  return { single };
+}
+
+export const NO_BOOK = Symbol('no book');
+
+export const DROPPED_BOOK = Symbol('dropped book');
+
+// Written out field by field: a spread with extra fields is several times slower here.
+export function draftOf(state: LimitsState, single = false): Draft {
+  return {
+    historyBlocks: state.historyBlocks,
+    tip: state.tip,
+    highestTip: state.highestTip,
+    limits: state.limits,
+    entries: state.entries,
+    peggedTotal: state.peggedTotal,
+    throttleProfile: state.throttleProfile,
+    throttleInitiator: state.throttleInitiator,
+    throttleKeys: state.throttleKeys,
+    ring: state.ring,
+    window: state.window,
+    generations: state.generations,
+    books: state.books,
+    accountPegged: state.accountPegged,
+    gensOwned: false,
+    pending: undefined,
+    homes: undefined,
+    foundHome: undefined,
+    fresh: undefined,
+    bookCache: undefined,
+    owner: ownerToken(single),
+    changed: false,
+  };
+}
+
+/** The oldest height whose data the state still holds (0 before the history fills up). @internal */
+export function oldestRetained(s: Pick<LimitsState, 'highestTip' | 'historyBlocks'>): Height {
+  return s.highestTip === null ? 0 : Math.max(0, s.highestTip - s.historyBlocks + 1);
+}
