@@ -55,17 +55,20 @@ function row(label, bar, times, a, b) {
 {
   const accounts = 500;
   const { events } = stream({ blocks: 11_800, perBlock: 16, accounts });
-  same(
-    getLimits(build(accounts, events)).availableToWithdraw,
-    floorOf(accounts, events).available(),
-    'replay',
-  );
   const times = interleave(
     [
       { name: 'applyAll', run: () => build(accounts, events), calls: 1 },
       { name: 'floor', run: () => floorOf(accounts, events), calls: 1 },
     ],
     { rounds: REPLAY_ROUNDS, warmup: 2, collect: true },
+  );
+  // The answers are compared after the timing: one whole replay run outside the rounds
+  // before them sent some processes into a slow mode for the whole run (1.6–1.8× instead of
+  // 1.2–1.4×, for 0.2.0 as for this release), so the gate failed at random.
+  same(
+    getLimits(build(accounts, events)).availableToWithdraw,
+    floorOf(accounts, events).available(),
+    'replay',
   );
   row(
     `replay of ${events.length} events through applyAll ÷ mutable floor`,
@@ -97,15 +100,6 @@ function row(label, bar, times, a, b) {
     return s;
   };
   const floorBase = () => floorOf(accounts, base.events);
-  same(
-    getLimits(runChain()).availableToWithdraw,
-    (() => {
-      const f = floorBase();
-      for (const e of chain) f.apply(e);
-      return f.available();
-    })(),
-    'chain',
-  );
   const times = interleave(
     [
       { name: 'apply chain', run: runChain, calls: chain.length },
@@ -119,6 +113,16 @@ function row(label, bar, times, a, b) {
       },
     ],
     { rounds: ROUNDS, warmup: 2, collect: true },
+  );
+  // Compared after the timing, as for the replay.
+  same(
+    getLimits(runChain()).availableToWithdraw,
+    (() => {
+      const f = floorBase();
+      for (const e of chain) f.apply(e);
+      return f.available();
+    })(),
+    'chain',
   );
   row(
     `a chain of ${chain.length} single apply calls at ${held} held ÷ mutable floor`,

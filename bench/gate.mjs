@@ -1,6 +1,7 @@
 #!/usr/bin/env node
-// The benchmark gate: runs the core cases (bench/core.mjs) and the memory probe
-// (bench/memory.mjs, in a child process with --expose-gc) against the built package,
+// The benchmark gate: runs the core cases (bench/core.mjs), the memory probe
+// (bench/memory.mjs) and the comparison with a floor that books only the global window
+// (bench/global-floor.mjs), each in a child process with --expose-gc, against the built package,
 // prints the table and fails when a bar is crossed. Timing on a shared machine is noisy,
 // so a crossed bar is measured once more before the gate fails. With --readme, writes the
 // table into README.md between the bench markers.
@@ -18,6 +19,7 @@ const MIB = 1024 * 1024;
 function measure() {
   const core = runJson(['--expose-gc', 'bench/core.mjs']);
   const mem = runJson(['--expose-gc', 'bench/memory.mjs', '200000,600000']);
+  core.rows.push(...runJson(['--expose-gc', 'bench/global-floor.mjs']).rows);
   const [at200, at600] = mem.heap;
   core.rows.push({
     label: 'live heap after a forced GC: 600k ÷ 200k streamed withdrawals, 5,000 accounts',

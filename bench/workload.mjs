@@ -58,15 +58,16 @@ export function stream({ blocks, perBlock, accounts, from = { height: 800_000, n
 /**
  * The floor: a ring of per-block sums with a running window sum, a Map of withdrawals by
  * id with the ids listed per height (to forget them), and per-block sums for the accounts
- * with their own window. Everything mutable, nothing persistent.
+ * with their own window. Everything mutable, nothing persistent. With `ownWindows: false`
+ * it books only the global window, as a service without account windows does.
  */
 export class MutableFloor {
-  constructor(accounts) {
+  constructor(accounts, { ownWindows = true } = {}) {
     this.ring = new Array(HISTORY).fill(0n);
     this.ids = Array.from({ length: HISTORY }, () => []);
     this.byId = new Map();
     this.accounts = new Map();
-    for (let a = 0; a < accounts; a += WINDOWED)
+    for (let a = 0; ownWindows && a < accounts; a += WINDOWED)
       this.accounts.set(accountName(a), new Array(HISTORY).fill(0n));
     this.windowSum = 0n;
     this.tip = -1;
