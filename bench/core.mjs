@@ -18,7 +18,16 @@ import {
   stateFromSnapshot,
 } from '../dist/index.js';
 import { formatTime, interleave, median, medianRatio } from './harness.mjs';
-import { HISTORY, limitsFor, MutableFloor, ScanningService, stream, WINDOW } from './workload.mjs';
+import {
+  applyEach,
+  chainWorkload,
+  HISTORY,
+  limitsFor,
+  MutableFloor,
+  ScanningService,
+  stream,
+  WINDOW,
+} from './workload.mjs';
 
 const quick = process.argv.includes('--quick');
 const ROUNDS = quick ? 5 : 9;
@@ -82,24 +91,12 @@ function row(label, bar, times, a, b) {
 // --- a chain of 20,000 single applies on a state holding 100k withdrawals --------------------
 {
   const accounts = 500;
-  const base = stream({ blocks: HISTORY, perBlock: 50, accounts });
-  const chain = stream({ blocks: 392, perBlock: 50, accounts, from: base.next }).events.slice(
-    0,
-    20_000,
-  );
-  const state = build(accounts, base.events);
+  const { base, chain } = chainWorkload(accounts);
+  const state = build(accounts, base);
   const held = snapshotOf(state).withdrawals.length;
   if (held < 100_000) throw new Error(`the chain's state holds ${held} withdrawals`);
-  const runChain = () => {
-    let s = state;
-    for (const e of chain) {
-      const r = apply(s, e);
-      if (!r.ok) throw r.error;
-      s = r.state;
-    }
-    return s;
-  };
-  const floorBase = () => floorOf(accounts, base.events);
+  const runChain = () => applyEach(apply, state, chain);
+  const floorBase = () => floorOf(accounts, base);
   const times = interleave(
     [
       { name: 'apply chain', run: runChain, calls: chain.length },

@@ -9,7 +9,7 @@
  */
 import { apply, applyAll, createLimitsState, getLimits } from '../dist/index.js';
 import { interleave, medianRatio } from './harness.mjs';
-import { HISTORY, limitsFor, MutableFloor, stream } from './workload.mjs';
+import { applyEach, chainWorkload, HISTORY, limitsFor, MutableFloor, stream } from './workload.mjs';
 
 const quick = process.argv.includes('--quick');
 const ROUNDS = quick ? 5 : 9;
@@ -51,27 +51,15 @@ function floorOf(events) {
 }
 
 {
-  const base = stream({ blocks: HISTORY, perBlock: 50, accounts });
-  const chain = stream({ blocks: 392, perBlock: 50, accounts, from: base.next }).events.slice(
-    0,
-    20_000,
-  );
-  const state = build(base.events);
-  const runChain = () => {
-    let s = state;
-    for (const e of chain) {
-      const r = apply(s, e);
-      if (!r.ok) throw r.error;
-      s = r.state;
-    }
-    return s;
-  };
+  const { base, chain } = chainWorkload(accounts);
+  const state = build(base);
+  const runChain = () => applyEach(apply, state, chain);
   const times = interleave(
     [
       { name: 'apply chain', run: runChain, calls: chain.length },
       {
         name: 'global floor chain',
-        setup: () => floorOf(base.events),
+        setup: () => floorOf(base),
         run: (f) => {
           for (const e of chain) f.apply(e);
         },

@@ -151,3 +151,27 @@ export class ScanningService {
     return CAP > sum ? CAP - sum : 0n;
   }
 }
+
+/**
+ * The chain workload: a base of a whole history at 50 withdrawals a block (about 100k held
+ * at the end), and the 20,000 events that follow it, to be applied one at a time.
+ */
+export function chainWorkload(accounts) {
+  const base = stream({ blocks: HISTORY, perBlock: 50, accounts });
+  const chain = stream({ blocks: 392, perBlock: 50, accounts, from: base.next }).events.slice(
+    0,
+    20_000,
+  );
+  return { base: base.events, chain };
+}
+
+/** Applies `events` one `apply` at a time from `state`, as a service does; returns the last state. */
+export function applyEach(apply, state, events) {
+  let s = state;
+  for (const e of events) {
+    const r = apply(s, e);
+    if (!r.ok) throw r.error;
+    s = r.state;
+  }
+  return s;
+}

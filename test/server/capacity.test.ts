@@ -21,6 +21,26 @@ afterAll(() => {
 // hard limit allows; a lower one shows as EMFILE in the attacker's output).
 const ROOM = 'ulimit -n 8192 2>/dev/null || ulimit -n "$(ulimit -Hn)"; exec "$@"';
 
+/** The command on loopback, with room for thousands of sockets. */
+async function serve(args: string[]): Promise<Proc> {
+  const server = await spawnServer('bash', [
+    '-c',
+    ROOM,
+    'peg-limits',
+    'node',
+    'dist/cli.js',
+    'serve',
+    '--port',
+    '0',
+    '--data',
+    tempDir(),
+    '--quiet',
+    ...args,
+  ]);
+  procs.push(server);
+  return server;
+}
+
 function get(url: string): Promise<{ status: number; ms: number; error?: string }> {
   const started = performance.now();
   return new Promise((resolve) => {
@@ -40,24 +60,7 @@ function get(url: string): Promise<{ status: number; ms: number; error?: string 
 test('with 2,000 idle and 300 slowloris connections held, a new client reads GET /limits every time, p95 under 100 ms', async () => {
   // Long time-outs: the slowloris connections stay for the whole test, so only eviction of
   // the idle ones can let a new client in. The cap is the default, 1,000.
-  const server = await spawnServer('bash', [
-    '-c',
-    ROOM,
-    'peg-limits',
-    'node',
-    'dist/cli.js',
-    'serve',
-    '--port',
-    '0',
-    '--data',
-    tempDir(),
-    '--quiet',
-    '--header-timeout',
-    '60',
-    '--request-timeout',
-    '60',
-  ]);
-  procs.push(server);
+  const server = await serve(['--header-timeout', '60', '--request-timeout', '60']);
   const port = new URL(server.url).port;
   const attacker = spawn(
     'bash',
@@ -84,20 +87,7 @@ test('with 2,000 idle and 300 slowloris connections held, a new client reads GET
 });
 
 test('a connection that has started a request is never evicted: at the cap with none idle, a new one is closed, and the slow ones get their 408', async () => {
-  const server = await spawnServer('node', [
-    'dist/cli.js',
-    'serve',
-    '--port',
-    '0',
-    '--data',
-    tempDir(),
-    '--quiet',
-    '--max-connections',
-    '3',
-    '--header-timeout',
-    '2',
-  ]);
-  procs.push(server);
+  const server = await serve(['--max-connections', '3', '--header-timeout', '2']);
   const { hostname, port } = new URL(server.url);
   // Three slowloris connections fill the cap.
   const slow = Array.from(
