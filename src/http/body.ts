@@ -3,7 +3,7 @@
  * the Fetch adapter share, after {@link admitRequest} has said how much that is.
  * Browser-safe.
  */
-import { type HttpRequest, type HttpResponse, problem } from './handler.js';
+import { type HttpRequest, type HttpResponse, headerValue, problem } from './handler.js';
 
 /** The 413 for a body over `max` bytes. */
 export function payloadTooLarge(max: number): HttpResponse {
@@ -15,13 +15,7 @@ export function payloadTooLarge(max: number): HttpResponse {
  * answered 413 before a byte of it is read.
  */
 export function declaredTooLarge(headers: HttpRequest['headers'], max: number): boolean {
-  if (headers === undefined) return false;
-  for (const key of Object.keys(headers)) {
-    if (key.toLowerCase() !== 'content-length') continue;
-    const value = headers[key];
-    return Number(typeof value === 'string' ? value : value?.[0]) > max;
-  }
-  return false;
+  return Number(headerValue(headers, 'content-length') ?? 0) > max;
 }
 
 /** Collects a body chunk by chunk and says as soon as it passes its cap. */

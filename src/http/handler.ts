@@ -173,8 +173,8 @@ function fromError(status: number, error: LimitsError): HttpResponse {
   return problem(status, error.code, error.message, { path: error.path });
 }
 
-function header(request: HttpRequest, name: string): string | undefined {
-  const headers = request.headers;
+/** A request header's value by its lower-case name (names in any case; repeats joined). */
+export function headerValue(headers: HttpRequest['headers'], name: string): string | undefined {
   if (headers === undefined) return undefined;
   for (const key of Object.keys(headers)) {
     if (key.toLowerCase() !== name) continue;
@@ -182,6 +182,10 @@ function header(request: HttpRequest, name: string): string | undefined {
     return typeof value === 'string' ? value : value?.join(', ');
   }
   return undefined;
+}
+
+function header(request: HttpRequest, name: string): string | undefined {
+  return headerValue(request.headers, name);
 }
 
 const encoder = new TextEncoder();
