@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // `npm run load`: load figures of the server on loopback, each beside its floor (a bare
 // node:http server answering the same bytes). Bounded: a few seconds per run, 127.0.0.1 only.
-// Prints a Markdown table; with --readme writes it into README.md between the load markers.
+// Prints a Markdown table; with --readme writes it into docs/operating.md between the load markers.
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -150,7 +150,7 @@ const lines = [
 ];
 const table = lines.join('\n');
 console.log(table);
-if (process.argv.includes('--readme')) writeReadmeTable('load', table);
+if (process.argv.includes('--readme')) writeReadmeTable('load', table, 'docs/operating.md');
 const [, limitsRow] = rows[0];
 if (limitsRow.a.rps < limitsRow.b.rps / 2) {
   console.error('GET /limits serves less than half the rate of the floor.');

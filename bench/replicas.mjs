@@ -3,7 +3,7 @@
 // private server started here (Debian's binaries): accepted operator changes per second
 // through one replica and spread over three, the lag from a commit on one replica to the
 // change being visible on another, and start-up from a snapshot with 100k withdrawals.
-// Bounded: a few seconds per run. With --readme, writes the table into README.md.
+// Bounded: a few seconds per run. With --readme, writes the table into docs/replicas.md.
 import { execFileSync } from 'node:child_process';
 import { chmodSync, existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -160,4 +160,4 @@ const table = [
   ...rows.map(([l, v]) => `| ${l} | ${v} |`),
 ].join('\n');
 console.log(table);
-if (process.argv.includes('--readme')) writeReadmeTable('replicas', table);
+if (process.argv.includes('--readme')) writeReadmeTable('replicas', table, 'docs/replicas.md');

@@ -1,5 +1,5 @@
 // What the benchmark scripts share: starting a server child process, and writing a figures
-// table into README.md between markers.
+// table into README.md (or a page of docs/) between markers.
 import { spawn } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 
@@ -22,18 +22,15 @@ export function startChild(args, children) {
   });
 }
 
-/** Writes `table` into README.md between `<!-- name:start -->` and `<!-- name:end -->`. */
-export function writeReadmeTable(name, table) {
-  const readme = readFileSync('README.md', 'utf8');
+/** Writes `table` into `file` between `<!-- name:start -->` and `<!-- name:end -->`. */
+export function writeReadmeTable(name, table, file = 'README.md') {
+  const readme = readFileSync(file, 'utf8');
   const start = `<!-- ${name}:start -->`;
   const end = `<!-- ${name}:end -->`;
   const at = readme.indexOf(start);
   const until = readme.indexOf(end);
-  if (at < 0 || until < 0) throw new Error(`README.md has no ${name} markers`);
-  writeFileSync(
-    'README.md',
-    `${readme.slice(0, at + start.length)}\n${table}\n${readme.slice(until)}`,
-  );
+  if (at < 0 || until < 0) throw new Error(`${file} has no ${name} markers`);
+  writeFileSync(file, `${readme.slice(0, at + start.length)}\n${table}\n${readme.slice(until)}`);
 }
 
 /** The operator token the benchmark servers run with. */

@@ -1,5 +1,5 @@
 /**
- * The folders are the layers (see the README's Design section): an import only ever points
+ * The folders are the layers (see docs/design.md): an import only ever points
  * down, the core entry is browser-safe, and the core has no import cycles.
  */
 import { readdirSync, readFileSync } from 'node:fs';
