@@ -13,7 +13,7 @@ import {
   NO_BOOK,
 } from './draft.js';
 import type { Owner } from './pmap.js';
-import { mapDelete, mapGet, mapSet } from './pmap.js';
+import { mapDelete, mapGet, mapSet, ownerToken } from './pmap.js';
 import { addAt, clearHeights, type SumNode } from './ring.js';
 import { forEachHeld } from './withdrawals.js';
 
@@ -39,7 +39,7 @@ function cleanTree(
 
 /** The per-block sums of an account's book, with the heights that left the history cleared. @internal */
 export function bookTree(state: LimitsState, book: Book): SumNode {
-  return cleanTree(state, book, { single: true });
+  return cleanTree(state, book, ownerToken(true));
 }
 
 export function bookOf(d: Draft, account: string): Book | undefined {

@@ -6,7 +6,7 @@
  */
 import type { Amount } from './amount.js';
 import type { Caps } from './limits.js';
-import type { Owner, PMap } from './pmap.js';
+import { type Owner, ownerToken, type PMap } from './pmap.js';
 import type { Ring, SumNode } from './ring.js';
 
 /** Block height: a non-negative safe integer. */
@@ -176,11 +176,6 @@ export type Draft = { -readonly [K in keyof StateFields]: StateFields[K] } & {
 };
 
 export const REMOVED = Symbol('removed');
-
-// A fresh owner token; every token has the same shape, so reading `single` stays monomorphic.
-export function ownerToken(single: boolean): Owner {
-  return { single };
-}
 
 export const NO_BOOK = Symbol('no book');
 

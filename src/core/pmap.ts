@@ -10,10 +10,18 @@
 /**
  * A token that marks the nodes one batch of updates may change in place. `single` says the
  * batch is one event on a state that will soon be replaced: its copies then come from
- * allocation sites of their own (see `copyBranch`).
+ * allocation sites of their own (see `copyBranch`). `sizeChange` is the batch's scratch
+ * field: whether its last map update added (1) or removed (-1) a key. It belongs to the
+ * batch, so no two batches (and no two states) ever share it.
  */
 export interface Owner {
   readonly single: boolean;
+  sizeChange: number;
+}
+
+/** A fresh owner token; every token has the same shape, so reading it stays monomorphic. */
+export function ownerToken(single: boolean): Owner {
+  return { single, sizeChange: 0 };
 }
 
 interface Leaf<V> {
@@ -50,12 +58,8 @@ export interface PMap<V> {
 
 const EMPTY: PMap<never> = { root: undefined, size: 0, owner: undefined };
 
-// Whether the last update added or removed a key. Updates never re-enter, so one
-// module-level flag serves them all without an allocation per call.
-let sizeChange = 0;
-
 function wrap<V>(map: PMap<V>, root: Node<V> | undefined, owner: Owner): PMap<V> {
-  const size = map.size + sizeChange;
+  const size = map.size + owner.sizeChange;
   if (root === undefined) return EMPTY;
   if (map.owner === owner) {
     const out = map as { root: Node<V> | undefined; size: number };
@@ -152,17 +156,17 @@ function merge<V>(shift: number, a: Leaf<V> | Collision<V>, b: Leaf<V>, owner: O
 // `grew` reports whether a key was added (not replaced), so the size stays exact.
 function setIn<V>(node: Node<V> | undefined, shift: number, leaf: Leaf<V>, owner: Owner): Node<V> {
   if (node === undefined) {
-    sizeChange = 1;
+    owner.sizeChange = 1;
     return leaf;
   }
   if (node.kind === 0) {
     if (node.key === leaf.key) return node.value === leaf.value ? node : leaf;
-    sizeChange = 1;
+    owner.sizeChange = 1;
     return merge(shift, node, leaf, owner);
   }
   if (node.kind === 1) {
     if (node.hash !== leaf.hash) {
-      sizeChange = 1;
+      owner.sizeChange = 1;
       return merge(shift, node, leaf, owner);
     }
     const at = node.leaves.findIndex((l) => l.key === leaf.key);
@@ -170,7 +174,7 @@ function setIn<V>(node: Node<V> | undefined, shift: number, leaf: Leaf<V>, owner
     const leaves = node.leaves.slice();
     if (at >= 0) leaves[at] = leaf;
     else {
-      sizeChange = 1;
+      owner.sizeChange = 1;
       leaves.push(leaf);
     }
     return { kind: 1, hash: node.hash, leaves };
@@ -178,7 +182,7 @@ function setIn<V>(node: Node<V> | undefined, shift: number, leaf: Leaf<V>, owner
   const bit = 1 << ((leaf.hash >>> shift) & 31);
   const idx = popcount(node.bitmap & (bit - 1));
   if ((node.bitmap & bit) === 0) {
-    sizeChange = 1;
+    owner.sizeChange = 1;
     const out = editable(node, owner);
     insertAt(out.kids, idx, leaf);
     out.bitmap |= bit;
@@ -197,13 +201,13 @@ export function mapSet<V>(
   map: PMap<V>,
   key: string,
   value: V,
-  owner: Owner = { single: false },
+  owner: Owner = ownerToken(false),
   hash = hashOf(key),
 ): PMap<V> {
-  sizeChange = 0;
+  owner.sizeChange = 0;
   const root = setIn(map.root, 0, { kind: 0, hash, key, value }, owner);
   // An owned root may have changed in place: the size must still follow.
-  if (root === map.root && sizeChange === 0) return map;
+  if (root === map.root && owner.sizeChange === 0) return map;
   return wrap(map, root, owner);
 }
 
@@ -216,14 +220,14 @@ function deleteIn<V>(
 ): Node<V> | undefined {
   if (node.kind === 0) {
     if (node.key !== key) return node;
-    sizeChange = -1;
+    owner.sizeChange = -1;
     return undefined;
   }
   if (node.kind === 1) {
     if (node.hash !== hash) return node;
     const at = node.leaves.findIndex((l) => l.key === key);
     if (at < 0) return node;
-    sizeChange = -1;
+    owner.sizeChange = -1;
     if (node.leaves.length === 2) return node.leaves[1 - at];
     return { kind: 1, hash, leaves: node.leaves.filter((_, i) => i !== at) };
   }
@@ -252,11 +256,11 @@ function deleteIn<V>(
 }
 
 /** Returns a map without `key`; the same map when the key is absent. */
-export function mapDelete<V>(map: PMap<V>, key: string, owner: Owner = { single: false }): PMap<V> {
+export function mapDelete<V>(map: PMap<V>, key: string, owner: Owner = ownerToken(false)): PMap<V> {
   if (map.root === undefined) return map;
-  sizeChange = 0;
+  owner.sizeChange = 0;
   const root = deleteIn(map.root, 0, hashOf(key), key, owner);
-  if (sizeChange === 0) return map;
+  if (owner.sizeChange === 0) return map;
   return wrap(map, root, owner);
 }
 

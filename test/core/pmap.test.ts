@@ -8,6 +8,7 @@ import {
   mapGet,
   mapSet,
   type Owner,
+  ownerToken,
   type PMap,
 } from '../../src/core/pmap.js';
 
@@ -55,13 +56,13 @@ describe('persistent map', () => {
     (ops) => {
       let m = emptyMap<number>();
       const model = new Map<string, number>();
-      let owner: Owner = { single: false };
+      let owner: Owner = ownerToken(false);
       const versions: Array<[PMap<number>, Array<[string, number]>]> = [];
       for (const o of ops) {
         if (o.op === 'batch') {
           // A new batch: nodes of the previous one must no longer change in place.
           versions.push([m, sorted(model)]);
-          owner = { single: versions.length % 2 === 1 };
+          owner = ownerToken(versions.length % 2 === 1);
           continue;
         }
         if (o.op === 'set') {

@@ -1,6 +1,6 @@
 import { fc, test } from '@fast-check/vitest';
 import { describe, expect } from 'vitest';
-import type { Owner } from '../../src/core/pmap.js';
+import { type Owner, ownerToken } from '../../src/core/pmap.js';
 import {
   addAt,
   clearHeights,
@@ -37,13 +37,13 @@ describe('the ring of per-block sums', () => {
       const slots = new Array<bigint>(size).fill(0n);
       const ids: string[][] = Array.from({ length: size }, () => []);
       let root = ring.empty;
-      let owner: Owner = { single: false };
+      let owner: Owner = ownerToken(false);
       const versions: Array<[typeof root, bigint[]]> = [];
       let n = 0;
       for (const o of ops) {
         if (o.op === 'batch') {
           versions.push([root, slots.slice()]);
-          owner = { single: versions.length % 2 === 1 };
+          owner = ownerToken(versions.length % 2 === 1);
         } else if (o.op === 'add') {
           const id = `i${n++}`;
           root = addAt(ring, root, o.h, o.d, 1, id, owner);
