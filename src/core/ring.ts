@@ -47,28 +47,39 @@ export interface Ring {
   readonly empty: SumNode;
 }
 
-const EMPTY_BY_LEVEL: SumNode[] = [
-  { sum: 0n, count: 0, kids: undefined, ids: undefined, owner: undefined },
-];
-const SPAN_BY_LEVEL: number[] = [1];
+/** The deepest tree a ring may have: 16^8 heights, far past the 1,000,000 a state allows. */
+const MAX_DEPTH = 8;
 
-function emptyAt(level: number): SumNode {
-  while (EMPTY_BY_LEVEL.length <= level) {
-    const below = EMPTY_BY_LEVEL[EMPTY_BY_LEVEL.length - 1]!;
-    EMPTY_BY_LEVEL.push({
+// The shared empty subtree of each level, and the heights each level spans: fixed tables,
+// made once, never changed (the empty nodes carry no owner, so no update touches them).
+function emptyLevels(): ReadonlyArray<SumNode> {
+  const levels: SumNode[] = [
+    { sum: 0n, count: 0, kids: undefined, ids: undefined, owner: undefined },
+  ];
+  for (let level = 1; level <= MAX_DEPTH; level++)
+    levels.push({
       sum: 0n,
       count: 0,
-      kids: new Array<SumNode>(WIDTH).fill(below),
+      kids: new Array<SumNode>(WIDTH).fill(levels[level - 1]!),
       ids: undefined,
       owner: undefined,
     });
-    SPAN_BY_LEVEL.push(SPAN_BY_LEVEL[SPAN_BY_LEVEL.length - 1]! * WIDTH);
-  }
+  return levels;
+}
+
+const EMPTY_BY_LEVEL = /* @__PURE__ */ emptyLevels();
+const SPAN_BY_LEVEL: ReadonlyArray<number> = /* @__PURE__ */ Array.from(
+  { length: MAX_DEPTH + 1 },
+  (_, level) => WIDTH ** level,
+);
+
+function emptyAt(level: number): SumNode {
   return EMPTY_BY_LEVEL[level]!;
 }
 
 /** The ring of `size` heights. */
 export function ringOf(size: number): Ring {
+  if (!(size >= 1 && size <= WIDTH ** MAX_DEPTH)) throw new RangeError(`a ring of ${size} heights`);
   let depth = 1;
   while (WIDTH ** depth < size) depth++;
   return { size, depth, empty: emptyAt(depth) };
