@@ -5,16 +5,16 @@
  */
 import { requirePositive } from './amount.js';
 import { bookAdd } from './books.js';
-import { type Draft, type Height, NO_BOOK, oldestRetained, REMOVED } from './draft.js';
+import { type Draft, type Height, NO_BOOK, oldestRetained } from './draft.js';
 import { describe, fail } from './errors.js';
 import { MAX_NAME_LENGTH, requireAccount } from './limits.js';
 import { addAt, clearHeights, visitHeights } from './ring.js';
 import {
-  changeFound,
-  findWithdrawal,
-  forgetPending,
-  pendingOf,
-  rollGenerations,
+  forgetBefore,
+  getWithdrawal,
+  putWithdrawal,
+  rejectWithdrawal,
+  removeWithdrawal,
 } from './withdrawals.js';
 
 function requireHeight(value: unknown, path: string): Height {
@@ -43,9 +43,9 @@ function requireId(value: unknown, path: string): string {
 // the books and the ring: a reorganization, rare and shallow, so one by one.
 function dropHeights(d: Draft, from: Height, to: Height): void {
   visitHeights(d.ring, d.window, from, to, (id) => {
-    const w = findWithdrawal(d, id);
-    if (w === undefined || w.height < from || w.height > to) return;
-    changeFound(d, id, REMOVED);
+    const w = getWithdrawal(d, id);
+    if (w === undefined) return;
+    removeWithdrawal(d, id);
     if (!w.rejected) bookAdd(d, w.account, w.height, -w.amount, -1);
   });
   d.window = clearHeights(d.ring, d.window, from, to, d.owner);
@@ -53,18 +53,15 @@ function dropHeights(d: Draft, from: Height, to: Height): void {
 }
 
 // The highest tip rises from `before` to `after`: the heights that leave the history are
-// forgotten in bulk. The ring clears them as a range; the books clear them when next read
-// or changed; the index drops whole generations once all they hold has left.
+// forgotten. The index deletes their withdrawals (ids listed by the ring); the ring clears
+// them as a range; the books clear them when next read or changed.
 function forget(d: Draft, before: Height | null, after: Height): void {
-  if (before !== null) {
-    const from = Math.max(0, before - d.historyBlocks + 1);
-    const to = after - d.historyBlocks;
-    if (from <= to) {
-      forgetPending(d, from, to);
-      d.window = clearHeights(d.ring, d.window, from, to, d.owner);
-    }
-  }
-  rollGenerations(d, before, after);
+  if (before === null) return;
+  const from = Math.max(0, before - d.historyBlocks + 1);
+  const to = after - d.historyBlocks;
+  if (from > to) return;
+  forgetBefore(d, from, to + 1);
+  d.window = clearHeights(d.ring, d.window, from, to, d.owner);
 }
 
 export function blockConnected(d: Draft, e: Record<string, unknown>): void {
@@ -122,7 +119,7 @@ export function withdrawalRequested(d: Draft, e: Record<string, unknown>): void 
       'height',
     );
   }
-  const known = findWithdrawal(d, id);
+  const known = getWithdrawal(d, id);
   if (known !== undefined) {
     if (known.account === account && known.amount === amount && known.height === height) return;
     fail(
@@ -133,7 +130,7 @@ export function withdrawalRequested(d: Draft, e: Record<string, unknown>): void 
   }
   // Older than the retained history: accepted, counted nowhere (SPEC §2).
   if (height < oldestRetained(d)) return;
-  pendingOf(d).set(id, { id, account, amount, height, rejected: false });
+  putWithdrawal(d, { id, account, amount, height, rejected: false });
   d.window = addAt(d.ring, d.window, height, amount, 1, id, d.owner);
   if (cached !== NO_BOOK) bookAdd(d, account, height, amount, 1);
   d.changed = true;
@@ -141,7 +138,7 @@ export function withdrawalRequested(d: Draft, e: Record<string, unknown>): void 
 
 export function withdrawalRejected(d: Draft, e: Record<string, unknown>): void {
   const id = requireId(e.id, 'id');
-  const w = findWithdrawal(d, id);
+  const w = getWithdrawal(d, id);
   if (w === undefined) {
     fail(
       'unknown_withdrawal',
@@ -150,13 +147,7 @@ export function withdrawalRejected(d: Draft, e: Record<string, unknown>): void {
     );
   }
   if (w.rejected) return;
-  changeFound(d, id, {
-    id: w.id,
-    account: w.account,
-    amount: w.amount,
-    height: w.height,
-    rejected: true,
-  });
+  rejectWithdrawal(d, w);
   d.window = addAt(d.ring, d.window, w.height, -w.amount, 0, undefined, d.owner);
   bookAdd(d, w.account, w.height, -w.amount, -1);
   d.changed = true;

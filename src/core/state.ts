@@ -23,7 +23,6 @@ import {
   draftOf,
   type Height,
   type LimitsState,
-  newLog,
   type ThrottleProfile,
 } from './draft.js';
 import { describe, fail, joinPath, LimitsError } from './errors.js';
@@ -48,7 +47,7 @@ import {
   throttleStarted,
   validateProfile,
 } from './throttle.js';
-import { flushPending } from './withdrawals.js';
+import { flushWithdrawals } from './withdrawals.js';
 
 export type { Height, LimitsState, ThrottleKey, ThrottleProfile, Withdrawal } from './draft.js';
 export { DEFAULT_THROTTLE_PROFILE } from './throttle.js';
@@ -136,16 +135,7 @@ export function createLimitsState(options: LimitsOptions = {}): LimitsState {
     throttleKeys: emptyMap(),
     ring,
     window: ring.empty,
-    generations: [
-      {
-        map: emptyMap(),
-        opened: null,
-        sealed: null,
-        filter: undefined,
-        log: newLog(),
-        logged: 0,
-      },
-    ],
+    withdrawals: emptyMap(),
     books: emptyMap(),
     accountPegged: emptyMap(),
   });
@@ -170,7 +160,7 @@ export function createLimitsState(options: LimitsOptions = {}): LimitsState {
 }
 
 function freeze(d: Draft): LimitsState {
-  if (d.pending !== undefined) flushPending(d, d.pending);
+  flushWithdrawals(d);
   if (d.bookCache !== undefined) flushBooks(d, d.bookCache);
   return asState({
     historyBlocks: d.historyBlocks,
@@ -184,7 +174,7 @@ function freeze(d: Draft): LimitsState {
     throttleKeys: d.throttleKeys,
     ring: d.ring,
     window: d.window,
-    generations: d.generations,
+    withdrawals: d.withdrawals,
     books: d.books,
     accountPegged: d.accountPegged,
   });

@@ -1,320 +1,96 @@
 /**
- * The withdrawal index: the withdrawals a state holds, by id. They live in generations,
- * youngest first: a generation takes the withdrawals requested while it is the youngest, is
- * sealed (with a Bloom filter of its ids) once it spans 1/GENERATIONS of the history, and
- * is dropped whole once everything in it has left the history, so forgetting costs nothing
- * per withdrawal. Inside one call, changes go through the draft's pending map and are
- * written into the generations once, at the end (`flushPending`).
+ * The withdrawal index: the withdrawals a state holds, by id, in one persistent map. A
+ * withdrawal leaves the map when its height leaves the history; the ring lists the ids of
+ * each height, so forgetting a block costs one delete per withdrawal it held, and the map
+ * holds exactly what the state holds, never more.
+ *
+ * Five operations, all on a draft: {@link getWithdrawal}, {@link putWithdrawal},
+ * {@link rejectWithdrawal}, {@link removeWithdrawal} (a reorganization) and
+ * {@link forgetBefore} (heights leaving the history). Inside one call, changes go to the
+ * draft's pending map (a plain `Map`) and are written into the persistent map once, at the
+ * end ({@link flushWithdrawals}): a withdrawal added and forgotten within one batch (most
+ * of a long replay) never touches the persistent map.
  */
 
-import {
-  type Draft,
-  type Generation,
-  type Height,
-  type LimitsState,
-  logHash,
-  newLog,
-  oldestRetained,
-  REMOVED,
-  type Withdrawal,
-} from './draft.js';
-import { emptyMap, hashOf, mapDelete, mapForEach, mapGet, mapSet, type PMap } from './pmap.js';
+import { type Draft, type Height, type LimitsState, REMOVED, type Withdrawal } from './draft.js';
+import { mapDelete, mapForEach, mapGet, mapSet } from './pmap.js';
 import { visitHeights } from './ring.js';
 
-/** How many generations the history is split into: at most 1/GENERATIONS of it lingers. */
-export const GENERATIONS = 8;
-
-// A blocked Bloom filter: each id sets three bits in one 32-bit word, so a lookup costs one
-// memory load per sealed generation. The word comes from the low bits of the id's hash, the
-// three bits from other bits of a second hash. About 16 bits an id: ~1.5% false positives.
-function filterWord(hash: number, mask: number): number {
-  return hash & mask;
-}
-
-function filterBits(hash: number): number {
-  const h = Math.imul(hash ^ (hash >>> 16), 0x45d9f3b);
-  return (1 << (h & 31)) | (1 << ((h >>> 5) & 31)) | (1 << ((h >>> 10) & 31));
-}
-
-export function filterOf(gen: Generation): Uint32Array {
-  if (gen.log !== undefined) return filterOfHashes(gen.log.hashes, gen.logged);
-  return filterOfHashes(Uint32Array.from(mapKeysHashed(gen.map)), gen.map.size);
-}
-
-function mapKeysHashed(map: PMap<Withdrawal>): number[] {
-  const out: number[] = [];
-  mapForEach(map, (_, id) => out.push(hashOf(id)));
-  return out;
-}
-
-function filterOfHashes(hashes: ArrayLike<number>, n: number): Uint32Array {
-  let words = 2;
-  while (words * 32 < n * 16) words *= 2;
-  const filter = new Uint32Array(words);
-  const mask = words - 1;
-  for (let k = 0; k < n; k++) {
-    const h = hashes[k]!;
-    filter[filterWord(h, mask)]! |= filterBits(h);
-  }
-  return filter;
-}
-
-function mayHold(filter: Uint32Array, hash: number): boolean {
-  const bits = filterBits(hash);
-  return (filter[filterWord(hash, filter.length - 1)]! & bits) === bits;
-}
-
-/** A withdrawal the draft holds (inside the history), or undefined; sets `d.foundHome`. */
-export function findWithdrawal(d: Draft, id: string): Withdrawal | undefined {
-  const oldest = oldestRetained(d);
+/** The withdrawal held under `id`, or `undefined`. */
+export function getWithdrawal(d: Draft, id: string): Withdrawal | undefined {
   const p = d.pending?.get(id);
-  if (p !== undefined) {
-    // Ids are unique among the withdrawals held, so a pending entry decides.
-    d.foundHome = undefined;
-    return p === REMOVED || p.height < oldest ? undefined : p;
-  }
-  const gens = d.generations;
-  let hash = -1;
-  for (let i = 0; i < gens.length; i++) {
-    const gen = gens[i]!;
-    if (gen.map.size === 0) continue;
-    if (hash < 0) hash = hashOf(id);
-    if (gen.filter !== undefined && !mayHold(gen.filter, hash)) continue;
-    const w = mapGet(gen.map, id, hash);
-    if (w !== undefined && w.height >= oldest) {
-      d.foundHome = gen.opened ?? undefined;
-      return w;
-    }
-  }
-  return undefined;
+  if (p !== undefined) return p === REMOVED ? undefined : p;
+  return mapGet(d.withdrawals, id);
 }
 
-export function pendingOf(d: Draft): Map<string, Withdrawal | typeof REMOVED> {
+function pendingOf(d: Draft): Map<string, Withdrawal | typeof REMOVED> {
   d.pending ??= new Map();
   return d.pending;
 }
 
-// Records a change to the withdrawal findWithdrawal found last.
-export function changeFound(d: Draft, id: string, w: Withdrawal | typeof REMOVED): void {
-  const home = d.foundHome;
-  if (home !== undefined) {
-    d.homes ??= new Map();
-    d.homes.set(id, home);
-    pendingOf(d).set(id, w);
-  } else if (w === REMOVED && d.homes?.get(id) === undefined) {
-    // Added during this call and never persisted: nothing to remove but the entry.
-    d.pending!.delete(id);
-  } else pendingOf(d).set(id, w);
+/** Holds a new withdrawal (its id must not be held). */
+export function putWithdrawal(d: Draft, w: Withdrawal): void {
+  pendingOf(d).set(w.id, w);
 }
 
-export function ownGens(d: Draft): Generation[] {
-  if (!d.gensOwned) {
-    d.generations = d.generations.slice();
-    d.gensOwned = true;
-  }
-  return d.generations as Generation[];
+/** Marks a held withdrawal rejected. */
+export function rejectWithdrawal(d: Draft, w: Withdrawal): void {
+  const rejected: Withdrawal = {
+    id: w.id,
+    account: w.account,
+    amount: w.amount,
+    height: w.height,
+    rejected: true,
+  };
+  pendingOf(d).set(w.id, rejected);
 }
 
-/** Calls `fn` with every withdrawal the draft holds inside the history. */
-export function forEachHeld(d: Draft, fn: (w: Withdrawal) => void): void {
-  const oldest = oldestRetained(d);
+/** Stops holding the withdrawal `id` (a reorganization dropped its block). */
+export function removeWithdrawal(d: Draft, id: string): void {
+  pendingOf(d).set(id, REMOVED);
+}
+
+/**
+ * Forgets the withdrawals at heights `from`…`before - 1`, which leave the history. Reads
+ * their ids from the ring, so it must run before the ring clears those heights. A slot of
+ * the ring only lists the ids of the one height it holds (heights are cleared as they
+ * leave or are reorganized away), so every id listed there is one to forget.
+ */
+export function forgetBefore(d: Draft, from: Height, before: Height): void {
   const p = d.pending;
-  if (p !== undefined) for (const w of p.values()) if (w !== REMOVED && w.height >= oldest) fn(w);
-  for (const gen of d.generations) {
-    mapForEach(gen.map, (w, id) => {
-      if (w.height >= oldest && (p === undefined || !p.has(id))) fn(w);
-    });
-  }
+  visitHeights(d.ring, d.window, from, before - 1, (id) => {
+    p?.delete(id);
+    d.withdrawals = mapDelete(d.withdrawals, id, d.owner);
+  });
+}
+
+/** Writes the changes of one call into the persistent map. */
+export function flushWithdrawals(d: Draft): void {
+  const p = d.pending;
+  if (p === undefined) return;
+  let map = d.withdrawals;
+  for (const [id, w] of p)
+    map = w === REMOVED ? mapDelete(map, id, d.owner) : mapSet(map, id, w, d.owner);
+  d.withdrawals = map;
+  d.pending = undefined;
+}
+
+/** Calls `fn` with every withdrawal a draft holds, the ones this call changed included. */
+export function forEachHeld(d: Draft, fn: (w: Withdrawal) => void): void {
+  const p = d.pending;
+  if (p !== undefined) for (const w of p.values()) if (w !== REMOVED) fn(w);
+  mapForEach(d.withdrawals, (w, id) => {
+    if (p === undefined || !p.has(id)) fn(w);
+  });
 }
 
 /**
  * Calls `fn` with every withdrawal `state` holds (requested inside the retained history,
  * not dropped by a reorganization), in no particular order. @internal
  */
-export function forEachWithdrawal(state: LimitsState, fn: (w: Withdrawal) => void): void {
-  const oldest = oldestRetained(state);
-  for (const gen of state.generations) {
-    mapForEach(gen.map, (w) => {
-      if (w.height >= oldest) fn(w);
-    });
-  }
-}
-
-// Writes the pending withdrawals into the generations: new ones into the youngest (its
-// height is at most the tip, and the youngest is dropped last), changed ones where they
-// live, unless a re-reported one is now above what its generation may hold.
-export function flushPending(d: Draft, pending: Map<string, Withdrawal | typeof REMOVED>): void {
-  const gens = ownGens(d);
-  const oldest = oldestRetained(d);
-  const young = gens[0]!;
-  // Only the version at the log's end may append to it; a branch gives the log up.
-  const log = young.log !== undefined && young.log.n === young.logged ? young.log : undefined;
-  let youngMap = young.map;
-  // Only withdrawals this call changed that were persisted before it touch older maps.
-  const maps = d.homes === undefined ? undefined : gens.map((g) => g.map);
-  // Sealed generations this call made, oldest first: nobody else holds them, so new
-  // withdrawals may go there (their filters are rebuilt below).
-  const freshTargets = freshSealed(d, gens);
-  for (const [id, w] of pending) {
-    if (maps !== undefined) {
-      const opened = d.homes!.get(id);
-      const at = opened === undefined ? -1 : gens.findIndex((g) => g.opened === opened);
-      if (at >= 0) {
-        const home = gens[at]!;
-        if (w !== REMOVED && (home.sealed === null || w.height <= home.sealed)) {
-          if (at === 0) youngMap = mapSet(youngMap, id, w, d.owner);
-          else maps[at] = mapSet(maps[at]!, id, w, d.owner);
-          continue;
-        }
-        if (at === 0) youngMap = mapDelete(youngMap, id, d.owner);
-        else maps[at] = mapDelete(maps[at]!, id, d.owner);
-      }
-    }
-    if (w !== REMOVED && w.height >= oldest) {
-      const hash = hashOf(id);
-      const at = freshTargets === undefined ? -1 : targetOf(freshTargets, w.height);
-      if (at >= 0) {
-        // A generation this call sealed, that may still hold this height: a long batch
-        // spreads its withdrawals over generations as single events would have.
-        const t = freshTargets![at]!;
-        t.map = mapSet(t.map, id, w, d.owner, hash);
-        t.hashes.push(hash);
-        continue;
-      }
-      const before = youngMap.size;
-      youngMap = mapSet(youngMap, id, w, d.owner, hash);
-      if (log !== undefined && youngMap.size > before) logHash(log, hash);
-    }
-  }
-  if (youngMap !== young.map)
-    gens[0] = {
-      map: youngMap,
-      opened: young.opened,
-      sealed: null,
-      filter: undefined,
-      log,
-      logged: log === undefined ? 0 : log.n,
-    };
-  // The generations that held changed withdrawals, then the ones this call sealed and
-  // filled (never the same: those held nothing before this call).
-  if (maps !== undefined) {
-    for (let i = 1; i < gens.length; i++) {
-      const g = gens[i]!;
-      if (maps[i] !== g.map)
-        gens[i] = {
-          map: maps[i]!,
-          opened: g.opened,
-          sealed: g.sealed,
-          filter: g.filter,
-          log: undefined,
-          logged: 0,
-        };
-    }
-  }
-  if (freshTargets !== undefined) {
-    for (const t of freshTargets) {
-      if (t.hashes.length === 0) continue;
-      const g = gens[t.index]!;
-      gens[t.index] = {
-        map: t.map,
-        opened: g.opened,
-        sealed: g.sealed,
-        filter: filterOfHashes(t.hashes, t.hashes.length),
-        log: undefined,
-        logged: 0,
-      };
-    }
-  }
-}
-
-interface FreshTarget {
-  readonly index: number;
-  readonly sealed: Height;
-  map: PMap<Withdrawal>;
-  readonly hashes: number[];
-}
-
-function freshSealed(d: Draft, gens: Generation[]): FreshTarget[] | undefined {
-  if (d.fresh === undefined) return undefined;
-  const out: FreshTarget[] = [];
-  for (let i = gens.length - 1; i >= 1; i--) {
-    const g = gens[i]!;
-    // Only an empty one: its filter then covers exactly what goes in now.
-    if (d.fresh.has(g) && g.sealed !== null && g.map.size === 0)
-      out.push({ index: i, sealed: g.sealed, map: g.map, hashes: [] });
-  }
-  return out.length === 0 ? undefined : out;
-}
-
-// The oldest target that may hold `height` (sealed at or above it), or -1 for the youngest.
-function targetOf(targets: ReadonlyArray<FreshTarget>, height: Height): number {
-  for (let i = 0; i < targets.length; i++) if (targets[i]!.sealed >= height) return i;
-  return -1;
-}
-
-/**
- * Forgets, inside one call, the withdrawals it added at heights `from`…`to` (which leave
- * the history), so a long replay holds no more than the history; persisted ones are left
- * to their generation.
- */
-export function forgetPending(d: Draft, from: Height, to: Height): void {
-  // A batch that added withdrawals lets go of those it forgets, so a long replay holds
-  // no more than the history; persisted ones are left to their generation.
-  const p = d.pending;
-  if (p !== undefined && p.size > 0)
-    visitHeights(d.ring, d.window, from, to, (id) => {
-      if (d.homes?.get(id) === undefined) p.delete(id);
-    });
-}
-
-/**
- * The highest tip rises from `before` to `after`: opens the youngest generation's span, seals
- * it and opens a new one once it spans 1/GENERATIONS of the history, and drops the oldest
- * generations once everything in them has left the history.
- */
-export function rollGenerations(d: Draft, before: Height | null, after: Height): void {
-  const young = d.generations[0]!;
-  const span = Math.ceil(d.historyBlocks / GENERATIONS);
-  if (young.opened === null || before === null) {
-    const wasFresh = d.fresh?.has(young) === true;
-    ownGens(d)[0] = {
-      map: young.map,
-      opened: after,
-      sealed: null,
-      filter: undefined,
-      log: young.log,
-      logged: young.logged,
-    };
-    if (wasFresh) d.fresh!.add(d.generations[0]!);
-  } else if (after - young.opened >= span) {
-    const g = ownGens(d);
-    const wasFresh = d.fresh?.has(young) === true;
-    g[0] = {
-      map: young.map,
-      opened: young.opened,
-      sealed: before,
-      filter: filterOf(young),
-      log: undefined,
-      logged: 0,
-    };
-    g.unshift({
-      map: emptyMap(),
-      opened: after,
-      sealed: null,
-      filter: undefined,
-      log: newLog(),
-      logged: 0,
-    });
-    d.fresh ??= new Set();
-    d.fresh.add(g[0]!);
-    if (wasFresh) d.fresh.add(g[1]!);
-  }
-  const oldest = after - d.historyBlocks + 1;
-  for (
-    let last = d.generations[d.generations.length - 1]!;
-    last.sealed !== null && last.sealed < oldest;
-  ) {
-    ownGens(d).pop();
-    last = d.generations[d.generations.length - 1]!;
-  }
+export function forEachWithdrawal(
+  state: Pick<LimitsState, 'withdrawals'>,
+  fn: (w: Withdrawal) => void,
+): void {
+  mapForEach(state.withdrawals, fn);
 }

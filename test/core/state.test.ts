@@ -431,25 +431,6 @@ describe('books only where a limit needs them, memory that follows what is held'
     expect(mapGet(s.books, 'bob')!.tree).toBe(s.ring.empty);
   });
 
-  test('forgetting drops whole generations: the id maps hold at most an eighth of the history more than is held', () => {
-    const history = 64;
-    let s = createLimitsState({
-      historyBlocks: history,
-      limits: { accountCaps: { a1: ownWindow } },
-    });
-    let most = 0;
-    for (let b = 1; b <= 1000; b++) {
-      const events: LimitsEvent[] = [{ type: 'blockConnected', height: b }];
-      for (let i = 0; i < 4; i++) events.push(withdraw(`a${i}`, 1n, b, `w${b}-${i}`));
-      s = run(s, ...events);
-      const stored = s.generations.reduce((n, g) => n + g.map.size, 0);
-      most = Math.max(most, stored);
-    }
-    expect(heldWithdrawals(s)).toHaveLength(history * 4);
-    expect(most).toBeLessThanOrEqual((history + history / 8) * 4);
-    expect(s.generations.length).toBeLessThanOrEqual(10);
-  });
-
   test("a book's heights that left the history are cleared when it is next read", () => {
     let s = run(
       at(
@@ -471,79 +452,3 @@ function lastId(state: LimitsState, account: string, amount: bigint): string {
     .filter((w) => w.account === account && w.amount === amount)
     .pop()!.id;
 }
-
-test('states derived from one state keep nothing of each other: the shared hash log grows along one line only', () => {
-  const base = run(at(10, WINDOW_144), withdraw('alice', 1n, 10));
-  const logged = base.generations[0]!.logged;
-  // Many hypothetical next states from the same base, as a "what if" caller makes them.
-  const siblings = Array.from({ length: 1000 }, (_, i) =>
-    run(base, withdraw('bob', 1n, 10, `s${i}`)),
-  );
-  // The first sibling extended the log; the others gave it up rather than extend it further.
-  expect(base.generations[0]!.log!.n).toBe(logged + 1);
-  expect(siblings.slice(1).every((s) => s.generations[0]!.log === undefined)).toBe(true);
-  // Each sibling still finds its own withdrawal and none of the others', once sealed too.
-  const later = siblings.map((s) => run(s, { type: 'blockConnected', height: 10 + 2016 / 8 + 1 }));
-  for (const [i, s] of later.entries()) {
-    expect(s.generations.length).toBe(2);
-    expect(apply(s, withdraw('bob', 1n, 10, `s${i}`)).ok).toBe(true);
-    expect(apply(s, withdraw('bob', 2n, 10, `s${i}`)).ok).toBe(false);
-    expect(apply(s, { type: 'withdrawalRejected', id: `s${(i + 1) % 1000}` }).ok).toBe(false);
-  }
-});
-
-test('a long batch spreads its withdrawals over generations without losing any when they are dropped later', () => {
-  const history = 64;
-  const events: LimitsEvent[] = [];
-  for (let b = 1; b <= 300; b++) {
-    events.push({ type: 'blockConnected', height: b });
-    for (let i = 0; i < 4; i++)
-      events.push(withdraw(`a${i}`, 1n, Math.max(0, b - (i % 3)), `w${b}-${i}`));
-  }
-  // The same history in one batch, and one batch per block.
-  let batch = run(createLimitsState({ historyBlocks: history }), ...events);
-  let perBlock = createLimitsState({ historyBlocks: history });
-  let block: LimitsEvent[] = [];
-  for (const e of events) {
-    if (e.type === 'blockConnected' && block.length > 0) {
-      perBlock = run(perBlock, ...block);
-      block = [];
-    }
-    block.push(e);
-  }
-  perBlock = run(perBlock, ...block);
-  // The batch filled the generations it sealed itself, not only the youngest.
-  expect(batch.generations.filter((g) => g.map.size > 0).length).toBeGreaterThan(3);
-  // Then blocks one at a time, until every generation the batch made has been dropped:
-  // both always hold exactly the same withdrawals.
-  for (let h = 301; h <= 301 + history * 2; h++) {
-    batch = run(batch, { type: 'blockConnected', height: h });
-    perBlock = run(perBlock, { type: 'blockConnected', height: h });
-    expect(
-      heldWithdrawals(batch).map((w) => w.id),
-      `at ${h}`,
-    ).toEqual(heldWithdrawals(perBlock).map((w) => w.id));
-    // And each one held is found by id (a different payload is refused as a duplicate).
-    for (const w of heldWithdrawals(batch).slice(0, 8))
-      expect(apply(batch, withdraw(w.account, 2n, w.height, w.id)).ok).toBe(false);
-  }
-});
-
-test('a long batch that also rejects a withdrawal held before it keeps every withdrawal it adds', () => {
-  const history = 64;
-  const before = run(
-    createLimitsState({ historyBlocks: history }),
-    { type: 'blockConnected', height: 1 },
-    withdraw('a', 5n, 1, 'old'),
-  );
-  const events: LimitsEvent[] = [{ type: 'withdrawalRejected', id: 'old' }];
-  for (let b = 2; b <= 200; b++) {
-    events.push({ type: 'blockConnected', height: b });
-    for (let i = 0; i < 3; i++) events.push(withdraw(`a${i}`, 1n, b, `w${b}-${i}`));
-  }
-  const batch = run(before, ...events);
-  let single = before;
-  for (const e of events) single = run(single, e);
-  expect(heldWithdrawals(batch).map((w) => w.id)).toEqual(heldWithdrawals(single).map((w) => w.id));
-  expect(heldWithdrawals(batch)).toHaveLength(history * 3);
-});
