@@ -123,7 +123,7 @@ describe('the published types', () => {
     const r = applyAll(s, [{ type: 'blockConnected', height: 1 }]);
     if (r.ok) getLimits(r.state).availableToWithdraw;
     // @ts-expect-error: a state's fields are internal
-    s.withdrawals;
+    s.generations;
     // @ts-expect-error: a state's fields are internal
     s.tip;
     // @ts-expect-error: no value made elsewhere is a state

@@ -44,7 +44,7 @@ function requireId(value: unknown, path: string): string {
 function dropHeights(d: Draft, from: Height, to: Height): void {
   visitHeights(d.ring, d.window, from, to, (id) => {
     const w = getWithdrawal(d, id);
-    if (w === undefined) return;
+    if (w === undefined || w.height < from || w.height > to) return;
     removeWithdrawal(d, id);
     if (!w.rejected) bookAdd(d, w.account, w.height, -w.amount, -1);
   });
@@ -52,16 +52,16 @@ function dropHeights(d: Draft, from: Height, to: Height): void {
   d.changed = true;
 }
 
-// The highest tip rises from `before` to `after`: the heights that leave the history are
-// forgotten. The index deletes their withdrawals (ids listed by the ring); the ring clears
-// them as a range; the books clear them when next read or changed.
-function forget(d: Draft, before: Height | null, after: Height): void {
+// The highest tip rises to `after`: the heights that leave the history are forgotten in
+// bulk. The index first (it reads their ids in the ring), then the ring clears them as a
+// range; the books clear them when next read or changed.
+function forget(d: Draft, after: Height): void {
+  const before = d.highestTip;
+  forgetBefore(d, after);
   if (before === null) return;
   const from = Math.max(0, before - d.historyBlocks + 1);
   const to = after - d.historyBlocks;
-  if (from > to) return;
-  forgetBefore(d, from, to + 1);
-  d.window = clearHeights(d.ring, d.window, from, to, d.owner);
+  if (from <= to) d.window = clearHeights(d.ring, d.window, from, to, d.owner);
 }
 
 export function blockConnected(d: Draft, e: Record<string, unknown>): void {
@@ -74,7 +74,7 @@ export function blockConnected(d: Draft, e: Record<string, unknown>): void {
     );
   }
   if (d.highestTip === null || height > d.highestTip) {
-    forget(d, d.highestTip, height);
+    forget(d, height);
     d.highestTip = height;
   }
   d.tip = height;

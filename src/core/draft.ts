@@ -69,14 +69,34 @@ export interface LimitsState {
   readonly ring: Ring;
   /** @internal */
   readonly window: SumNode;
-  /** @internal The withdrawals held, by id (see `withdrawals.ts`). */
-  readonly withdrawals: PMap<Withdrawal>;
+  /**
+   * @internal The withdrawals held, by id, in generations, youngest first: a generation takes
+   * the withdrawals requested while it is the youngest, and is dropped whole once all of them
+   * are older than the history. Entries older than the history may linger until then; every
+   * lookup ignores them.
+   */
+  readonly generations: ReadonlyArray<Generation>;
   /** @internal The own per-block sums of each account whose entry sets its own window. */
   readonly books: PMap<Book>;
   /** @internal Each account's pegged-in total last observed (absent = 0). */
   readonly accountPegged: PMap<Amount>;
   /** What makes the type opaque: no value made elsewhere is a state. */
   readonly [opaque]: 'LimitsState';
+}
+
+/** @internal A generation of withdrawals (see {@link LimitsState.generations}). */
+export interface Generation {
+  readonly map: PMap<Withdrawal>;
+  /** The highest tip when it became the youngest (null before the first block). */
+  readonly opened: Height | null;
+  /** The highest tip when a younger one took over; null for the youngest. */
+  readonly sealed: Height | null;
+  /**
+   * A Bloom filter of the ids of a sealed generation, built when it is sealed (it takes no
+   * new ids after that), so that looking up an id it does not hold costs a few bit tests
+   * instead of a map lookup. `undefined` for the youngest.
+   */
+  readonly filter: Uint32Array | undefined;
 }
 
 /**
@@ -99,11 +119,27 @@ export function asState(fields: StateFields): LimitsState {
 }
 
 export type Draft = { -readonly [K in keyof StateFields]: StateFields[K] } & {
+  /** Whether `generations` is this call's own copy yet (made on the first change). */
+  gensOwned: boolean;
   /**
    * The withdrawals added, changed or removed (REMOVED) during this call, written into the
-   * persistent map once at the end. Made on the first write.
+   * generations once at the end: a withdrawal added and forgotten within one batch never
+   * touches them, and lookups cost a hash-table probe. Made on the first write.
    */
   pending: Map<string, Withdrawal | typeof REMOVED> | undefined;
+  /**
+   * The generation that holds each persisted withdrawal this call changed or removed, by
+   * the tip it was opened at: the one thing about a generation that sealing it (a new
+   * object) does not change.
+   */
+  homes: Map<string, Height> | undefined;
+  /**
+   * Where the last successful `findWithdrawal` found its withdrawal: the generation holding
+   * it (by the tip it was opened at), or undefined when it was in the pending map.
+   */
+  foundHome: Height | undefined;
+  /** Generations this call made (no other state shares them): new withdrawals may go there. */
+  fresh: Set<Generation> | undefined;
   /** Books looked up or changed during this call (NO_BOOK: none; DROPPED_BOOK: removed). */
   bookCache: Map<string, Book | typeof NO_BOOK | typeof DROPPED_BOOK> | undefined;
   owner: Owner;
@@ -130,10 +166,14 @@ export function draftOf(state: LimitsState, single = false): Draft {
     throttleKeys: state.throttleKeys,
     ring: state.ring,
     window: state.window,
-    withdrawals: state.withdrawals,
+    generations: state.generations,
     books: state.books,
     accountPegged: state.accountPegged,
+    gensOwned: false,
     pending: undefined,
+    homes: undefined,
+    foundHome: undefined,
+    fresh: undefined,
     bookCache: undefined,
     owner: ownerToken(single),
     changed: false,

@@ -135,7 +135,14 @@ export function createLimitsState(options: LimitsOptions = {}): LimitsState {
     throttleKeys: emptyMap(),
     ring,
     window: ring.empty,
-    withdrawals: emptyMap(),
+    generations: [
+      {
+        map: emptyMap(),
+        opened: null,
+        sealed: null,
+        filter: undefined,
+      },
+    ],
     books: emptyMap(),
     accountPegged: emptyMap(),
   });
@@ -174,7 +181,7 @@ function freeze(d: Draft): LimitsState {
     throttleKeys: d.throttleKeys,
     ring: d.ring,
     window: d.window,
-    withdrawals: d.withdrawals,
+    generations: d.generations,
     books: d.books,
     accountPegged: d.accountPegged,
   });

@@ -1,26 +1,106 @@
 /**
- * The withdrawal index: the withdrawals a state holds, by id, in one persistent map. A
- * withdrawal leaves the map when its height leaves the history; the ring lists the ids of
- * each height, so forgetting a block costs one delete per withdrawal it held, and the map
- * holds exactly what the state holds, never more.
+ * The withdrawal index: the withdrawals a state holds, by id, behind six operations on a
+ * draft: {@link getWithdrawal}, {@link putWithdrawal}, {@link rejectWithdrawal},
+ * {@link removeWithdrawal} (a reorganization), {@link forgetBefore} (the highest tip rises)
+ * and {@link flushWithdrawals} (the end of a call). Nothing outside this module sees how it
+ * stores them.
  *
- * Five operations, all on a draft: {@link getWithdrawal}, {@link putWithdrawal},
- * {@link rejectWithdrawal}, {@link removeWithdrawal} (a reorganization) and
- * {@link forgetBefore} (heights leaving the history). Inside one call, changes go to the
- * draft's pending map (a plain `Map`) and are written into the persistent map once, at the
- * end ({@link flushWithdrawals}): a withdrawal added and forgotten within one batch (most
- * of a long replay) never touches the persistent map.
+ * They live in generations, youngest first: a generation takes the withdrawals requested
+ * while it is the youngest, is sealed (with a Bloom filter of its ids) once it spans
+ * 1/GENERATIONS of the history, and is dropped whole once everything in it has left the
+ * history, so forgetting costs nothing per withdrawal. Inside one call, changes go through
+ * the draft's pending map and are written into the generations once, at the end.
+ *
+ * Why not one persistent map, with forgetting fed by the ring's per-block id lists? It
+ * was built and measured (docs/design.md, "The withdrawal index"): it passes every bar but
+ * one, a chain of single applies at 100k held, where its deletes and its inserts into a
+ * map of the whole history cost about twice what the generations do.
  */
 
-import { type Draft, type Height, type LimitsState, REMOVED, type Withdrawal } from './draft.js';
-import { mapDelete, mapForEach, mapGet, mapSet } from './pmap.js';
+import {
+  type Draft,
+  type Generation,
+  type Height,
+  type LimitsState,
+  oldestRetained,
+  REMOVED,
+  type Withdrawal,
+} from './draft.js';
+import { emptyMap, hashOf, mapDelete, mapForEach, mapGet, mapSet, type PMap } from './pmap.js';
 import { visitHeights } from './ring.js';
 
-/** The withdrawal held under `id`, or `undefined`. */
+/** How many generations the history is split into: at most 1/GENERATIONS of it lingers. */
+export const GENERATIONS = 8;
+
+// A blocked Bloom filter: each id sets three bits in one 32-bit word, so a lookup costs one
+// memory load per sealed generation. The word comes from the low bits of the id's hash, the
+// three bits from other bits of a second hash. About 16 bits an id: ~1.5% false positives.
+function filterWord(hash: number, mask: number): number {
+  return hash & mask;
+}
+
+function filterBits(hash: number): number {
+  const h = Math.imul(hash ^ (hash >>> 16), 0x45d9f3b);
+  return (1 << (h & 31)) | (1 << ((h >>> 5) & 31)) | (1 << ((h >>> 10) & 31));
+}
+
+function filterOf(gen: Generation): Uint32Array {
+  return filterOfHashes(mapKeysHashed(gen.map), gen.map.size);
+}
+
+function mapKeysHashed(map: PMap<Withdrawal>): Uint32Array {
+  const out = new Uint32Array(map.size);
+  let n = 0;
+  mapForEach(map, (_, id) => {
+    out[n++] = hashOf(id);
+  });
+  return out;
+}
+
+function filterOfHashes(hashes: ArrayLike<number>, n: number): Uint32Array {
+  let words = 2;
+  while (words * 32 < n * 16) words *= 2;
+  const filter = new Uint32Array(words);
+  const mask = words - 1;
+  for (let k = 0; k < n; k++) {
+    const h = hashes[k]!;
+    filter[filterWord(h, mask)]! |= filterBits(h);
+  }
+  return filter;
+}
+
+function mayHold(filter: Uint32Array, hash: number): boolean {
+  const bits = filterBits(hash);
+  return (filter[filterWord(hash, filter.length - 1)]! & bits) === bits;
+}
+
+/**
+ * The withdrawal the draft holds under `id` (inside the history), or `undefined`. Notes
+ * where it was found (`d.foundHome`), for a {@link rejectWithdrawal} or
+ * {@link removeWithdrawal} of it that follows.
+ */
 export function getWithdrawal(d: Draft, id: string): Withdrawal | undefined {
+  const oldest = oldestRetained(d);
   const p = d.pending?.get(id);
-  if (p !== undefined) return p === REMOVED ? undefined : p;
-  return mapGet(d.withdrawals, id);
+  if (p !== undefined) {
+    // Ids are unique among the withdrawals held, so a pending entry decides.
+    d.foundHome = undefined;
+    return p === REMOVED || p.height < oldest ? undefined : p;
+  }
+  const gens = d.generations;
+  let hash = -1;
+  for (let i = 0; i < gens.length; i++) {
+    const gen = gens[i]!;
+    if (gen.map.size === 0) continue;
+    if (hash < 0) hash = hashOf(id);
+    if (gen.filter !== undefined && !mayHold(gen.filter, hash)) continue;
+    const w = mapGet(gen.map, id, hash);
+    if (w !== undefined && w.height >= oldest) {
+      d.foundHome = gen.opened ?? undefined;
+      return w;
+    }
+  }
+  return undefined;
 }
 
 function pendingOf(d: Draft): Map<string, Withdrawal | typeof REMOVED> {
@@ -33,64 +113,215 @@ export function putWithdrawal(d: Draft, w: Withdrawal): void {
   pendingOf(d).set(w.id, w);
 }
 
-/** Marks a held withdrawal rejected. */
+/** Marks rejected the withdrawal that {@link getWithdrawal} has just returned. */
 export function rejectWithdrawal(d: Draft, w: Withdrawal): void {
-  const rejected: Withdrawal = {
+  changeFound(d, w.id, {
     id: w.id,
     account: w.account,
     amount: w.amount,
     height: w.height,
     rejected: true,
-  };
-  pendingOf(d).set(w.id, rejected);
+  });
 }
 
-/** Stops holding the withdrawal `id` (a reorganization dropped its block). */
+/** Stops holding the withdrawal that {@link getWithdrawal} has just returned (a reorganization). */
 export function removeWithdrawal(d: Draft, id: string): void {
-  pendingOf(d).set(id, REMOVED);
+  changeFound(d, id, REMOVED);
 }
 
-/**
- * Forgets the withdrawals at heights `from`…`before - 1`, which leave the history. Reads
- * their ids from the ring, so it must run before the ring clears those heights. A slot of
- * the ring only lists the ids of the one height it holds (heights are cleared as they
- * leave or are reorganized away), so every id listed there is one to forget.
- */
-export function forgetBefore(d: Draft, from: Height, before: Height): void {
-  const p = d.pending;
-  visitHeights(d.ring, d.window, from, before - 1, (id) => {
-    p?.delete(id);
-    d.withdrawals = mapDelete(d.withdrawals, id, d.owner);
-  });
+// Records a change to the withdrawal getWithdrawal found last.
+function changeFound(d: Draft, id: string, w: Withdrawal | typeof REMOVED): void {
+  const home = d.foundHome;
+  if (home !== undefined) {
+    d.homes ??= new Map();
+    d.homes.set(id, home);
+    pendingOf(d).set(id, w);
+  } else if (w === REMOVED && d.homes?.get(id) === undefined) {
+    // Added during this call and never persisted: nothing to remove but the entry.
+    d.pending!.delete(id);
+  } else pendingOf(d).set(id, w);
 }
 
-/** Writes the changes of one call into the persistent map. */
-export function flushWithdrawals(d: Draft): void {
-  const p = d.pending;
-  if (p === undefined) return;
-  let map = d.withdrawals;
-  for (const [id, w] of p)
-    map = w === REMOVED ? mapDelete(map, id, d.owner) : mapSet(map, id, w, d.owner);
-  d.withdrawals = map;
-  d.pending = undefined;
+function ownGens(d: Draft): Generation[] {
+  if (!d.gensOwned) {
+    d.generations = d.generations.slice();
+    d.gensOwned = true;
+  }
+  return d.generations as Generation[];
 }
 
-/** Calls `fn` with every withdrawal a draft holds, the ones this call changed included. */
+/** Calls `fn` with every withdrawal the draft holds inside the history. */
 export function forEachHeld(d: Draft, fn: (w: Withdrawal) => void): void {
+  const oldest = oldestRetained(d);
   const p = d.pending;
-  if (p !== undefined) for (const w of p.values()) if (w !== REMOVED) fn(w);
-  mapForEach(d.withdrawals, (w, id) => {
-    if (p === undefined || !p.has(id)) fn(w);
-  });
+  if (p !== undefined) for (const w of p.values()) if (w !== REMOVED && w.height >= oldest) fn(w);
+  for (const gen of d.generations) {
+    mapForEach(gen.map, (w, id) => {
+      if (w.height >= oldest && (p === undefined || !p.has(id))) fn(w);
+    });
+  }
 }
 
 /**
  * Calls `fn` with every withdrawal `state` holds (requested inside the retained history,
  * not dropped by a reorganization), in no particular order. @internal
  */
-export function forEachWithdrawal(
-  state: Pick<LimitsState, 'withdrawals'>,
-  fn: (w: Withdrawal) => void,
-): void {
-  mapForEach(state.withdrawals, fn);
+export function forEachWithdrawal(state: LimitsState, fn: (w: Withdrawal) => void): void {
+  const oldest = oldestRetained(state);
+  for (const gen of state.generations) {
+    mapForEach(gen.map, (w) => {
+      if (w.height >= oldest) fn(w);
+    });
+  }
+}
+
+/**
+ * Writes the changes of one call into the generations: new withdrawals into the youngest
+ * (its height is at most the tip, and the youngest is dropped last), changed ones where
+ * they live, unless a re-reported one is now above what its generation may hold.
+ */
+export function flushWithdrawals(d: Draft): void {
+  const pending = d.pending;
+  if (pending === undefined) return;
+  const gens = ownGens(d);
+  const oldest = oldestRetained(d);
+  const young = gens[0]!;
+  let youngMap = young.map;
+  // Only withdrawals this call changed that were persisted before it touch older maps.
+  const maps = d.homes === undefined ? undefined : gens.map((g) => g.map);
+  // Sealed generations this call made, oldest first: nobody else holds them, so new
+  // withdrawals may go there (their filters are rebuilt below).
+  const freshTargets = freshSealed(d, gens);
+  for (const [id, w] of pending) {
+    if (maps !== undefined) {
+      const opened = d.homes!.get(id);
+      const at = opened === undefined ? -1 : gens.findIndex((g) => g.opened === opened);
+      if (at >= 0) {
+        const home = gens[at]!;
+        if (w !== REMOVED && (home.sealed === null || w.height <= home.sealed)) {
+          if (at === 0) youngMap = mapSet(youngMap, id, w, d.owner);
+          else maps[at] = mapSet(maps[at]!, id, w, d.owner);
+          continue;
+        }
+        if (at === 0) youngMap = mapDelete(youngMap, id, d.owner);
+        else maps[at] = mapDelete(maps[at]!, id, d.owner);
+      }
+    }
+    if (w !== REMOVED && w.height >= oldest) {
+      const hash = hashOf(id);
+      const at = freshTargets === undefined ? -1 : targetOf(freshTargets, w.height);
+      if (at >= 0) {
+        // A generation this call sealed, that may still hold this height: a long batch
+        // spreads its withdrawals over generations as single events would have.
+        const t = freshTargets![at]!;
+        t.map = mapSet(t.map, id, w, d.owner, hash);
+        t.hashes.push(hash);
+        continue;
+      }
+      youngMap = mapSet(youngMap, id, w, d.owner, hash);
+    }
+  }
+  if (youngMap !== young.map)
+    gens[0] = { map: youngMap, opened: young.opened, sealed: null, filter: undefined };
+  // The generations that held changed withdrawals, then the ones this call sealed and
+  // filled (never the same: those held nothing before this call).
+  if (maps !== undefined) {
+    for (let i = 1; i < gens.length; i++) {
+      const g = gens[i]!;
+      if (maps[i] !== g.map)
+        gens[i] = {
+          map: maps[i]!,
+          opened: g.opened,
+          sealed: g.sealed,
+          filter: g.filter,
+        };
+    }
+  }
+  if (freshTargets !== undefined) {
+    for (const t of freshTargets) {
+      if (t.hashes.length === 0) continue;
+      const g = gens[t.index]!;
+      gens[t.index] = {
+        map: t.map,
+        opened: g.opened,
+        sealed: g.sealed,
+        filter: filterOfHashes(t.hashes, t.hashes.length),
+      };
+    }
+  }
+}
+
+interface FreshTarget {
+  readonly index: number;
+  readonly sealed: Height;
+  map: PMap<Withdrawal>;
+  readonly hashes: number[];
+}
+
+function freshSealed(d: Draft, gens: Generation[]): FreshTarget[] | undefined {
+  if (d.fresh === undefined) return undefined;
+  const out: FreshTarget[] = [];
+  for (let i = gens.length - 1; i >= 1; i--) {
+    const g = gens[i]!;
+    // Only an empty one: its filter then covers exactly what goes in now.
+    if (d.fresh.has(g) && g.sealed !== null && g.map.size === 0)
+      out.push({ index: i, sealed: g.sealed, map: g.map, hashes: [] });
+  }
+  return out.length === 0 ? undefined : out;
+}
+
+// The oldest target that may hold `height` (sealed at or above it), or -1 for the youngest.
+function targetOf(targets: ReadonlyArray<FreshTarget>, height: Height): number {
+  for (let i = 0; i < targets.length; i++) if (targets[i]!.sealed >= height) return i;
+  return -1;
+}
+
+/**
+ * The highest tip rises from the draft's to `tip`: the withdrawals below the new history
+ * (`tip - historyBlocks + 1`) are forgotten. Must run before the ring clears those heights
+ * (it reads their ids there) and before the draft's `highestTip` changes.
+ *
+ * The ones this call added are let go of at once, so a long replay holds no more than the
+ * history; persisted ones go with their generation, dropped whole once everything in it
+ * has left. Opens the youngest generation's span, and seals it and opens a new one once it
+ * spans 1/GENERATIONS of the history.
+ */
+export function forgetBefore(d: Draft, tip: Height): void {
+  const before = d.highestTip;
+  const p = d.pending;
+  if (before !== null && p !== undefined && p.size > 0) {
+    const from = Math.max(0, before - d.historyBlocks + 1);
+    const to = tip - d.historyBlocks;
+    if (from <= to)
+      visitHeights(d.ring, d.window, from, to, (id) => {
+        if (d.homes?.get(id) === undefined) p.delete(id);
+      });
+  }
+  rollGenerations(d, before, tip);
+}
+
+function rollGenerations(d: Draft, before: Height | null, after: Height): void {
+  const young = d.generations[0]!;
+  const span = Math.ceil(d.historyBlocks / GENERATIONS);
+  if (young.opened === null || before === null) {
+    const wasFresh = d.fresh?.has(young) === true;
+    ownGens(d)[0] = { map: young.map, opened: after, sealed: null, filter: undefined };
+    if (wasFresh) d.fresh!.add(d.generations[0]!);
+  } else if (after - young.opened >= span) {
+    const g = ownGens(d);
+    const wasFresh = d.fresh?.has(young) === true;
+    g[0] = { map: young.map, opened: young.opened, sealed: before, filter: filterOf(young) };
+    g.unshift({ map: emptyMap(), opened: after, sealed: null, filter: undefined });
+    d.fresh ??= new Set();
+    d.fresh.add(g[0]!);
+    if (wasFresh) d.fresh.add(g[1]!);
+  }
+  const oldest = after - d.historyBlocks + 1;
+  for (
+    let last = d.generations[d.generations.length - 1]!;
+    last.sealed !== null && last.sealed < oldest;
+  ) {
+    ownGens(d).pop();
+    last = d.generations[d.generations.length - 1]!;
+  }
 }
