@@ -87,6 +87,14 @@ export {
 export { decodeJson, encodeJson, tryDecodeJson } from './http/json.js';
 export { openApiDocument } from './http/openapi.js';
 export {
+  matchPath,
+  type PathMatch,
+  ROUTES,
+  type Route,
+  type RouteParams,
+  routeFor,
+} from './http/routes.js';
+export {
   createFetchHandler,
   createService,
   type FetchHandler,

@@ -260,7 +260,7 @@ export function createFetchHandler(options: ServiceOptions): FetchHandler {
       if (!read.ok) return toResponse(read.response);
       body = read.body;
     }
-    return toResponse(await service.handle({ ...head, body }));
+    return toResponse(await service.handle({ ...head, body, match: admitted.match }));
   };
   Object.defineProperty(handler, 'state', { get: () => service.state });
   return handler as FetchHandler;

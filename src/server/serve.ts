@@ -285,9 +285,10 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       answer(admitted.response);
       return;
     }
+    const match = admitted.match;
     const handle = (body: Uint8Array | undefined, done: (r: HttpResponse) => void) =>
       service
-        .handle({ ...head, body })
+        .handle({ ...head, body, match })
         .then(done, (e: unknown) => done(problem(500, 'internal_error', (e as Error).message)));
     if (admitted.maxBody === 0) {
       void handle(undefined, answer);

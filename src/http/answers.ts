@@ -1,0 +1,229 @@
+/**
+ * What every route and adapter answers with: the request and response types, the JSON and
+ * problem (RFC 9457) answers, and the body and token checks the routes share. Pure.
+ */
+
+import type { LimitsError } from '../core/errors.js';
+import { equalInConstantTime } from '../core/keys.js';
+import type { LimitsEvent, LimitsState } from '../core/state.js';
+import { encodeJson, tryDecodeJson } from './json.js';
+import type { PathMatch } from './routes.js';
+
+/** A request as the handler sees it. `path` may carry a query string, which is ignored. */
+export interface HttpRequest {
+  readonly method: string;
+  readonly path: string;
+  /** Header names in any case. */
+  readonly headers?:
+    | Readonly<Record<string, string | ReadonlyArray<string> | undefined>>
+    | undefined;
+  /** The body as text or bytes (UTF-8). */
+  readonly body?: string | Uint8Array | undefined;
+  /**
+   * The path already matched against the route table (by `admitRequest`, whose `match`
+   * an adapter passes on), so that it is matched once per request. When absent, the
+   * handler matches `path` itself.
+   */
+  readonly match?: PathMatch | undefined;
+}
+
+/** A response: status, headers (lower-case names) and body text. */
+export interface HttpResponse {
+  readonly status: number;
+  readonly headers: Readonly<Record<string, string>>;
+  readonly body: string;
+}
+
+/** What {@link handleRequest} returns: the next state, the response, and the events it accepted (to journal). */
+export interface HandleResult {
+  readonly state: LimitsState;
+  readonly response: HttpResponse;
+  readonly events: ReadonlyArray<LimitsEvent>;
+}
+
+/** Options of {@link handleRequest}. */
+export interface HandleOptions {
+  /** The operator token; `POST /admin/events` answers 404 when it is unset or empty. */
+  readonly adminToken?: string | undefined;
+  /**
+   * Which origins a web page may call the public endpoints from: `'*'` (the default) for
+   * any, a list of origins (`https://bridge.example`), or `false` for no CORS headers at
+   * all. `POST /admin/events` never gets CORS headers, whatever this says.
+   */
+  readonly cors?: '*' | ReadonlyArray<string> | false | undefined;
+}
+
+/** The largest body `POST /start_throttle` takes. */
+export const MAX_THROTTLE_BODY = 16 * 1024;
+/** The largest body `POST /admin/events` takes. */
+export const MAX_EVENTS_BODY = 1024 * 1024;
+
+/** Codes of the errors only the HTTP layer has. */
+export type HttpErrorCode =
+  | 'not_found'
+  | 'method_not_allowed'
+  | 'account_not_found'
+  | 'payload_too_large'
+  | 'unsupported_media_type'
+  | 'invalid_token'
+  | 'internal_error'
+  | 'bad_request'
+  | 'request_timeout'
+  | 'header_too_large'
+  | 'store_unavailable'
+  | 'write_conflict';
+
+const TITLES: Readonly<Record<string, string>> = {
+  not_found: 'Not found',
+  method_not_allowed: 'Method not allowed',
+  account_not_found: 'The account has no entry',
+  payload_too_large: 'Body too large',
+  unsupported_media_type: 'Body is not JSON',
+  invalid_token: 'Invalid operator token',
+  internal_error: 'Internal error',
+  invalid_request: 'Invalid request',
+  invalid_credentials: 'Invalid credentials',
+  key_revoked: 'Throttle key revoked',
+  invalid_account: 'Invalid account',
+  invalid_amount: 'Invalid amount',
+  invalid_json: 'Invalid JSON',
+  window_not_found: 'The account has no window of its own',
+  bad_request: 'Malformed request',
+  request_timeout: 'Request not received in time',
+  header_too_large: 'Request head too large',
+  store_unavailable: 'Event log out of reach',
+  write_conflict: 'Write conflict',
+};
+
+// Event errors that say the request conflicts with the state rather than being malformed.
+export const CONFLICTS = new Set([
+  'height_not_above_tip',
+  'height_not_below_tip',
+  'reorg_too_deep',
+  'height_ahead_of_tip',
+  'duplicate_withdrawal',
+  'unknown_withdrawal',
+  'duplicate_key',
+  'unknown_key',
+]);
+
+const JSON_HEADERS = { 'content-type': 'application/json', 'cache-control': 'no-store' } as const;
+
+export function json(status: number, value: unknown): HttpResponse {
+  return { status, headers: JSON_HEADERS, body: encodeJson(value) };
+}
+
+/** An RFC 9457 problem response. */
+export function problem(
+  status: number,
+  code: string,
+  detail: string,
+  extra: {
+    readonly path?: string | undefined;
+    readonly headers?: Readonly<Record<string, string>>;
+  } = {},
+): HttpResponse {
+  const body: Record<string, unknown> = {
+    type: `urn:peg-limits:problem:${code}`,
+    title: TITLES[code] ?? code.replace(/_/g, ' '),
+    status,
+    detail,
+    code,
+    // What clients written for Emily's `ErrorResponse { message }` read.
+    message: detail,
+  };
+  if (extra.path !== undefined) body.path = extra.path;
+  return {
+    status,
+    headers: {
+      'content-type': 'application/problem+json',
+      'cache-control': 'no-store',
+      ...extra.headers,
+    },
+    body: encodeJson(body),
+  };
+}
+
+export function fromError(status: number, error: LimitsError): HttpResponse {
+  return problem(status, error.code, error.message, { path: error.path });
+}
+
+/** A request header's value by its lower-case name (names in any case; repeats joined). */
+export function headerValue(headers: HttpRequest['headers'], name: string): string | undefined {
+  if (headers === undefined) return undefined;
+  for (const key of Object.keys(headers)) {
+    if (key.toLowerCase() !== name) continue;
+    const value = headers[key];
+    return typeof value === 'string' ? value : value?.join(', ');
+  }
+  return undefined;
+}
+
+export function header(request: HttpRequest, name: string): string | undefined {
+  return headerValue(request.headers, name);
+}
+
+const encoder = new TextEncoder();
+const decoder = new TextDecoder('utf-8', { fatal: true });
+
+// Reads a JSON body: checks its media type and size, decodes it exactly.
+// The 415 for a body not said to be JSON, or undefined when it is.
+export function notJson(request: HttpRequest): HttpResponse | undefined {
+  const type = header(request, 'content-type')?.split(';')[0]?.trim().toLowerCase();
+  if (type === 'application/json') return undefined;
+  return problem(
+    415,
+    'unsupported_media_type',
+    `expected Content-Type: application/json, got ${type ?? 'none'}`,
+  );
+}
+
+export function readJson(
+  request: HttpRequest,
+  max: number,
+): { ok: true; value: unknown } | { ok: false; response: HttpResponse } {
+  const refused = notJson(request);
+  if (refused !== undefined) return { ok: false, response: refused };
+  const body = request.body ?? '';
+  const size =
+    typeof body === 'string'
+      ? body.length > max
+        ? max + 1
+        : encoder.encode(body).length
+      : body.length;
+  if (size > max)
+    return {
+      ok: false,
+      response: problem(413, 'payload_too_large', `the body must be at most ${max} bytes`),
+    };
+  let text: string;
+  try {
+    text = typeof body === 'string' ? body : decoder.decode(body);
+  } catch {
+    return { ok: false, response: problem(400, 'invalid_request', 'the body is not UTF-8') };
+  }
+  const parsed = tryDecodeJson(text);
+  if (!parsed.ok)
+    return { ok: false, response: problem(400, 'invalid_request', parsed.error.message) };
+  return { ok: true, value: parsed.value };
+}
+
+export function notAllowed(allow: string): HttpResponse {
+  return problem(405, 'method_not_allowed', `this resource answers ${allow} only`, {
+    headers: { allow },
+  });
+}
+
+export function tokenMatches(request: HttpRequest, token: string): boolean {
+  const given = /^Bearer (.+)$/i.exec(header(request, 'authorization') ?? '')?.[1] ?? '';
+  return equalInConstantTime(given, token);
+}
+
+export function invalidToken(): HttpResponse {
+  return problem(
+    401,
+    'invalid_token',
+    'a valid operator token is required (Authorization: Bearer <token>)',
+    { headers: { 'www-authenticate': 'Bearer' } },
+  );
+}

@@ -1,0 +1,326 @@
+/**
+ * The route table: every resource of the service once, with its method, path pattern,
+ * access (public or operator), body cap and answer. Admission, the handler, the adapters,
+ * the OpenAPI document's test and the metrics' route labels all read it; a request's path
+ * is matched against it once ({@link matchPath}). Pure.
+ */
+
+import { MAX_AMOUNT } from '../core/amount.js';
+import { checkDeposit, checkWithdrawal } from '../core/checks.js';
+import { isAccountName } from '../core/limits.js';
+import { startThrottle } from '../core/start.js';
+import { applyAll, type LimitsEvent, type LimitsState } from '../core/state.js';
+import { getAccountLimits, getLimits, windowOf } from '../core/views.js';
+import {
+  CONFLICTS,
+  fromError,
+  type HandleResult,
+  type HttpRequest,
+  type HttpResponse,
+  json,
+  MAX_EVENTS_BODY,
+  MAX_THROTTLE_BODY,
+  problem,
+  readJson,
+} from './answers.js';
+import { eventsFromJson } from './codec.js';
+import { DASHBOARD_HTML } from './dashboard.js';
+import { openApiDocument } from './openapi.js';
+
+/** The parameters a path pattern captured (`{account}` → `params.account`), still encoded. */
+export type RouteParams = Readonly<Record<string, string>>;
+
+/** One resource and method of the service. */
+export interface Route {
+  /** The method it answers; a `GET` route answers `HEAD` too (the same answer, no body). */
+  readonly method: 'GET' | 'POST';
+  /**
+   * The path: literal segments and `{name}` parameters (one whole segment each). It is the
+   * OpenAPI document's path and the metrics' route label: never a raw path.
+   */
+  readonly pattern: string;
+  /**
+   * `public`: anyone may call it, and a page on another origin too (CORS, as configured).
+   * `operator`: the bearer token is checked before the body is read; never CORS; the route
+   * does not exist (404) when no operator token is configured.
+   */
+  readonly access: 'public' | 'operator';
+  /** The largest body it takes, in bytes; 0 when it reads none (any body is ignored). */
+  readonly maxBody: number;
+  /** Answers the request on `state` (a read returns `state` itself and no events). */
+  readonly handle: (state: LimitsState, request: HttpRequest, params: RouteParams) => HandleResult;
+}
+
+const unchanged = (state: LimitsState, response: HttpResponse): HandleResult => ({
+  state,
+  response,
+  events: [],
+});
+
+const DASHBOARD_RESPONSE: HttpResponse = {
+  status: 200,
+  headers: { 'content-type': 'text/html; charset=utf-8', 'cache-control': 'no-cache' },
+  body: DASHBOARD_HTML,
+};
+
+// A state is immutable, so a read's body is encoded once per state: with many account
+// entries, encoding is most of the work of an answer.
+function perState(view: (state: LimitsState) => unknown): (state: LimitsState) => HttpResponse {
+  const bodies = new WeakMap<LimitsState, HttpResponse>();
+  return (state) => {
+    let response = bodies.get(state);
+    if (response === undefined) {
+      response = json(200, view(state));
+      bodies.set(state, response);
+    }
+    return response;
+  };
+}
+
+const limitsResponse = perState(getLimits);
+const windowResponse = perState((state) => windowOf(state));
+
+const INVALID_ACCOUNT =
+  'the account must be 1 to 256 characters without control characters, percent-encoded';
+
+function decodeAccount(segment: string | undefined): string | undefined {
+  try {
+    const account = decodeURIComponent(segment ?? '');
+    return isAccountName(account) ? account : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+// A route on one account: the account decoded and checked first (400 invalid_account).
+function onAccount(
+  answer: (state: LimitsState, account: string, params: RouteParams) => HttpResponse,
+): Route['handle'] {
+  return (state, _request, params) => {
+    const account = decodeAccount(params.account);
+    return unchanged(
+      state,
+      account === undefined
+        ? problem(400, 'invalid_account', INVALID_ACCOUNT)
+        : answer(state, account, params),
+    );
+  };
+}
+
+const AMOUNT_TEXT = /^[0-9]{1,19}$/;
+
+// GET /limits/{account}/withdrawals/{amount} and …/deposits/{amount}: the verdict as data.
+function checkRoute(kind: 'withdrawals' | 'deposits'): Route['handle'] {
+  return onAccount((state, account, params) => {
+    const text = params.amount ?? '';
+    const amount = AMOUNT_TEXT.test(text) ? BigInt(text) : undefined;
+    if (amount === undefined || amount < 1n || amount > MAX_AMOUNT) {
+      return problem(
+        400,
+        'invalid_amount',
+        `the amount must be an integer from 1 to 2^63−1 in the smallest unit, got ${JSON.stringify(text.slice(0, 40))}`,
+      );
+    }
+    const request = { account, amount };
+    const v =
+      kind === 'withdrawals' ? checkWithdrawal(state, request) : checkDeposit(state, request);
+    return json(
+      200,
+      v.ok
+        ? { ok: true, reason: null, limit: null, availableAt: null }
+        : { ok: false, reason: v.reason, limit: v.limit, availableAt: v.availableAt ?? null },
+    );
+  });
+}
+
+function startThrottleRoute(state: LimitsState, request: HttpRequest): HandleResult {
+  const body = readJson(request, MAX_THROTTLE_BODY);
+  if (!body.ok) return unchanged(state, body.response);
+  const r = startThrottle(state, body.value);
+  if (!r.ok) {
+    const status =
+      r.error.code === 'invalid_credentials' ? 401 : r.error.code === 'key_revoked' ? 403 : 400;
+    return unchanged(state, fromError(status, r.error));
+  }
+  const events: LimitsEvent[] =
+    r.state === state
+      ? []
+      : [{ type: 'throttleStarted', initiator: r.limits.throttleModeInitiator as string }];
+  return { state: r.state, response: json(200, r.limits), events };
+}
+
+// The token was checked at admission (see `admitRequest`), and again by the handler.
+function eventsRoute(state: LimitsState, request: HttpRequest): HandleResult {
+  const body = readJson(request, MAX_EVENTS_BODY);
+  if (!body.ok) return unchanged(state, body.response);
+  const decoded = eventsFromJson(body.value);
+  if (!decoded.ok) return unchanged(state, fromError(400, decoded.error));
+  const r = applyAll(state, decoded.events);
+  if (!r.ok) return unchanged(state, fromError(CONFLICTS.has(r.error.code) ? 409 : 400, r.error));
+  return {
+    state: r.state,
+    response: limitsResponse(r.state),
+    events: r.state === state ? [] : decoded.events,
+  };
+}
+
+/** Every route of the service (SPEC §4), in the order the OpenAPI document lists them. */
+export const ROUTES: ReadonlyArray<Route> = [
+  {
+    method: 'GET',
+    pattern: '/',
+    access: 'public',
+    maxBody: 0,
+    handle: (state) => unchanged(state, DASHBOARD_RESPONSE),
+  },
+  {
+    method: 'GET',
+    pattern: '/limits',
+    access: 'public',
+    maxBody: 0,
+    handle: (state) => unchanged(state, limitsResponse(state)),
+  },
+  {
+    method: 'GET',
+    pattern: '/limits/{account}/withdrawals/{amount}',
+    access: 'public',
+    maxBody: 0,
+    handle: checkRoute('withdrawals'),
+  },
+  {
+    method: 'GET',
+    pattern: '/limits/{account}/deposits/{amount}',
+    access: 'public',
+    maxBody: 0,
+    handle: checkRoute('deposits'),
+  },
+  {
+    method: 'GET',
+    pattern: '/window',
+    access: 'public',
+    maxBody: 0,
+    handle: (state) => unchanged(state, windowResponse(state)),
+  },
+  {
+    method: 'GET',
+    pattern: '/window/{account}',
+    access: 'public',
+    maxBody: 0,
+    handle: onAccount((state, account) => {
+      const view = windowOf(state, account);
+      return view === undefined
+        ? problem(
+            404,
+            'window_not_found',
+            `${JSON.stringify(account)} has no window of its own: the global window applies`,
+          )
+        : json(200, view);
+    }),
+  },
+  {
+    method: 'GET',
+    pattern: '/limits/{account}',
+    access: 'public',
+    maxBody: 0,
+    handle: onAccount((state, account) => {
+      const limits = getAccountLimits(state, account);
+      return limits === undefined
+        ? problem(
+            404,
+            'account_not_found',
+            `${JSON.stringify(account)} has no entry of its own: the global limits apply`,
+          )
+        : json(201, limits);
+    }),
+  },
+  {
+    method: 'POST',
+    pattern: '/start_throttle',
+    access: 'public',
+    maxBody: MAX_THROTTLE_BODY,
+    handle: startThrottleRoute,
+  },
+  {
+    method: 'POST',
+    pattern: '/admin/events',
+    access: 'operator',
+    maxBody: MAX_EVENTS_BODY,
+    handle: eventsRoute,
+  },
+  {
+    method: 'GET',
+    pattern: '/openapi.json',
+    access: 'public',
+    maxBody: 0,
+    handle: (state) => unchanged(state, json(200, openApiDocument)),
+  },
+];
+
+/** A path matched against the table: the routes at its pattern (one per method) and its parameters. */
+export interface PathMatch {
+  readonly pattern: string;
+  readonly routes: ReadonlyArray<Route>;
+  readonly params: RouteParams;
+  /** The methods the path answers, as an `Allow` header says them. */
+  readonly allow: string;
+}
+
+interface Compiled {
+  readonly pattern: string;
+  // Each segment: a literal, or the name of a parameter (`param: true`).
+  readonly segments: ReadonlyArray<{ readonly text: string; readonly param: boolean }>;
+  readonly routes: ReadonlyArray<Route>;
+  readonly allow: string;
+}
+
+function compile(routes: ReadonlyArray<Route>): ReadonlyArray<Compiled> {
+  const byPattern = new Map<string, Route[]>();
+  for (const route of routes) {
+    const same = byPattern.get(route.pattern);
+    if (same === undefined) byPattern.set(route.pattern, [route]);
+    else same.push(route);
+  }
+  return [...byPattern].map(([pattern, same]) => ({
+    pattern,
+    segments: pattern.split('/').map((s) => {
+      const param = /^\{(\w+)\}$/.exec(s);
+      return param === null ? { text: s, param: false } : { text: param[1]!, param: true };
+    }),
+    routes: same,
+    allow: same.map((r) => r.method).join(', '),
+  }));
+}
+
+const COMPILED = /* @__PURE__ */ compile(ROUTES);
+
+/**
+ * The pattern `path` matches (a query string is ignored), or `undefined`. A parameter
+ * matches any one segment, an empty one too: a malformed account is its route's own
+ * error (400), not a missing resource. `operator: false` leaves the operator routes out
+ * (no operator token is configured: they do not exist).
+ */
+export function matchPath(path: string, operator: boolean): PathMatch | undefined {
+  const q = path.indexOf('?');
+  const parts = (q < 0 ? path : path.slice(0, q)).split('/');
+  for (const c of COMPILED) {
+    if (c.segments.length !== parts.length) continue;
+    let ok = true;
+    for (let i = 0; ok && i < parts.length; i++) {
+      const s = c.segments[i]!;
+      ok = s.param || s.text === parts[i];
+    }
+    if (!ok) continue;
+    const params: Record<string, string> = {};
+    for (let i = 0; i < parts.length; i++)
+      if (c.segments[i]!.param) params[c.segments[i]!.text] = parts[i]!;
+    if (!operator && c.routes.every((r) => r.access === 'operator')) return undefined;
+    return { pattern: c.pattern, routes: c.routes, params, allow: c.allow };
+  }
+  return undefined;
+}
+
+/** The route of a matched path for `method` (`HEAD` finds the `GET` route), or `undefined`. */
+export function routeFor(match: PathMatch, method: string): Route | undefined {
+  const m = method === 'HEAD' ? 'GET' : method;
+  return match.routes.find((r) => r.method === m);
+}
