@@ -126,7 +126,7 @@ export function handleRequest(
       // A preflight on a public path; anything else is a method the path does not answer.
       const response =
         method === 'OPTIONS' && first.access === 'public' && corsOf(options) !== false
-          ? preflight(match.allow)
+          ? preflight(match.methods)
           : notAllowed(match.allow);
       return { state, response: answerOf(first, response, request, options), events: [] };
     }

@@ -261,8 +261,10 @@ export interface PathMatch {
   readonly pattern: string;
   readonly routes: ReadonlyArray<Route>;
   readonly params: RouteParams;
-  /** The methods the path answers, as an `Allow` header says them. */
+  /** The methods the path answers, as an `Allow` header says them (`GET, HEAD`; `POST`). */
   readonly allow: string;
+  /** The methods its routes have (what a CORS preflight allows, with `OPTIONS`). */
+  readonly methods: string;
 }
 
 interface Compiled {
@@ -271,6 +273,7 @@ interface Compiled {
   readonly segments: ReadonlyArray<{ readonly text: string; readonly param: boolean }>;
   readonly routes: ReadonlyArray<Route>;
   readonly allow: string;
+  readonly methods: string;
 }
 
 function compile(routes: ReadonlyArray<Route>): ReadonlyArray<Compiled> {
@@ -287,7 +290,8 @@ function compile(routes: ReadonlyArray<Route>): ReadonlyArray<Compiled> {
       return param === null ? { text: s, param: false } : { text: param[1]!, param: true };
     }),
     routes: same,
-    allow: same.map((r) => r.method).join(', '),
+    allow: same.flatMap((r) => (r.method === 'GET' ? ['GET', 'HEAD'] : [r.method])).join(', '),
+    methods: same.map((r) => r.method).join(', '),
   }));
 }
 
@@ -314,7 +318,7 @@ export function matchPath(path: string, operator: boolean): PathMatch | undefine
     for (let i = 0; i < parts.length; i++)
       if (c.segments[i]!.param) params[c.segments[i]!.text] = parts[i]!;
     if (!operator && c.routes.every((r) => r.access === 'operator')) return undefined;
-    return { pattern: c.pattern, routes: c.routes, params, allow: c.allow };
+    return { pattern: c.pattern, routes: c.routes, params, allow: c.allow, methods: c.methods };
   }
   return undefined;
 }

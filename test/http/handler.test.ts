@@ -211,10 +211,10 @@ describe('other paths and methods', () => {
 
   test('405 method_not_allowed with Allow', () => {
     for (const [method, path, allow] of [
-      ['POST', '/limits', 'GET'],
-      ['DELETE', '/limits/alice', 'GET'],
+      ['POST', '/limits', 'GET, HEAD'],
+      ['DELETE', '/limits/alice', 'GET, HEAD'],
       ['GET', '/start_throttle', 'POST'],
-      ['PUT', '/openapi.json', 'GET'],
+      ['PUT', '/openapi.json', 'GET, HEAD'],
     ] as const) {
       const r = handleRequest(base(), { method, path });
       expect(r.response.status).toBe(405);

@@ -90,7 +90,7 @@ describe('createFetchHandler', () => {
     expect(handler.state.tip).toBe(101);
     const wrong = await handler(new Request('http://localhost/limits', { method: 'DELETE' }));
     expect(wrong.status).toBe(405);
-    expect(wrong.headers.get('allow')).toBe('GET');
+    expect(wrong.headers.get('allow')).toBe('GET, HEAD');
   });
 });
 

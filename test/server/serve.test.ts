@@ -1,5 +1,6 @@
 import { appendFileSync, readFileSync, writeFileSync } from 'node:fs';
 import { request } from 'node:http';
+import { connect } from 'node:net';
 import { join } from 'node:path';
 import { afterEach, describe, expect, test } from 'vitest';
 import {
@@ -169,6 +170,42 @@ describe('the server over a loopback port', () => {
       events(`[${'{"type":"throttleEnded"},'.repeat(50_000)}{"type":"throttleEnded"}]`),
     );
     expect(r.status).toBe(413);
+  });
+});
+
+describe('HEAD over a real socket', () => {
+  test('HEAD is the GET answer without a body, and the connection stays usable', async () => {
+    const s = await start(tempDir());
+    const get = await send(s.url, '/limits');
+    // Two requests on one kept-alive connection: a body sent after the HEAD answer would
+    // be read as the start of the second answer.
+    const answers = await new Promise<string>((resolve, reject) => {
+      const { hostname, port } = new URL(s.url);
+      const socket = connect(Number(port), hostname, () => {
+        socket.write(
+          `HEAD /limits HTTP/1.1\r\nhost: x\r\n\r\nGET /limits HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n`,
+        );
+      });
+      let text = '';
+      socket.setEncoding('utf8');
+      socket.on('data', (chunk: string) => {
+        text += chunk;
+      });
+      socket.on('end', () => resolve(text));
+      socket.on('error', reject);
+    });
+    const [head, second] = answers.split(/(?=HTTP\/1\.1 )/);
+    expect(head).toMatch(/^HTTP\/1\.1 200 /);
+    expect(head).toContain(`content-length: ${Buffer.byteLength(get.body)}`);
+    expect(head!.endsWith('\r\n\r\n')).toBe(true);
+    expect(second).toMatch(/^HTTP\/1\.1 200 /);
+    expect(second!.endsWith(get.body)).toBe(true);
+    const viaFetch = await fetch(`${s.url}/limits`, { method: 'HEAD' });
+    expect(viaFetch.status).toBe(200);
+    expect(await viaFetch.text()).toBe('');
+    const refused = await fetch(`${s.url}/start_throttle`, { method: 'HEAD' });
+    expect(refused.status).toBe(405);
+    expect(refused.headers.get('allow')).toBe('POST');
   });
 });
 
