@@ -7,7 +7,7 @@
 import { readFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { createLimitsState } from '../dist/index.js';
-import { startServer } from '../dist/server.js';
+import { openDataLog, openPgLog, startServer } from '../dist/server.js';
 import { LOAD_TOKEN } from './util.mjs';
 
 const [mode, arg, option] = process.argv.slice(2);
@@ -25,15 +25,16 @@ if (mode === 'floor') {
     console.log(`listening on http://127.0.0.1:${server.address().port}`),
   );
 } else {
+  const initial = createLimitsState({
+    limits: { rollingWithdrawalBlocks: 144n, rollingWithdrawalCap: 10n ** 15n },
+  });
   const server = await startServer({
-    state: createLimitsState({
-      limits: { rollingWithdrawalBlocks: 144n, rollingWithdrawalCap: 10n ** 15n },
-    }),
-    dataDir: mode === 'replica' ? '.' : arg,
-    postgres: mode === 'replica' ? arg : undefined,
+    log:
+      mode === 'replica'
+        ? await openPgLog({ url: arg, initial })
+        : await openDataLog({ dir: arg, initial, groupCommit: option !== 'serial' }),
     port: 0,
     adminToken: LOAD_TOKEN,
-    groupCommit: option !== 'serial',
     limits: { maxConnections: 10_000 },
   });
   console.log(`listening on ${server.url}`);

@@ -85,6 +85,16 @@ export {
   type RequestAdmission,
 } from './http/handler.js';
 export { decodeJson, encodeJson, tryDecodeJson } from './http/json.js';
+export {
+  type Appended,
+  decodeBatch,
+  type EventLog,
+  encodeBatch,
+  LogConflict,
+  LogUnavailable,
+  type SerialQueue,
+  serialQueue,
+} from './http/log.js';
 export { openApiDocument } from './http/openapi.js';
 export {
   matchPath,
@@ -99,9 +109,7 @@ export {
   createService,
   type FetchHandler,
   MAX_PERSIST_ATTEMPTS,
-  PersistConflict,
   type Persisted,
-  PersistRefused,
   type Refresh,
   type Service,
   type ServiceOptions,

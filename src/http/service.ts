@@ -13,20 +13,29 @@ import {
   handleRequest,
   problem,
 } from './handler.js';
+import { type EventLog, LogConflict, LogUnavailable, serialQueue } from './log.js';
 
 /** Options of {@link createService} and {@link createFetchHandler}. */
 export interface ServiceOptions {
-  /** The state to start from. */
-  readonly state: LimitsState;
+  /** The state to start from (default: the log's state; one of the two is needed). */
+  readonly state?: LimitsState | undefined;
+  /**
+   * The event log the service keeps its changes in: each accepted change is appended and
+   * answered once durable, each change is computed on the log's newest state (another
+   * writer's too), and what other writers append is shown as it comes. Without one (and
+   * without `persist`), changes live in memory only.
+   */
+  readonly log?: EventLog | undefined;
   /** The operator token for `POST /admin/events` (off when unset or empty). */
   readonly adminToken?: string | undefined;
   /** Origins allowed to call the public endpoints (default any: `'*'`); `false` for none. */
   readonly cors?: '*' | ReadonlyArray<string> | false | undefined;
   /**
-   * Called with the events a request was accepted with (and the state after them, and the
-   * state they were computed on), before the response is sent and
-   * before the new state is visible; when it throws (or rejects), the request fails with 500
-   * and the state stays as it was. This is where a journal writes and flushes.
+   * Without a `log`: called with the events a request was accepted with (and the state after
+   * them, and the state they were computed on), before the response is sent and before the
+   * new state is visible; when it throws (or rejects), the request fails with 500 and the
+   * state stays as it was ({@link LogConflict} and {@link LogUnavailable} are understood as
+   * a log's).
    *
    * It may resolve once the events are written but not yet durable, with `{ durable }`: the
    * next change is then computed at once on the new state (so one flush can serve many
@@ -41,8 +50,8 @@ export interface ServiceOptions {
       ) => void | Promise<undefined | Persisted> | Promise<void>)
     | undefined;
   /**
-   * With a store other writers share: called before each change, so that every answer to
-   * a change, a refusal too, is computed on the newest state of the log.
+   * Without a `log`, with a store other writers share: called before each change, so that
+   * every answer to a change, a refusal too, is computed on the newest state.
    */
   readonly refresh?: Refresh | undefined;
 }
@@ -58,38 +67,6 @@ export type Refresh = (current: LimitsState) => Promise<LimitsState | undefined>
 export interface Persisted {
   /** Resolves once the events are durable (rejects when they never will be). */
   readonly durable: Promise<void>;
-}
-
-/**
- * Thrown (rejected) by {@link ServiceOptions.persist} when the change was computed on a
- * state that is no longer the newest (another replica wrote first): the service computes
- * the request again on `state` and persists that instead.
- */
-export class PersistConflict extends Error {
-  override readonly name = 'PersistConflict';
-  /** The newer state to compute the request on. */
-  readonly state: LimitsState;
-  constructor(state: LimitsState, message = 'another writer was first') {
-    super(message);
-    this.state = state;
-  }
-}
-
-/**
- * Thrown (rejected) by {@link ServiceOptions.persist} to refuse a change with a status and
- * code of its own (503 `store_unavailable` while a database is out of reach).
- */
-export class PersistRefused extends Error {
-  override readonly name = 'PersistRefused';
-  /** The HTTP status of the answer. */
-  readonly status: number;
-  /** The problem code of the answer. */
-  readonly code: string;
-  constructor(status: number, code: string, message: string) {
-    super(message);
-    this.status = status;
-    this.code = code;
-  }
 }
 
 /** How many times a change is computed again after conflicts before it is refused (503). */
@@ -123,11 +100,16 @@ export interface Service {
  * ```
  */
 export function createService(options: ServiceOptions): Service {
+  const log = options.log;
+  const initial = options.state ?? log?.state;
+  if (initial === undefined) throw new TypeError('createService needs a state or a log');
+  const persist = log !== undefined ? log.append.bind(log) : options.persist;
+  const refresh = log !== undefined ? log.catchUp.bind(log) : options.refresh;
   // `visible`: what reads see, only ever durable. `written`: what the next change is
   // computed on; ahead of `visible` while a flush is under way.
-  let visible = options.state;
-  let written = options.state;
-  let queue: Promise<unknown> = Promise.resolve();
+  let visible = initial;
+  let written = initial;
+  const queue = serialQueue();
   // Resolves once every change accepted so far is durable (and shown); rejects for good
   // once a flush has failed.
   let allDurable: Promise<void> = Promise.resolve();
@@ -137,17 +119,21 @@ export function createService(options: ServiceOptions): Service {
   async function change(
     request: HttpRequest,
   ): Promise<{ response: HttpResponse; wait: Promise<void> | undefined }> {
-    const newer = await options.refresh?.(written);
-    if (newer !== undefined) adopt(newer);
+    try {
+      const newer = await refresh?.(written);
+      if (newer !== undefined) adopt(newer);
+    } catch {
+      // Nothing newer could be read: the append below says whether the log takes writes.
+    }
     for (let attempt = 1; ; attempt++) {
       const result = handleRequest(written, request, handleOptions);
       // A refusal or a no-op computed on a state not yet durable waits for that state.
       if (result.events.length === 0) return { response: result.response, wait: allDurable };
       let persisted: Persisted | undefined;
       try {
-        persisted = (await options.persist?.(result.events, result.state, written)) ?? undefined;
+        persisted = (await persist?.(result.events, result.state, written)) ?? undefined;
       } catch (e) {
-        if (e instanceof PersistConflict) {
+        if (e instanceof LogConflict) {
           // Another writer was first: its rows are durable; compute the request again on them.
           adopt(e.state);
           if (attempt < MAX_PERSIST_ATTEMPTS) {
@@ -182,30 +168,30 @@ export function createService(options: ServiceOptions): Service {
     });
   }
 
-  function failed(e: unknown): HttpResponse {
-    if (e instanceof PersistRefused) return problem(e.status, e.code, e.message);
-    const message = e instanceof Error ? e.message : String(e);
-    return problem(500, 'internal_error', `the change could not be persisted: ${message}`);
+  function replace(state: LimitsState, newer?: (current: LimitsState) => boolean): Promise<void> {
+    return queue
+      .run(() => {
+        if (newer === undefined || newer(written)) adopt(state);
+      })
+      .then(() => allDurable);
   }
+
+  // What other writers append is shown once the changes before it are durable (a failure
+  // there is the writes' to report), unless a change of this service went past it already.
+  log?.follow((state, position) => {
+    replace(state, (current) => (log.positionOf(current) ?? -1) < position).catch(() => undefined);
+  });
 
   return {
     get state() {
       return visible;
     },
-    replace(state, newer) {
-      const step = queue.then(() => {
-        if (newer === undefined || newer(written)) adopt(state);
-      });
-      queue = step.catch(() => undefined);
-      return step.then(() => allDurable);
-    },
+    replace,
     async handle(request) {
       if (request.method.toUpperCase() !== 'POST')
         return handleRequest(visible, request, handleOptions).response;
-      const step = queue.then(() => change(request));
       // The next change waits for this one to be written, not for it to be flushed.
-      queue = step.catch(() => undefined);
-      const { response, wait } = await step;
+      const { response, wait } = await queue.run(() => change(request));
       try {
         await wait;
       } catch (e) {
@@ -214,6 +200,14 @@ export function createService(options: ServiceOptions): Service {
       return response;
     },
   };
+}
+
+// A change that could not be kept: 503 while the log cannot take writes, 500 otherwise.
+function failed(e: unknown): HttpResponse {
+  if (e instanceof LogUnavailable)
+    return problem(503, 'store_unavailable', e.message, { headers: { 'retry-after': '1' } });
+  const message = e instanceof Error ? e.message : String(e);
+  return problem(500, 'internal_error', `the change could not be persisted: ${message}`);
 }
 
 /** A Fetch-API handler with the service's current state. */

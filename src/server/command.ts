@@ -4,16 +4,22 @@
  * 3 a failed flush.
  */
 import { parseArgs } from 'node:util';
-import { LimitsError, type LimitsState } from 'peg-limits';
+import { type EventLog, LimitsError, type LimitsState } from 'peg-limits';
 import { DEFAULT_SERVER_CONFIG, loadConfig, stateFromConfig } from './config.js';
+import {
+  DEFAULT_SNAPSHOT_EVERY,
+  type OpenJournalFile,
+  openDataLog,
+  StoreError,
+} from './data-log.js';
 import {
   DEFAULT_KEEP_BATCHES,
   DEFAULT_PG_SNAPSHOT_EVERY,
   migrateToPg,
-  PgStoreError,
-} from './pg-store.js';
+  openPgLog,
+  PgLogError,
+} from './pg-log.js';
 import { DEFAULT_SERVER_LIMITS, type ServerLimits, startServer } from './serve.js';
-import { DEFAULT_SNAPSHOT_EVERY, type OpenJournalFile, openStore, StoreError } from './store.js';
 
 const L = DEFAULT_SERVER_LIMITS;
 
@@ -68,15 +74,14 @@ function positive(name: string, value: string | undefined, fallback: number, sca
 // Moves a data folder's state into an empty database (its snapshot, at its batch count).
 async function migrate(dir: string, url: string, initial: LimitsState): Promise<void> {
   try {
-    const store = await openStore({ dir, initial });
-    const { state, seq } = store;
-    const moved = await migrateToPg(url, state, seq);
-    await store.close();
+    const data = await openDataLog({ dir, initial });
+    const moved = await migrateToPg(url, data.state, data.position);
+    await data.close();
     process.stdout.write(
       `migrated ${dir} into the database: a snapshot of ${moved.seq} batches (${moved.bytes} bytes); start the replicas with --store\n`,
     );
   } catch (e) {
-    if (e instanceof StoreError || e instanceof PgStoreError) fail(e.message);
+    if (e instanceof StoreError || e instanceof PgLogError) fail(e.message);
     fail(`cannot migrate: ${(e as Error).message}`);
   }
 }
@@ -188,30 +193,59 @@ export async function serveCommand(
   // Past `ulimit -f` a write must fail (EFBIG), not kill the process: the store cuts the
   // line back and answers 500.
   process.on('SIGXFSZ', () => undefined);
+  // The command chooses the log; the server only serves from it.
+  const opening = performance.now();
+  const dir = str('data') ?? './peg-limits-data';
+  let eventLog: EventLog;
+  try {
+    if (postgres !== undefined) {
+      eventLog = await openPgLog({
+        url: postgres,
+        initial: state,
+        snapshotEvery,
+        keepBatches,
+        logLine: log,
+      });
+      log(
+        `opened the log on PostgreSQL at position ${eventLog.position} in ${(performance.now() - opening).toFixed(0)} ms`,
+      );
+    } else {
+      const data = await openDataLog({
+        dir,
+        initial: state,
+        snapshotEvery,
+        logLine: log,
+        openJournalFile: hooks.openJournalFile,
+        onFatal: (error) => {
+          process.stderr.write(
+            `peg-limits: ${error.message}; stopping (what reached the disk is unknown: a restart reads what is there)\n`,
+          );
+          process.exit(3);
+        },
+      });
+      for (const warning of data.warnings) log(`warning: ${warning}`);
+      log(
+        `opened ${dir}: ${data.position} batches, ${data.replayed} replayed from the journal, in ${(performance.now() - opening).toFixed(0)} ms`,
+      );
+      eventLog = data;
+    }
+  } catch (e) {
+    if (e instanceof StoreError || e instanceof PgLogError) fail(e.message);
+    fail(`cannot start: ${(e as Error).message}`);
+  }
   let server: Awaited<ReturnType<typeof startServer>>;
   try {
     server = await startServer({
-      state,
-      dataDir: str('data') ?? './peg-limits-data',
+      log: eventLog,
       host: str('host') ?? '127.0.0.1',
       port,
       adminToken: process.env.PEG_LIMITS_ADMIN_TOKEN,
-      log,
+      logLine: log,
       limits,
       cors,
-      snapshotEvery,
-      postgres,
-      keepBatches,
-      openJournalFile: hooks.openJournalFile,
-      onFatal: (error) => {
-        process.stderr.write(
-          `peg-limits: ${error.message}; stopping (what reached the disk is unknown: a restart reads what is there)\n`,
-        );
-        process.exit(3);
-      },
     });
   } catch (e) {
-    if (e instanceof StoreError || e instanceof PgStoreError) fail(e.message);
+    await eventLog.close().catch(() => undefined);
     fail(`cannot start: ${(e as Error).message}`);
   }
   process.stdout.write(`listening on ${server.url}\n`);

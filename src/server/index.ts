@@ -1,20 +1,33 @@
 /**
- * `peg-limits/server`: the Node-only adapters: the embedded store (snapshot and journal),
- * the configuration loader and the HTTP server behind `peg-limits serve`.
+ * `peg-limits/server`: the Node-only adapters: the event logs (the data folder's snapshot
+ * and journal, and the log on PostgreSQL), the configuration loader and the HTTP server behind `peg-limits serve`.
  * @packageDocumentation
  */
 export { type CommandHooks, serveCommand, USAGE } from './command.js';
 export { DEFAULT_SERVER_CONFIG, loadConfig, stateFromConfig } from './config.js';
 export {
+  type DataLog,
+  type DataLogOptions,
+  DEFAULT_SNAPSHOT_EVERY,
+  FlushError,
+  JOURNAL_FILE,
+  type JournalFile,
+  type OpenJournalFile,
+  openDataLog,
+  openNodeJournalFile,
+  SNAPSHOT_FILE,
+  StoreError,
+} from './data-log.js';
+export {
   DEFAULT_KEEP_BATCHES,
   DEFAULT_PG_SNAPSHOT_EVERY,
   migrateToPg,
-  openPgStore,
+  openPgLog,
   PG_SCHEMA_VERSION,
-  type PgStore,
-  PgStoreError,
-  type PgStoreOptions,
-} from './pg-store.js';
+  type PgLog,
+  PgLogError,
+  type PgLogOptions,
+} from './pg-log.js';
 export {
   DEFAULT_SERVER_LIMITS,
   type RunningServer,
@@ -22,17 +35,3 @@ export {
   type ServerOptions,
   startServer,
 } from './serve.js';
-export {
-  DEFAULT_SNAPSHOT_EVERY,
-  FlushError,
-  JOURNAL_FILE,
-  type JournalFile,
-  type OpenJournalFile,
-  openNodeJournalFile,
-  openStore,
-  SNAPSHOT_FILE,
-  type Store,
-  StoreError,
-  type StoreOptions,
-  type Written,
-} from './store.js';

@@ -1,6 +1,7 @@
 /**
- * `peg-limits serve` as a function: the service on node:http over the embedded store,
- * with limits that keep slow and hostile clients from holding it. Node-only.
+ * `peg-limits serve` as a function: the service on node:http over an event log (the data
+ * folder or PostgreSQL, which the caller opens), with limits that keep slow and hostile
+ * clients from holding it. Node-only.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
@@ -9,16 +10,14 @@ import {
   bodyCollector,
   createService,
   declaredTooLarge,
+  type EventLog,
   type HttpResponse,
-  type LimitsState,
   payloadTooLarge,
   problem,
   type Service,
 } from 'peg-limits';
 import { connectionGate } from './connections.js';
 import { answerAndLinger, isLingering, type LingerBudget, rawAnswer } from './linger.js';
-import { openPgStore, type PgStore } from './pg-store.js';
-import { type FlushError, type OpenJournalFile, openStore, type Store } from './store.js';
 
 /** The limits the server puts on clients; every one has a flag of `peg-limits serve`. */
 export interface ServerLimits {
@@ -67,10 +66,8 @@ export const DEFAULT_SERVER_LIMITS: ServerLimits = {
 
 /** Options of {@link startServer}. */
 export interface ServerOptions {
-  /** The state of an empty data folder (from the configuration). */
-  readonly state: LimitsState;
-  /** The data folder: snapshot and journal. */
-  readonly dataDir: string;
+  /** The event log, opened: `openDataLog` or `openPgLog`; the server closes it. */
+  readonly log: EventLog;
   readonly host?: string | undefined;
   /** 0 picks a free port. */
   readonly port?: number | undefined;
@@ -78,25 +75,10 @@ export interface ServerOptions {
   readonly adminToken?: string | undefined;
   /** Origins allowed to call the public endpoints (default any: `'*'`); `false` for none. */
   readonly cors?: '*' | ReadonlyArray<string> | false | undefined;
-  /** Where one line per request and the warnings go; none when undefined. */
-  readonly log?: ((line: string) => void) | undefined;
+  /** Where one line per request goes; none when undefined. */
+  readonly logLine?: ((line: string) => void) | undefined;
   /** Client limits; unset fields take {@link DEFAULT_SERVER_LIMITS}. */
   readonly limits?: Partial<ServerLimits> | undefined;
-  /** Journaled events between two snapshots (default 100,000). */
-  readonly snapshotEvery?: number | undefined;
-  /** Concurrent changes share one flush (default true). */
-  readonly groupCommit?: boolean | undefined;
-  /** Called once when a flush fails; the command exits with code 3. */
-  readonly onFatal?: ((error: FlushError) => void) | undefined;
-  /** How the journal file is opened (tests inject failures here). */
-  readonly openJournalFile?: OpenJournalFile | undefined;
-  /**
-   * A PostgreSQL connection string: the event log is shared there by every replica (SPEC
-   * §8), instead of the data folder. `snapshotEvery` then counts batches (default 1000).
-   */
-  readonly postgres?: string | undefined;
-  /** With `postgres`: batch rows kept behind the newest snapshot (default 10,000). */
-  readonly keepBatches?: number | undefined;
 }
 
 /** A running server. */
@@ -105,26 +87,22 @@ export interface RunningServer {
   readonly url: string;
   /** The service: its `state` is what reads see. */
   readonly service: Service;
-  /** The store: the embedded data folder, or the replicated log on PostgreSQL. */
-  readonly store: Store | PgStore;
+  /** The event log it serves from. */
+  readonly log: EventLog;
   /** The log position of the state reads see now. */
   readonly position: number;
   /** The limits in force. */
   readonly limits: ServerLimits;
-  /** Stops accepting, finishes the requests in flight, writes a snapshot, closes the journal. */
+  /** Stops accepting, finishes the requests in flight, then closes the log. */
   close(): Promise<void>;
 }
 
 // Requests waiting for their answers, per connection.
 const outstanding = new WeakMap<Socket, number>();
 
-/**
- * Opens the data folder (snapshot and the journal after it), then serves the interface.
- *
- * @throws StoreError when the data folder is damaged or a journal line no longer applies
- */
+/** Serves the interface over an open event log. */
 export async function startServer(options: ServerOptions): Promise<RunningServer> {
-  const log = options.log;
+  const { log: eventLog, logLine: log } = options;
   const given: ServerLimits = { ...DEFAULT_SERVER_LIMITS, ...options.limits };
   // The headers are part of the request: their time-out is at most the request's.
   const limits: ServerLimits = {
@@ -137,64 +115,17 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     bytes: limits.lingerBytes,
   };
   const gate = connectionGate(limits.maxConnections, (socket) => !isLingering(socket));
-  const opening = performance.now();
-  let store: Store | PgStore;
-  let service: Service;
-  let storeUnavailable = () => false;
-  if (options.postgres !== undefined) {
-    const pgStore = await openPgStore({
-      url: options.postgres,
-      initial: options.state,
-      snapshotEvery: options.snapshotEvery,
-      keepBatches: options.keepBatches,
-      log,
-    });
-    store = pgStore;
-    storeUnavailable = () => !pgStore.connected;
-    service = createService({
-      state: pgStore.state,
-      adminToken: options.adminToken,
-      cors: options.cors,
-      persist: (events, next, base) => pgStore.write(events, next, base),
-      refresh: (current) => pgStore.latest(current),
-    });
-    const shown = service;
-    pgStore.onAdvance((state, position) => {
-      // Shown once the changes before it are durable; a failure there is the writes' to report.
-      shown
-        .replace(state, (current) => (pgStore.positionOf(current) ?? -1) < position)
-        .catch(() => undefined);
-    });
-    log?.(
-      `opened the log on PostgreSQL at position ${pgStore.position} in ${(performance.now() - opening).toFixed(0)} ms`,
-    );
-  } else {
-    const embedded = await openStore({
-      dir: options.dataDir,
-      initial: options.state,
-      snapshotEvery: options.snapshotEvery,
-      groupCommit: options.groupCommit,
-      onFatal: options.onFatal,
-      log,
-      openJournalFile: options.openJournalFile,
-    });
-    store = embedded;
-    for (const warning of embedded.warnings) log?.(`warning: ${warning}`);
-    log?.(
-      `opened ${options.dataDir}: ${embedded.seq} batches, ${embedded.replayed} replayed from the journal, in ${(performance.now() - opening).toFixed(0)} ms`,
-    );
-    service = createService({
-      state: embedded.state,
-      adminToken: options.adminToken,
-      cors: options.cors,
-      persist: (events, next) => embedded.write(events, next),
-    });
-  }
+  const service = createService({
+    log: eventLog,
+    adminToken: options.adminToken,
+    cors: options.cors,
+  });
+  const storeUnavailable = () => !eventLog.writable;
   const handleOptions = { adminToken: options.adminToken, cors: options.cors };
   // The log position of the state reads see, sent with every answer.
-  let lastPosition = store.positionOf(service.state) ?? 0;
+  let lastPosition = eventLog.positionOf(service.state) ?? 0;
   const currentPosition = () => {
-    lastPosition = store.positionOf(service.state) ?? lastPosition;
+    lastPosition = eventLog.positionOf(service.state) ?? lastPosition;
     return lastPosition;
   };
 
@@ -295,7 +226,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       return;
     }
     const max = admitted.maxBody;
-    // A change cannot be written while the store is out of reach: say so before the body.
+    // A change cannot be written while the log cannot take writes: say so before the body.
     if (storeUnavailable()) {
       answer(
         problem(503, 'store_unavailable', 'the event log is out of reach; try again shortly', {
@@ -382,7 +313,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   return {
     url: `http://${host}:${address.port}`,
     service,
-    store,
+    log: eventLog,
     get position() {
       return currentPosition();
     },
@@ -397,7 +328,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
           resolve();
         });
         server.closeIdleConnections();
-      }).then(() => store.close());
+      }).then(() => eventLog.close());
       return closing;
     },
   };

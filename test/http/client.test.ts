@@ -9,6 +9,7 @@ import {
   hashThrottleSecret,
   type LimitsClient,
 } from '../../src/index.js';
+import { openDataLog } from '../../src/server/data-log.js';
 import { type RunningServer, startServer } from '../../src/server/serve.js';
 import { tempDir } from '../support/proc.js';
 
@@ -21,10 +22,12 @@ let client: LimitsClient;
 
 beforeAll(async () => {
   server = await startServer({
-    state: createLimitsState({
-      limits: { pegCap: BIG, rollingWithdrawalBlocks: 144n, rollingWithdrawalCap: 1000n },
+    log: await openDataLog({
+      dir: tempDir(),
+      initial: createLimitsState({
+        limits: { pegCap: BIG, rollingWithdrawalBlocks: 144n, rollingWithdrawalCap: 1000n },
+      }),
     }),
-    dataDir: tempDir(),
     port: 0,
     adminToken: TOKEN,
   });

@@ -17,6 +17,7 @@ import {
   hashThrottleSecret,
   type LimitsEvent,
 } from '../../src/index.js';
+import { openDataLog } from '../../src/server/data-log.js';
 import { type RunningServer, startServer } from '../../src/server/serve.js';
 import { CHROMIUM } from '../support/chromium.js';
 import { tempDir } from '../support/proc.js';
@@ -97,8 +98,7 @@ describe.skipIf(CHROMIUM === undefined)('the dashboard in a real browser', () =>
     );
     if (!start.ok) throw start.error;
     server = await startServer({
-      state: start.state,
-      dataDir: tempDir(),
+      log: await openDataLog({ dir: tempDir(), initial: start.state }),
       port: 0,
       adminToken: TOKEN,
     });

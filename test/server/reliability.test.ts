@@ -16,7 +16,7 @@ import {
   type LimitsEvent,
   type LimitsState,
 } from '../../src/index.js';
-import { openStore } from '../../src/server/store.js';
+import { openDataLog } from '../../src/server/data-log.js';
 import { killGroup, type Proc, spawnServer, tempDir, waitFor } from '../support/proc.js';
 
 const TOKEN = 'operator-token-0123456789';
@@ -390,7 +390,7 @@ describe('a long history', () => {
     let state = createLimitsState({
       limits: { rollingWithdrawalBlocks: 144n, rollingWithdrawalCap: CAP },
     });
-    const store = await openStore({ dir, initial: state });
+    const store = await openDataLog({ dir, initial: state });
     let n = 0;
     let height = 800_000;
     let batches = 0;
@@ -411,8 +411,8 @@ describe('a long history', () => {
       }
       const r = applyAll(state, events);
       if (!r.ok) throw r.error;
+      last = (await store.append(events, r.state, state)).durable;
       state = r.state;
-      last = (await store.write(events, state)).durable;
       batches++;
     }
     await last;

@@ -15,6 +15,8 @@ import {
   type LimitsState,
   snapshotOf,
 } from '../../src/index.js';
+import { openDataLog } from '../../src/server/data-log.js';
+import { openPgLog, type PgLogOptions } from '../../src/server/pg-log.js';
 import { type RunningServer, startServer } from '../../src/server/serve.js';
 import {
   POSTGRES_AVAILABLE,
@@ -62,14 +64,11 @@ describe.skipIf(!POSTGRES_AVAILABLE)('replicas over one PostgreSQL', () => {
     return db.url.replace('/postgres?', `/${name}?`);
   }
 
-  async function replica(url: string, extra: Partial<Parameters<typeof startServer>[0]> = {}) {
+  async function replica(url: string, extra: Partial<PgLogOptions> = {}) {
     const s = await startServer({
-      state: initial(),
-      dataDir: tempDir(),
+      log: await openPgLog({ url, initial: initial(), ...extra }),
       port: 0,
       adminToken: TOKEN,
-      postgres: url,
-      ...extra,
     });
     running.push(s);
     return s;
@@ -195,7 +194,7 @@ describe.skipIf(!POSTGRES_AVAILABLE)('replicas over one PostgreSQL', () => {
       expect(decodeJson(refused.body)).toMatchObject({ code: 'store_unavailable' });
       const read = await fetch(`${a.url}/limits`);
       expect(read.status).toBe(200);
-      await waitFor(() => !(a.store as { connected: boolean }).connected, 5_000);
+      await waitFor(() => !a.log.writable, 5_000);
       const again = await fetch(`${a.url}/limits`);
       expect(again.headers.get('peg-limits-store')).toBe('unavailable');
       expect(again.headers.get('peg-limits-position')).toBe('1');
@@ -365,8 +364,7 @@ describe.skipIf(!POSTGRES_AVAILABLE)('replicas over one PostgreSQL', () => {
       JSON.stringify({ limits: { rollingWithdrawalBlocks: 144, rollingWithdrawalCap: 1000 } }),
     );
     const embedded = await startServer({
-      state: initial(),
-      dataDir: join(dir, 'data'),
+      log: await openDataLog({ dir: join(dir, 'data'), initial: initial() }),
       port: 0,
       adminToken: TOKEN,
     });

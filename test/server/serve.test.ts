@@ -10,8 +10,8 @@ import {
   type HttpResponse,
   hashThrottleSecret,
 } from '../../src/index.js';
+import { openDataLog, StoreError } from '../../src/server/data-log.js';
 import { type RunningServer, startServer } from '../../src/server/serve.js';
-import { openStore, StoreError } from '../../src/server/store.js';
 import { expectDocumented } from '../support/openapi.js';
 import { killGroup, type Proc, runToEnd, spawnServer, tempDir, waitFor } from '../support/proc.js';
 
@@ -64,14 +64,19 @@ async function serve(args: string[], env: NodeJS.ProcessEnv = {}): Promise<Proc>
 }
 
 async function start(dataDir: string, log?: (line: string) => void): Promise<RunningServer> {
-  const s = await startServer({
-    state: createLimitsState({
+  const data = await openDataLog({
+    dir: dataDir,
+    initial: createLimitsState({
       limits: { rollingWithdrawalBlocks: 144n, rollingWithdrawalCap: 1000n },
     }),
-    dataDir,
+  });
+  // As the command does: what opening the folder met is said first.
+  for (const warning of data.warnings) log?.(`warning: ${warning}`);
+  const s = await startServer({
+    log: data,
     port: 0,
     adminToken: TOKEN,
-    log,
+    logLine: log,
   });
   running.push(s);
   return s;
@@ -239,7 +244,7 @@ describe('the journal', () => {
       join(dir, 'journal.jsonl'),
       '[{"type":"blockConnected","height":7}]\nnot json\n[{"type":"throttleEnded"}]\n',
     );
-    const open = () => openStore({ dir, initial: createLimitsState() });
+    const open = () => openDataLog({ dir, initial: createLimitsState() });
     await expect(open()).rejects.toThrow(/journal\.jsonl:2: the journal is damaged/);
     await expect(open()).rejects.toBeInstanceOf(StoreError);
   });

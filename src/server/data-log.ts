@@ -1,5 +1,6 @@
 /**
- * The embedded store (SPEC §7): `snapshot.json` plus `journal.jsonl` in a data folder.
+ * The data folder's event log (SPEC §7): `snapshot.json` plus `journal.jsonl`. It keeps the
+ * {@link EventLog} contract with one writer: nothing else appends to the folder.
  *
  * Every accepted request's events are one journal line, fully written and flushed before
  * the answer; concurrent requests share one flush (group commit). A write that fails or
@@ -17,11 +18,15 @@ import { createReadStream } from 'node:fs';
 import { type FileHandle, mkdir, open, readFile, rename, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import {
+  type Appended,
   applyAll,
+  decodeBatch,
+  type EventLog,
+  encodeBatch,
   encodeJson,
-  eventsFromJson,
-  type LimitsEvent,
   type LimitsState,
+  LogConflict,
+  serialQueue,
   snapshotOf,
   stateFromSnapshot,
   tryDecodeJson,
@@ -86,8 +91,8 @@ export const openNodeJournalFile: OpenJournalFile = async (path) => {
   };
 };
 
-/** Options of {@link openStore}. */
-export interface StoreOptions {
+/** Options of {@link openDataLog}. */
+export interface DataLogOptions {
   /** The data folder (created when missing). */
   readonly dir: string;
   /** The state of an empty data folder (from the configuration). */
@@ -98,39 +103,25 @@ export interface StoreOptions {
   readonly groupCommit?: boolean | undefined;
   /** Called once when a flush fails; the server stops (exit code 3). */
   readonly onFatal?: ((error: FlushError) => void) | undefined;
-  /** Where warnings and compaction notes go. */
-  readonly log?: ((line: string) => void) | undefined;
+  /** Where compaction notes and warnings go. */
+  readonly logLine?: ((line: string) => void) | undefined;
   /** How the journal file is opened (tests inject failures here). */
   readonly openJournalFile?: OpenJournalFile | undefined;
 }
 
-/** What a write hands back: the answer may be sent once `durable` resolves. */
-export interface Written {
-  readonly durable: Promise<void>;
-}
-
-/** An open data folder. */
-export interface Store {
-  /** The state read at start-up: the snapshot and the journal lines after it. */
-  readonly state: LimitsState;
+/**
+ * An open data folder. `append` writes one batch as one journal line: it resolves once the
+ * bytes are written (rejects, with the line cut back off the file, when they could not be),
+ * and `durable` resolves once a flush covers them (concurrent appends share one flush).
+ * `snapshot` writes a snapshot of the last state appended and starts a fresh journal;
+ * `close` does so too when the journal holds anything. The position is the number of
+ * batches the folder holds, snapshot and journal together.
+ */
+export interface DataLog extends EventLog {
   /** Warnings met while reading (a torn last line dropped). */
   readonly warnings: ReadonlyArray<string>;
   /** How many journal lines start-up replayed (the rest was in the snapshot). */
   readonly replayed: number;
-  /** The number of batches the folder holds (snapshot and journal together). */
-  readonly seq: number;
-  /** The position (batch count) of a state this store read or wrote, if it did. */
-  positionOf(state: LimitsState): number | undefined;
-  /**
-   * Appends one batch as one journal line. Resolves once the bytes are written (rejects,
-   * with the line cut back off the file, when they could not be); `durable` resolves once
-   * a flush covers them. Calls must not overlap (the service serialises them).
-   */
-  write(events: ReadonlyArray<LimitsEvent>, next: LimitsState): Promise<Written>;
-  /** Writes a snapshot of the last state written and starts a fresh journal. */
-  compact(): Promise<void>;
-  /** Compacts (when the journal holds anything) and closes the journal. */
-  close(): Promise<void>;
 }
 
 async function syncDir(dir: string): Promise<void> {
@@ -196,14 +187,6 @@ async function readSnapshot(
   return restored.ok ? { state: restored.state, seq: Number(seq) } : undefined;
 }
 
-function parseBatch(text: string): ReadonlyArray<LimitsEvent> | string {
-  const json = tryDecodeJson(text);
-  if (!json.ok) return json.error.message;
-  if (!Array.isArray(json.value)) return 'expected a JSON array of events';
-  const events = eventsFromJson(json.value);
-  return events.ok ? events.events : events.error.message;
-}
-
 function parseHeader(text: string): number | undefined {
   const json = tryDecodeJson(text);
   if (!json.ok || typeof json.value !== 'object' || json.value === null) return undefined;
@@ -253,8 +236,8 @@ async function eachLine(
  *
  * @throws StoreError when the snapshot or the journal is damaged, or a line no longer applies
  */
-export async function openStore(options: StoreOptions): Promise<Store> {
-  const { dir, log } = options;
+export async function openDataLog(options: DataLogOptions): Promise<DataLog> {
+  const { dir, logLine: log } = options;
   const snapshotEvery = options.snapshotEvery ?? DEFAULT_SNAPSHOT_EVERY;
   const groupCommit = options.groupCommit ?? true;
   const openFile = options.openJournalFile ?? openNodeJournalFile;
@@ -292,14 +275,14 @@ export async function openStore(options: StoreOptions): Promise<Store> {
       }
       after = 0;
     }
-    const parsed = parseBatch(text);
-    if (typeof parsed === 'string') {
-      damage = { line: lineNo, why: parsed, end };
+    const parsed = decodeBatch(text);
+    if (!parsed.ok) {
+      damage = { line: lineNo, why: parsed.error, end };
       return;
     }
     batches++;
     if (after! + batches > snapshotSeq) {
-      const r = applyAll(state, parsed);
+      const r = applyAll(state, parsed.events);
       if (!r.ok) {
         throw new StoreError(
           `${path}:${lineNo}: cannot replay: ${r.error.message}; refusing to start`,
@@ -354,8 +337,8 @@ export async function openStore(options: StoreOptions): Promise<Store> {
   // The position of each state this store read or wrote.
   const positions = new WeakMap<LimitsState, number>([[state, seq]]);
   let fatal: FlushError | undefined;
-  // The chain that orders writes and compactions.
-  let lane: Promise<unknown> = Promise.resolve();
+  // Orders appends and compactions.
+  const lane = serialQueue();
   let flushing: Promise<void> | undefined;
   let queued: Promise<void> | undefined;
   let lastDurable: Promise<void> = Promise.resolve();
@@ -437,24 +420,31 @@ export async function openStore(options: StoreOptions): Promise<Store> {
     log?.(`compacted: ${SNAPSHOT_FILE} holds ${seq} batches (${text.length} bytes)`);
   }
 
-  function enqueue<T>(task: () => Promise<T>): Promise<T> {
-    const run = lane.then(task);
-    lane = run.catch(() => undefined);
-    return run;
-  }
-
   return {
-    state,
+    get state() {
+      return written;
+    },
     warnings,
     replayed,
-    get seq() {
+    get position() {
       return seq;
     },
+    get writable() {
+      return fatal === undefined;
+    },
+    get unavailable() {
+      return fatal?.message;
+    },
     positionOf: (s) => positions.get(s),
-    write(events, next) {
-      return enqueue(async () => {
+    append(events, next, base) {
+      return lane.run(async (): Promise<Appended> => {
         if (fatal !== undefined) throw fatal;
-        await appendLine(Buffer.from(`${encodeJson(events)}\n`, 'utf8'));
+        if (positions.get(base) !== seq)
+          throw new LogConflict(
+            written,
+            'the batch was computed on a state that is not the newest',
+          );
+        await appendLine(Buffer.from(`${encodeBatch(events)}\n`, 'utf8'));
         seq++;
         positions.set(next, seq);
         written = next;
@@ -464,24 +454,28 @@ export async function openStore(options: StoreOptions): Promise<Store> {
         lastDurable = durable.catch(() => undefined);
         if (sinceSnapshot >= snapshotEvery) {
           // Taken in turn, after this write: later writes wait for the compaction.
-          enqueue(() =>
+          void lane.run(() =>
             compactNow().catch((e: unknown) =>
               log?.(`warning: compaction failed, the journal goes on: ${(e as Error).message}`),
             ),
           );
         }
-        return { durable };
+        return { position: seq, durable };
       });
     },
-    compact() {
-      return enqueue(compactNow);
+    catchUp: async () => undefined,
+    follow: () => () => undefined,
+    snapshot() {
+      return lane.run(compactNow);
     },
     async close() {
-      await enqueue(async () => {
-        if (fatal === undefined) await compactNow();
-      }).catch((e: unknown) =>
-        log?.(`warning: the snapshot at shutdown failed: ${(e as Error).message}`),
-      );
+      await lane
+        .run(async () => {
+          if (fatal === undefined) await compactNow();
+        })
+        .catch((e: unknown) =>
+          log?.(`warning: the snapshot at shutdown failed: ${(e as Error).message}`),
+        );
       await lastDurable;
       await file.close();
     },

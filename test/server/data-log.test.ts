@@ -12,14 +12,19 @@ import {
   snapshotOf,
 } from '../../src/index.js';
 import {
+  type DataLog,
   FlushError,
   type JournalFile,
   type OpenJournalFile,
+  openDataLog,
   openNodeJournalFile,
-  openStore,
   StoreError,
-} from '../../src/server/store.js';
+} from '../../src/server/data-log.js';
 import { tempDir } from '../support/proc.js';
+
+/** Appends one batch on the log's newest state, as the service does. */
+const append = (log: DataLog, events: LimitsEvent[], next: LimitsState) =>
+  log.append(events, next, log.state);
 
 const initial = () =>
   createLimitsState({ limits: { rollingWithdrawalBlocks: 10n, rollingWithdrawalCap: 10n ** 9n } });
@@ -84,13 +89,9 @@ function next(state: LimitsState, events: LimitsEvent[]): LimitsState {
   return r.state;
 }
 
-/** A service over the store, and a way to post operator events to it. */
-function serviceOver(store: Awaited<ReturnType<typeof openStore>>) {
-  const service = createService({
-    state: store.state,
-    adminToken: 't',
-    persist: (events, state) => store.write(events, state),
-  });
+/** A service over the log, and a way to post operator events to it. */
+function serviceOver(store: DataLog) {
+  const service = createService({ log: store, adminToken: 't' });
   const post = (events: LimitsEvent[]) =>
     service.handle({
       method: 'POST',
@@ -105,21 +106,21 @@ describe('journal writes', () => {
   test('a write that comes up short is cut back off the file and refused; the next one is clean', async () => {
     const dir = tempDir();
     const f = faulty({ shortAfter: 2 });
-    const store = await openStore({ dir, initial: initial(), openJournalFile: f.open });
+    const store = await openDataLog({ dir, initial: initial(), openJournalFile: f.open });
     let s = store.state;
     s = next(s, [block(1)]);
-    await (await store.write([block(1)], s)).durable;
+    await (await append(store, [block(1)], s)).durable;
     const a = next(s, [withdrawal('a')]);
-    await (await store.write([withdrawal('a')], a)).durable;
+    await (await append(store, [withdrawal('a')], a)).durable;
     const size = readFileSync(join(dir, 'journal.jsonl')).length;
     // The third write gets half its bytes on disk, then fails: refused, and cut back.
-    await expect(store.write([withdrawal('b')], next(a, [withdrawal('b')]))).rejects.toThrow(
+    await expect(append(store, [withdrawal('b')], next(a, [withdrawal('b')]))).rejects.toThrow(
       /writing .*journal\.jsonl failed: no space left/,
     );
     expect(readFileSync(join(dir, 'journal.jsonl')).length).toBe(size);
     await store.close();
     // Restarted on a healthy disk: a is there, b never was, and the file takes new lines.
-    const again = await openStore({ dir, initial: initial() });
+    const again = await openDataLog({ dir, initial: initial() });
     expect(again.warnings).toEqual([]);
     expect(snapshotOf(again.state).withdrawals.map((w) => w.id)).toEqual(['a']);
     await again.close();
@@ -128,7 +129,7 @@ describe('journal writes', () => {
   test('through the service: the refused change answers 500 and is not applied', async () => {
     const dir = tempDir();
     const f = faulty({ failWriteAfter: 1 });
-    const store = await openStore({ dir, initial: initial(), openJournalFile: f.open });
+    const store = await openDataLog({ dir, initial: initial(), openJournalFile: f.open });
     const { service, post } = serviceOver(store);
     expect((await post([block(1)])).status).toBe(200);
     const refused = await post([withdrawal('a')]);
@@ -143,25 +144,25 @@ describe('journal writes', () => {
     const dir = tempDir();
     const f = faulty({ failFlushAfter: 1 });
     const fatal: FlushError[] = [];
-    const store = await openStore({
+    const store = await openDataLog({
       dir,
       initial: initial(),
       openJournalFile: f.open,
       onFatal: (e) => fatal.push(e),
     });
     const s = next(store.state, [block(1)]);
-    await (await store.write([block(1)], s)).durable;
-    const w = await store.write([withdrawal('a')], next(s, [withdrawal('a')]));
+    await (await append(store, [block(1)], s)).durable;
+    const w = await append(store, [withdrawal('a')], next(s, [withdrawal('a')]));
     await expect(w.durable).rejects.toBeInstanceOf(FlushError);
     expect(fatal).toHaveLength(1);
     expect(fatal[0]!.message).toMatch(/flushing .*journal\.jsonl failed: input\/output error/);
-    await expect(store.write([withdrawal('b')], s)).rejects.toBeInstanceOf(FlushError);
+    await expect(append(store, [withdrawal('b')], s)).rejects.toBeInstanceOf(FlushError);
   });
 
   test('group commit: concurrent writes share flushes, and each is answered only once its bytes are flushed', async () => {
     const dir = tempDir();
     const f = faulty({ flushDelayMs: 20 });
-    const store = await openStore({ dir, initial: initial(), openJournalFile: f.open });
+    const store = await openDataLog({ dir, initial: initial(), openJournalFile: f.open });
     const { service, post } = serviceOver(store);
     await post([block(1)]);
     const before = f.flushes();
@@ -190,17 +191,17 @@ describe('journal writes', () => {
   test('without group commit every write has a flush of its own', async () => {
     const dir = tempDir();
     const f = faulty({});
-    const store = await openStore({
+    const store = await openDataLog({
       dir,
       initial: initial(),
       openJournalFile: f.open,
       groupCommit: false,
     });
     let s = next(store.state, [block(1)]);
-    await store.write([block(1)], s);
+    await append(store, [block(1)], s);
     for (let i = 0; i < 5; i++) {
       s = next(s, [withdrawal(`w${i}`)]);
-      await store.write([withdrawal(`w${i}`)], s);
+      await append(store, [withdrawal(`w${i}`)], s);
     }
     expect(f.flushes()).toBe(6);
     await store.close();
@@ -209,33 +210,33 @@ describe('journal writes', () => {
 
 describe('snapshots and compaction on disk', () => {
   async function filled(dir: string, snapshotEvery = 1000): Promise<LimitsState> {
-    const store = await openStore({ dir, initial: initial(), snapshotEvery });
+    const store = await openDataLog({ dir, initial: initial(), snapshotEvery });
     let s = next(store.state, [block(1)]);
-    await (await store.write([block(1)], s)).durable;
+    await (await append(store, [block(1)], s)).durable;
     for (let i = 0; i < 20; i++) {
       s = next(s, [withdrawal(`w${i}`, BigInt(i + 1))]);
-      await (await store.write([withdrawal(`w${i}`, BigInt(i + 1))], s)).durable;
+      await (await append(store, [withdrawal(`w${i}`, BigInt(i + 1))], s)).durable;
     }
-    await store.compact();
+    await store.snapshot();
     return s;
   }
 
   test('after snapshotEvery events a snapshot is written and the journal starts again after it', async () => {
     const dir = tempDir();
-    const store = await openStore({ dir, initial: initial(), snapshotEvery: 5 });
+    const store = await openDataLog({ dir, initial: initial(), snapshotEvery: 5 });
     let s = next(store.state, [block(1)]);
-    await (await store.write([block(1)], s)).durable;
+    await (await append(store, [block(1)], s)).durable;
     for (let i = 0; i < 12; i++) {
       s = next(s, [withdrawal(`w${i}`)]);
-      await (await store.write([withdrawal(`w${i}`)], s)).durable;
+      await (await append(store, [withdrawal(`w${i}`)], s)).durable;
     }
-    await store.compact(); // waits for the compactions queued behind the writes
+    await store.snapshot(); // waits for the compactions queued behind the writes
     expect(readFileSync(join(dir, 'journal.jsonl'), 'utf8')).toBe(
       '{"format":"peg-limits/journal","after":13}\n',
     );
-    const again = await openStore({ dir, initial: initial() });
+    const again = await openDataLog({ dir, initial: initial() });
     expect(again.replayed).toBe(0);
-    expect(again.seq).toBe(13);
+    expect(again.position).toBe(13);
     expect(encodeJson(snapshotOf(again.state))).toBe(encodeJson(snapshotOf(s)));
     await again.close();
     await store.close();
@@ -243,27 +244,27 @@ describe('snapshots and compaction on disk', () => {
 
   test('a crash between the snapshot and the fresh journal applies nothing twice', async () => {
     const dir = tempDir();
-    const store = await openStore({ dir, initial: initial(), snapshotEvery: 10_000 });
+    const store = await openDataLog({ dir, initial: initial(), snapshotEvery: 10_000 });
     let s = next(store.state, [block(1)]);
-    await (await store.write([block(1)], s)).durable;
+    await (await append(store, [block(1)], s)).durable;
     for (let i = 0; i < 3; i++) {
       s = next(s, [withdrawal(`w${i}`, 100n)]);
-      await (await store.write([withdrawal(`w${i}`, 100n)], s)).durable;
+      await (await append(store, [withdrawal(`w${i}`, 100n)], s)).durable;
     }
     const oldJournal = readFileSync(join(dir, 'journal.jsonl'));
-    await store.compact();
+    await store.snapshot();
     await store.close();
     // Put back the journal as it was before the compaction replaced it: the snapshot holds
     // its four lines already.
     writeFileSync(join(dir, 'journal.jsonl'), oldJournal);
-    const again = await openStore({ dir, initial: initial() });
+    const again = await openDataLog({ dir, initial: initial() });
     expect(again.replayed).toBe(0);
     expect(getLimits(again.state).availableToWithdraw).toBe(10n ** 9n - 300n);
     // New lines go on after the old ones, and count from there.
     const t = next(again.state, [withdrawal('x', 1n)]);
-    await (await again.write([withdrawal('x', 1n)], t)).durable;
+    await (await append(again, [withdrawal('x', 1n)], t)).durable;
     await again.close();
-    const third = await openStore({ dir, initial: initial() });
+    const third = await openDataLog({ dir, initial: initial() });
     expect(getLimits(third.state).availableToWithdraw).toBe(10n ** 9n - 301n);
     await third.close();
   });
@@ -274,7 +275,7 @@ describe('snapshots and compaction on disk', () => {
     // A half-written temporary snapshot, as a crash during its write leaves it.
     writeFileSync(join(dir, 'snapshot.json.tmp'), '{"format":"peg-limits/data-snaps');
     writeFileSync(join(dir, 'journal.jsonl.tmp'), '{"format":"peg-');
-    const again = await openStore({ dir, initial: initial() });
+    const again = await openDataLog({ dir, initial: initial() });
     expect(encodeJson(snapshotOf(again.state))).toBe(encodeJson(snapshotOf(s)));
     await again.close();
   });
@@ -290,8 +291,8 @@ describe('snapshots and compaction on disk', () => {
       ['[]', /expected an object with "format"/],
     ] as const) {
       writeFileSync(join(dir, 'snapshot.json'), damage);
-      await expect(openStore({ dir, initial: initial() })).rejects.toThrow(message);
-      await expect(openStore({ dir, initial: initial() })).rejects.toBeInstanceOf(StoreError);
+      await expect(openDataLog({ dir, initial: initial() })).rejects.toThrow(message);
+      await expect(openDataLog({ dir, initial: initial() })).rejects.toBeInstanceOf(StoreError);
     }
   });
 
@@ -299,12 +300,12 @@ describe('snapshots and compaction on disk', () => {
     const dir = tempDir();
     await filled(dir);
     renameSync(join(dir, 'snapshot.json'), join(dir, 'moved.json'));
-    await expect(openStore({ dir, initial: initial() })).rejects.toThrow(
+    await expect(openDataLog({ dir, initial: initial() })).rejects.toThrow(
       /the journal starts after batch 21, but there is no snapshot/,
     );
     copyFileSync(join(dir, 'moved.json'), join(dir, 'snapshot.json'));
-    const again = await openStore({ dir, initial: initial() });
-    expect(again.seq).toBe(21);
+    const again = await openDataLog({ dir, initial: initial() });
+    expect(again.position).toBe(21);
     await again.close();
   });
 });

@@ -1,25 +1,30 @@
 /**
- * The replicated store (SPEC §8): the event log on PostgreSQL, shared by every replica.
+ * The event log on PostgreSQL (SPEC §8), shared by every replica; it keeps the
+ * {@link EventLog} contract with many writers.
  *
  * One table of batches (`seq bigint primary key`, the exact `encodeJson` text of an accepted
  * request's events, a timestamp) and one of snapshots keyed by the `seq` they include. A
  * replica keeps the state in memory; to accept a change computed on its state at position
  * n it inserts row n + 1 and `NOTIFY`s the others in one transaction, and answers after the
- * commit. A unique violation means another replica wrote first: the store reads the rows
- * it lacks, applies them, and the service computes the request again on the new state. So
+ * commit. A unique violation means another replica wrote first: the log reads the rows
+ * it lacks, applies them, and rejects with `LogConflict`, so the service computes the
+ * request again on the new state. So
  * every replica applies one total order, and nothing acknowledged is lost or applied twice.
  * Followers apply new rows in `seq` order, woken by `LISTEN` and by a short poll. Node-only.
  */
 
 import {
   applyAll,
+  decodeBatch,
   decodeJson,
+  type EventLog,
+  encodeBatch,
   encodeJson,
-  eventsFromJson,
   type LimitsEvent,
   type LimitsState,
-  PersistConflict,
-  PersistRefused,
+  LogConflict,
+  LogUnavailable,
+  serialQueue,
   snapshotOf,
   stateFromSnapshot,
 } from 'peg-limits';
@@ -36,8 +41,8 @@ const CHANNEL = 'peg_limits';
 // Any fixed number: the key of the advisory lock that serialises schema creation.
 const SCHEMA_LOCK = 7_417_001;
 
-/** Options of {@link openPgStore}. */
-export interface PgStoreOptions {
+/** Options of {@link openPgLog}. */
+export interface PgLogOptions {
   /** A PostgreSQL connection string (`postgres://user@host/db`). */
   readonly url: string;
   /** The state of an empty database (from the configuration); written as snapshot 0. */
@@ -51,39 +56,20 @@ export interface PgStoreOptions {
   /** How long start-up waits for the database (default 15 s). */
   readonly connectTimeoutMs?: number | undefined;
   /** Where warnings and reconnection notes go. */
-  readonly log?: ((line: string) => void) | undefined;
+  readonly logLine?: ((line: string) => void) | undefined;
 }
 
-/** An open replicated store. */
-export interface PgStore {
-  /** The state at start-up: the newest snapshot and the rows after it. */
-  readonly state: LimitsState;
-  /** The position (the last `seq` applied) of a state this store made, if it made it. */
-  positionOf(state: LimitsState): number | undefined;
-  /** The newest position applied. */
-  readonly position: number;
-  /** Whether the database is reachable now. */
-  readonly connected: boolean;
-  /**
-   * Commits `events` (computed on `base`, giving `next`) as the row after `base`'s position.
-   * Rejects with `PersistConflict` (and the newer state) when another replica wrote that
-   * row first, and with `PersistRefused` (503) while the database is out of reach.
-   */
-  write(events: ReadonlyArray<LimitsEvent>, next: LimitsState, base: LimitsState): Promise<void>;
-  /** Called with each newer state that rows of other replicas brought. */
-  onAdvance(fn: (state: LimitsState, position: number) => void): void;
-  /**
-   * Reads the rows after `current` now, and resolves with the newer state they make, or
-   * `undefined` when there are none (or the database is out of reach).
-   */
-  latest(current: LimitsState): Promise<LimitsState | undefined>;
-  /** Stops listening and polling and closes the connections. */
-  close(): Promise<void>;
-}
+/**
+ * An open log on PostgreSQL. An append commits its batch as the row after `base`'s
+ * position (durable on commit); it rejects with `LogConflict` (and the newer state) when
+ * another replica wrote that row first, and with `LogUnavailable` while the database is out
+ * of reach (it is `writable` again once reconnected). `snapshot` writes a snapshot row.
+ */
+export type PgLog = EventLog;
 
 /** A database that cannot be used: the message says why. */
-export class PgStoreError extends Error {
-  override readonly name = 'PgStoreError';
+export class PgLogError extends Error {
+  override readonly name = 'PgLogError';
 }
 
 // The schema, created once, idempotently, under an advisory lock so that replicas starting
@@ -107,7 +93,7 @@ async function ensureSchema(client: pg.Client): Promise<void> {
     );
     const { rows } = await client.query("SELECT value FROM peg_limits_meta WHERE key = 'schema'");
     if (rows[0]?.value !== String(PG_SCHEMA_VERSION)) {
-      throw new PgStoreError(
+      throw new PgLogError(
         `the database holds schema version ${rows[0]?.value}; this release reads version ${PG_SCHEMA_VERSION}`,
       );
     }
@@ -132,15 +118,15 @@ function connectionLost(e: unknown): boolean {
 }
 
 function parseBatch(text: string, seq: number): ReadonlyArray<LimitsEvent> {
-  const events = eventsFromJson(decodeJson(text));
-  if (!events.ok) throw new PgStoreError(`batch ${seq} cannot be read: ${events.error.message}`);
-  return events.events;
+  const batch = decodeBatch(text);
+  if (!batch.ok) throw new PgLogError(`batch ${seq} cannot be read: ${batch.error}`);
+  return batch.events;
 }
 
 /** Reads a snapshot row into a state. */
 function restore(text: string, seq: number): LimitsState {
   const r = stateFromSnapshot(decodeJson(text));
-  if (!r.ok) throw new PgStoreError(`snapshot ${seq} is damaged: ${r.error.message}`);
+  if (!r.ok) throw new PgLogError(`snapshot ${seq} is damaged: ${r.error.message}`);
   return r.state;
 }
 
@@ -153,14 +139,14 @@ async function connectClient(url: string): Promise<pg.Client> {
 }
 
 /**
- * Opens the replicated store: creates the schema when missing (and snapshot 0 from
+ * Opens the log on PostgreSQL: creates the schema when missing (and snapshot 0 from
  * `initial`), loads the newest snapshot and the rows after it, and follows new rows.
  *
- * @throws PgStoreError when the database cannot be reached in time, holds another schema
+ * @throws PgLogError when the database cannot be reached in time, holds another schema
  *   version, or holds a row that cannot be read or applied
  */
-export async function openPgStore(options: PgStoreOptions): Promise<PgStore> {
-  const { url, log } = options;
+export async function openPgLog(options: PgLogOptions): Promise<PgLog> {
+  const { url, logLine: log } = options;
   const snapshotEvery = options.snapshotEvery ?? DEFAULT_PG_SNAPSHOT_EVERY;
   const keepBatches = options.keepBatches ?? DEFAULT_KEEP_BATCHES;
   const pollMs = options.pollMs ?? 200;
@@ -182,7 +168,7 @@ export async function openPgStore(options: PgStoreOptions): Promise<PgStore> {
       break;
     } catch (e) {
       if (Date.now() > until)
-        throw new PgStoreError(`cannot reach the database at ${url}: ${(e as Error).message}`);
+        throw new PgLogError(`cannot reach the database at ${url}: ${(e as Error).message}`);
       await new Promise((r) => setTimeout(r, 200));
     }
   }
@@ -198,13 +184,9 @@ export async function openPgStore(options: PgStoreOptions): Promise<PgStore> {
   let state = restore(newest.rows[0].snapshot as string, position);
   positions.set(state, position);
 
-  // Writes and catch-ups change `state` and `position`: one at a time.
-  let lane: Promise<unknown> = Promise.resolve();
-  function serial<T>(task: () => Promise<T>): Promise<T> {
-    const run = lane.then(task);
-    lane = run.catch(() => undefined);
-    return run;
-  }
+  // Appends, catch-ups and snapshots change or read `state` and `position`: one at a time.
+  const lane = serialQueue();
+  const serial = lane.run;
 
   // Applies the rows after `position`, in order; loads a newer snapshot first when the rows
   // it would need were pruned.
@@ -224,7 +206,7 @@ export async function openPgStore(options: PgStoreOptions): Promise<PgStore> {
           [position],
         );
         if (snap.rows.length === 0)
-          throw new PgStoreError(
+          throw new PgLogError(
             `rows after ${position} are missing and no newer snapshot holds them`,
           );
         position = Number(snap.rows[0].seq);
@@ -234,7 +216,7 @@ export async function openPgStore(options: PgStoreOptions): Promise<PgStore> {
       for (const row of rows) {
         const seq = Number(row.seq);
         const r = applyAll(state, parseBatch(row.events as string, seq));
-        if (!r.ok) throw new PgStoreError(`batch ${seq} does not apply: ${r.error.message}`);
+        if (!r.ok) throw new PgLogError(`batch ${seq} does not apply: ${r.error.message}`);
         state = r.state;
         position = seq;
       }
@@ -319,21 +301,24 @@ export async function openPgStore(options: PgStoreOptions): Promise<PgStore> {
   }
 
   return {
-    state,
+    get state() {
+      return state;
+    },
     positionOf: (s) => positions.get(s),
     get position() {
       return position;
     },
-    get connected() {
+    get writable() {
       return connected;
     },
-    write(events, next, base) {
+    get unavailable() {
+      return connected ? undefined : 'the database is out of reach';
+    },
+    append(events, next, base) {
       return serial(async () => {
         const c = client;
         if (c === undefined || !connected) {
-          throw new PersistRefused(
-            503,
-            'store_unavailable',
+          throw new LogUnavailable(
             'the database is out of reach: changes are refused until it is back (reads go on)',
           );
         }
@@ -342,7 +327,7 @@ export async function openPgStore(options: PgStoreOptions): Promise<PgStore> {
           await c.query('BEGIN');
           await c.query('INSERT INTO peg_limits_batches (seq, events) VALUES ($1, $2)', [
             seq,
-            encodeJson(events),
+            encodeBatch(events),
           ]);
           await c.query('SELECT pg_notify($1, $2)', [CHANNEL, String(seq)]);
           await c.query('COMMIT');
@@ -352,12 +337,10 @@ export async function openPgStore(options: PgStoreOptions): Promise<PgStore> {
             // Another replica wrote that row first: take its rows, and let the service
             // compute the request again on them.
             await catchUp();
-            throw new PersistConflict(state, `row ${seq} was written by another replica`);
+            throw new LogConflict(state, `row ${seq} was written by another replica`);
           }
           if (connectionLost(e)) lost(e);
-          throw new PersistRefused(
-            503,
-            'store_unavailable',
+          throw new LogUnavailable(
             `the change could not be committed (${(e as Error).message}); it was not acknowledged`,
           );
         }
@@ -368,21 +351,32 @@ export async function openPgStore(options: PgStoreOptions): Promise<PgStore> {
           snapshotAt(next, seq).catch((e: unknown) =>
             log?.(`warning: snapshot ${seq} failed: ${(e as Error).message}`),
           );
+        return { position: seq, durable: Promise.resolve() };
       });
     },
-    onAdvance(fn) {
+    follow(fn) {
       listeners.push(fn);
+      return () => {
+        const i = listeners.indexOf(fn);
+        if (i >= 0) listeners.splice(i, 1);
+      };
     },
-    async latest(current) {
+    async catchUp(current) {
       if (connected) await serial(catchUp).catch((e: unknown) => lost(e));
       const at = positions.get(current);
       return at !== undefined && position > at ? state : undefined;
+    },
+    snapshot() {
+      return serial(async () => {
+        if (!connected) throw new LogUnavailable('the database is out of reach');
+        await snapshotAt(state, position);
+      });
     },
     async close() {
       closing = true;
       clearInterval(poll);
       if (reconnectTimer !== undefined) clearTimeout(reconnectTimer);
-      await lane;
+      await lane.idle();
       for (const c of [client, listener]) await c?.end().catch(() => undefined);
     },
   };
@@ -392,7 +386,7 @@ export async function openPgStore(options: PgStoreOptions): Promise<PgStore> {
  * Moves an embedded data folder's state into an empty database: its snapshot, at the
  * folder's batch count, so positions go on from there.
  *
- * @throws PgStoreError when the database already holds batches or snapshots
+ * @throws PgLogError when the database already holds batches or snapshots
  */
 export async function migrateToPg(
   url: string,
@@ -408,7 +402,7 @@ export async function migrateToPg(
       'SELECT (SELECT count(*) FROM peg_limits_batches) AS batches, (SELECT count(*) FROM peg_limits_snapshots) AS snapshots',
     );
     if (Number(rows[0].batches) > 0 || Number(rows[0].snapshots) > 0) {
-      throw new PgStoreError(
+      throw new PgLogError(
         `the database is not empty (${rows[0].batches} batches, ${rows[0].snapshots} snapshots); migrate into an empty one`,
       );
     }

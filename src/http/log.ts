@@ -1,0 +1,130 @@
+/**
+ * The event log a service keeps its accepted changes in (SPEC §7, §8): the contract the
+ * data folder and the log on PostgreSQL both keep, the batch codec they share, and the
+ * serial queue that orders their work and the service's. Browser-safe: the logs themselves
+ * are Node adapters in `peg-limits/server`.
+ *
+ * The rules every log keeps (`test/server/event-log.contract.ts` checks them on both):
+ * - A position counts batches: the log's first state is at its snapshot's position, and
+ *   each appended batch is the next position. `positionOf` knows every state the log read,
+ *   caught up to or appended.
+ * - `append(events, next, base)` takes a batch computed on `base`. When `base` is not the
+ *   newest state of the log (another writer appended first), it rejects with
+ *   {@link LogConflict} carrying the newest state, and nothing is written. While the log
+ *   cannot take writes it rejects with {@link LogUnavailable}, and nothing is written. Any
+ *   other rejection means the batch was not written either.
+ * - An append resolves once the batch holds its position; `durable` resolves once it
+ *   survives a crash (rejects when it never will). A batch is answered only then.
+ * - `catchUp(current)` reads what other writers appended after `current` and resolves with
+ *   the newer state, or `undefined` when there is nothing newer.
+ * - `follow(fn)` is told of each newer state other writers' batches make, in order.
+ * - `snapshot()` writes the newest state as a snapshot; reopening the log gives the same
+ *   state and position whether it starts from the snapshot or the batches.
+ * - `close()` finishes what was accepted, then releases the log; reopening it gives every
+ *   batch that was durable.
+ */
+import type { LimitsEvent, LimitsState } from '../core/state.js';
+import { eventsFromJson } from './codec.js';
+import { encodeJson, tryDecodeJson } from './json.js';
+
+/** What an append hands back: the answer may be sent once `durable` resolves. */
+export interface Appended {
+  /** The batch's position in the log. */
+  readonly position: number;
+  /** Resolves once the batch survives a crash; rejects when it never will. */
+  readonly durable: Promise<void>;
+}
+
+/** An event log: the data folder, or the log on PostgreSQL that replicas share. */
+export interface EventLog {
+  /** The newest state the log holds (what it opened with, appended or caught up to). */
+  readonly state: LimitsState;
+  /** The newest position (the number of batches the log holds). */
+  readonly position: number;
+  /** Whether the log can take a write now; `unavailable` says why not. */
+  readonly writable: boolean;
+  /** Why the log cannot take writes now, or `undefined` when it can. */
+  readonly unavailable: string | undefined;
+  /** The position of a state this log read, caught up to or appended, if it did. */
+  positionOf(state: LimitsState): number | undefined;
+  /**
+   * Appends one batch computed on `base`, making `next`.
+   *
+   * @throws LogConflict when `base` is not the newest state (nothing written)
+   * @throws LogUnavailable while the log cannot take writes (nothing written)
+   */
+  append(
+    events: ReadonlyArray<LimitsEvent>,
+    next: LimitsState,
+    base: LimitsState,
+  ): Promise<Appended>;
+  /** Resolves with the newer state other writers made after `current`, if any. */
+  catchUp(current: LimitsState): Promise<LimitsState | undefined>;
+  /** Calls `fn` with each newer state other writers' batches make; returns a stop function. */
+  follow(fn: (state: LimitsState, position: number) => void): () => void;
+  /** Writes the newest state as a snapshot. */
+  snapshot(): Promise<void>;
+  /** Finishes what was accepted and releases the log. */
+  close(): Promise<void>;
+}
+
+/**
+ * Thrown (rejected) by an append computed on a state that is no longer the newest (another
+ * writer was first): the service computes the request again on `state`.
+ */
+export class LogConflict extends Error {
+  override readonly name = 'LogConflict';
+  /** The newer state to compute the request on. */
+  readonly state: LimitsState;
+  constructor(state: LimitsState, message = 'another writer was first') {
+    super(message);
+    this.state = state;
+  }
+}
+
+/**
+ * Thrown (rejected) by an append while the log cannot take writes (a database out of
+ * reach): nothing was written, and the service answers 503 `store_unavailable`.
+ */
+export class LogUnavailable extends Error {
+  override readonly name = 'LogUnavailable';
+}
+
+/** One batch's text in a log: the exact `encodeJson` text of its events, as an array. */
+export function encodeBatch(events: ReadonlyArray<LimitsEvent>): string {
+  return encodeJson(events);
+}
+
+/** Reads a batch's text back into events, or says why it cannot (parsed once). */
+export function decodeBatch(
+  text: string,
+):
+  | { readonly ok: true; readonly events: ReadonlyArray<LimitsEvent> }
+  | { readonly ok: false; readonly error: string } {
+  const json = tryDecodeJson(text);
+  if (!json.ok) return { ok: false, error: json.error.message };
+  if (!Array.isArray(json.value)) return { ok: false, error: 'expected a JSON array of events' };
+  const events = eventsFromJson(json.value);
+  return events.ok ? events : { ok: false, error: events.error.message };
+}
+
+/** Runs tasks one at a time, in the order they were queued; a failed task does not stop the next. */
+export interface SerialQueue {
+  /** Queues `task` after every task queued before it; resolves or rejects as it does. */
+  run<T>(task: () => T | Promise<T>): Promise<T>;
+  /** Resolves once every task queued so far has finished. */
+  idle(): Promise<void>;
+}
+
+/** A new, empty {@link SerialQueue}. */
+export function serialQueue(): SerialQueue {
+  let tail: Promise<unknown> = Promise.resolve();
+  return {
+    run(task) {
+      const run = tail.then(task);
+      tail = run.catch(() => undefined);
+      return run;
+    },
+    idle: () => tail.then(() => undefined),
+  };
+}
