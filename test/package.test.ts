@@ -2,15 +2,18 @@ import { execFileSync } from 'node:child_process';
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { beforeAll, describe, expect, test } from 'vitest';
-import { killGroup, spawnServer, tempDir } from './support/proc.js';
+import { killGroup, runToEnd, spawnServer, tempDir } from './support/proc.js';
 
 // The package as a consumer sees it: packed, installed into an empty project, imported.
 let project = '';
+let tarball = '';
+// The version of pg the project is tested with (its lockfile's).
+const PG_VERSION = JSON.parse(readFileSync('node_modules/pg/package.json', 'utf8')).version as string;
 
 beforeAll(() => {
   const packDir = tempDir();
   execFileSync('npm', ['pack', '--pack-destination', packDir, '--silent'], { stdio: 'ignore' });
-  const tarball = join(packDir, readdirSync(packDir).find((f) => f.endsWith('.tgz'))!);
+  tarball = join(packDir, readdirSync(packDir).find((f) => f.endsWith('.tgz'))!);
   project = tempDir();
   writeFileSync(join(project, 'package.json'), '{"name":"consumer","private":true}');
   execFileSync('npm', ['install', '--silent', '--no-audit', '--no-fund', resolve(tarball)], {
@@ -164,4 +167,86 @@ describe('the published types', () => {
       { cwd: project, encoding: 'utf8' },
     );
   });
+});
+
+describe('the drivers are optional peers', () => {
+  const STORE = 'postgres://nobody@127.0.0.1:1/none';
+
+  test('a plain install brings no driver, and the command on a data folder runs without one', async () => {
+    const manifest = JSON.parse(
+      readFileSync(join(project, 'node_modules/peg-limits/package.json'), 'utf8'),
+    );
+    expect(manifest.dependencies.pg).toBeUndefined();
+    expect(manifest.peerDependencies.pg).toBeDefined();
+    expect(manifest.peerDependenciesMeta.pg).toEqual({ optional: true });
+    expect(() => readFileSync(join(project, 'node_modules/pg/package.json'))).toThrow();
+    // The server entry loads without it.
+    const out = node([
+      '--input-type=module',
+      '-e',
+      `import { startServer, openDataLog } from 'peg-limits/server'; console.log(typeof startServer, typeof openDataLog);`,
+    ]);
+    expect(out.trim()).toBe('function function');
+  });
+
+  test('without pg, --store stops with exit code 2 and names the package to install', async () => {
+    const r = await runToEnd(join(project, 'node_modules/.bin/peg-limits'), [
+      'serve',
+      '--port',
+      '0',
+      '--store',
+      STORE,
+    ]);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(/needs the package "pg".*npm install pg/);
+  });
+
+  test('installed globally (npm install -g), the command serves; with pg beside it, it loads pg', async () => {
+    const prefix = tempDir();
+    const install = (what: string[]) =>
+      execFileSync(
+        'npm',
+        ['install', '-g', '--prefix', prefix, '--silent', '--no-audit', '--no-fund', ...what],
+        { stdio: 'ignore' },
+      );
+    install([resolve(tarball)]);
+    const bin = join(prefix, 'bin/peg-limits');
+    const p = await spawnServer(bin, ['serve', '--port', '0', '--data', tempDir(), '--quiet']);
+    try {
+      expect((await fetch(`${p.url}/limits`)).status).toBe(200);
+    } finally {
+      killGroup(p);
+    }
+    const without = await runToEnd(bin, ['serve', '--port', '0', '--store', STORE]);
+    expect(without.stderr).toMatch(/npm install -g pg/);
+    install([`pg@${PG_VERSION}`, '--prefer-offline']);
+    // Now the driver is found: the error is about the database, not the package.
+    const withPg = await runToEnd(bin, [
+      'serve',
+      '--port',
+      '0',
+      '--store',
+      STORE,
+      '--connect-timeout',
+      '0.2',
+    ]);
+    expect(withPg.code).toBe(2);
+    expect(withPg.stderr).toMatch(/cannot reach the database/);
+    expect(withPg.stderr).not.toMatch(/needs the package/);
+  }, 180_000);
+
+  test('installed beside pg in a project, peg-limits/server loads it', () => {
+    execFileSync(
+      'npm',
+      ['install', '--silent', '--no-audit', '--no-fund', '--prefer-offline', `pg@${PG_VERSION}`],
+      { cwd: project, stdio: 'ignore' },
+    );
+    const out = node([
+      '--input-type=module',
+      '-e',
+      `import { openPgLog } from 'peg-limits/server'; import { createLimitsState } from 'peg-limits';
+       openPgLog({ url: '${STORE}', initial: createLimitsState(), connectTimeoutMs: 100 }).catch((e) => console.log(e.name, e.message));`,
+    ]);
+    expect(out).toMatch(/^PgLogError cannot reach the database/);
+  }, 180_000);
 });

@@ -36,6 +36,7 @@ export const USAGE = `usage: peg-limits serve [options]
   --snapshot-every N        journaled events between two snapshots (default ${DEFAULT_SNAPSHOT_EVERY});
                             with --store, batches between two snapshot rows (default ${DEFAULT_PG_SNAPSHOT_EVERY})
   --keep-batches ${DEFAULT_KEEP_BATCHES}      with --store: batch rows kept behind the newest snapshot
+  --connect-timeout 15      with --store: seconds start-up waits for the database
   --header-timeout ${L.headersTimeoutMs / 1000}        seconds for a client to send a request's headers
   --request-timeout ${L.requestTimeoutMs / 1000}      seconds for a client to send a whole request
   --keep-alive-timeout ${L.keepAliveTimeoutMs / 1000}    seconds an idle kept-alive connection stays open
@@ -111,6 +112,7 @@ export async function serveCommand(
         store: { type: 'string' },
         'snapshot-every': { type: 'string' },
         'keep-batches': { type: 'string' },
+        'connect-timeout': { type: 'string' },
         'header-timeout': { type: 'string' },
         'request-timeout': { type: 'string' },
         'keep-alive-timeout': { type: 'string' },
@@ -170,6 +172,7 @@ export async function serveCommand(
     postgres === undefined ? DEFAULT_SNAPSHOT_EVERY : DEFAULT_PG_SNAPSHOT_EVERY,
   );
   const keepBatches = positive('keep-batches', str('keep-batches'), DEFAULT_KEEP_BATCHES);
+  const connectTimeoutMs = positive('connect-timeout', str('connect-timeout'), 15_000, 1000);
   let state: Awaited<ReturnType<typeof loadConfig>>;
   try {
     state =
@@ -204,6 +207,7 @@ export async function serveCommand(
         initial: state,
         snapshotEvery,
         keepBatches,
+        connectTimeoutMs,
         logLine: log,
       });
       log(

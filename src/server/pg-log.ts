@@ -28,7 +28,7 @@ import {
   snapshotOf,
   stateFromSnapshot,
 } from 'peg-limits';
-import pg from 'pg';
+import type pg from 'pg';
 
 /** The schema version this release creates and reads. */
 export const PG_SCHEMA_VERSION = 1;
@@ -130,8 +130,29 @@ function restore(text: string, seq: number): LimitsState {
   return r.state;
 }
 
+/**
+ * The `pg` driver, loaded when a log on PostgreSQL is first opened: it is an optional peer
+ * dependency, so a page or a signer that only wants the core never installs it.
+ *
+ * @throws PgLogError naming the package when it is not installed
+ */
+async function loadPg(): Promise<typeof pg> {
+  try {
+    const module = (await import('pg')) as { default?: typeof pg } & typeof pg;
+    return module.default ?? module;
+  } catch (e) {
+    const code = (e as NodeJS.ErrnoException).code;
+    if (code === 'ERR_MODULE_NOT_FOUND' || code === 'MODULE_NOT_FOUND')
+      throw new PgLogError(
+        'the log on PostgreSQL needs the package "pg", which is not installed: run `npm install pg` in your project (or `npm install -g pg` next to a global peg-limits)',
+      );
+    throw e;
+  }
+}
+
 async function connectClient(url: string): Promise<pg.Client> {
-  const client = new pg.Client({ connectionString: url });
+  const { Client } = await loadPg();
+  const client = new Client({ connectionString: url });
   // Until the caller wires its own handler, a lost connection must not crash the process.
   client.on('error', () => undefined);
   await client.connect();
