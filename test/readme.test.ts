@@ -1,11 +1,20 @@
-import { expect, test } from 'vitest';
+import { execFile } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import {
   applyAll,
   checkWithdrawal,
   createLimitsState,
   getLimits,
+  ROUTES,
   whenAvailable,
 } from '../src/index.js';
+import { DEFAULT_SERVER_CONFIG, stateFromConfig } from '../src/server/config.js';
+import { openDataLog } from '../src/server/data-log.js';
+import { type RunningServer, startServer } from '../src/server/serve.js';
+import { CURL_AVAILABLE } from './support/clients.js';
+import { tempDir } from './support/proc.js';
 
 test('the README example gives the results it shows', () => {
   let state = createLimitsState({
@@ -54,4 +63,73 @@ test('the README throttle example gives the results it shows', async () => {
     expect(t.limits.perWithdrawalCap).toBe(150_000_000n);
     expect(t.limits.throttleModeInitiator).toBe('ops-1');
   }
+});
+
+describe('the README stays a ten-minute read that matches the code', () => {
+  const readme = readFileSync('README.md', 'utf8');
+
+  test('is at most 300 lines', () => {
+    expect(readme.trimEnd().split('\n').length).toBeLessThanOrEqual(300);
+  });
+
+  test('its error table names every code the library and the service can answer with', () => {
+    const codes = (file: string, type: string) => {
+      const text = readFileSync(file, 'utf8');
+      const union = text.slice(text.indexOf(`export type ${type} =`));
+      return [...union.slice(0, union.indexOf(';')).matchAll(/'([a-z_]+)'/g)].map((m) => m[1]!);
+    };
+    const table = readme.slice(readme.indexOf('### Error codes'), readme.indexOf('## More'));
+    const all = [
+      ...codes('src/core/errors.ts', 'LimitsErrorCode'),
+      ...codes('src/http/answers.ts', 'HttpErrorCode'),
+      'window_not_found',
+    ];
+    expect(all.length).toBeGreaterThan(35);
+    expect(all.filter((c) => !table.includes(`\`${c}\``))).toEqual([]);
+  });
+
+  test('its HTTP table has a row for every route of the route table', () => {
+    const table = readme.slice(readme.indexOf('## The service'), readme.indexOf('## Semantics'));
+    const rows = ROUTES.map((r) => `\`${r.method} ${r.pattern}`);
+    expect(rows.filter((row) => !table.includes(row))).toEqual([]);
+  });
+});
+
+if (!CURL_AVAILABLE) console.warn('SKIPPING the README curl lines: no curl (apt-get install curl)');
+
+describe.skipIf(!CURL_AVAILABLE)('the README curl lines', () => {
+  let server: RunningServer;
+  beforeAll(async () => {
+    const initial = stateFromConfig(DEFAULT_SERVER_CONFIG, 'embedded configuration');
+    server = await startServer({ log: await openDataLog({ dir: tempDir(), initial }), port: 0 });
+  });
+  afterAll(() => server?.close());
+
+  const readme = readFileSync('README.md', 'utf8');
+  const block = readme.slice(
+    readme.indexOf('```sh\ncurl'),
+    readme.indexOf('```', readme.indexOf('```sh\ncurl') + 5),
+  );
+  const lines = block.split('\n').filter((l) => l.startsWith('curl '));
+
+  test('are there', () => {
+    expect(lines.length).toBeGreaterThanOrEqual(5);
+  });
+
+  test.each(lines)('%s', async (line) => {
+    const [command, comment] = line.split(/\s+# /);
+    const expected = /^(\d{3})/.exec(comment ?? '')?.[1];
+    expect(expected, 'each line says the status it gives').toBeDefined();
+    const host = server.url.replace('http://', '');
+    // Run apart from this process, which serves the requests.
+    const { stdout: out } = await promisify(execFile)('bash', [
+      '-c',
+      command!.replaceAll('localhost:8080', host),
+    ]);
+    expect(out.split(' ')[1]).toBe(expected);
+    // What the comment names after the status is in the answer.
+    const code = /[a-z]+_[a-z_]+/.exec(comment!.slice(4))?.[0];
+    if (code !== undefined) expect(out).toContain(code);
+    if (comment!.includes('Allow: ')) expect(out.toLowerCase()).toContain('allow: get, head');
+  });
 });
