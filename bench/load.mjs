@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // `npm run load`: load figures of the server on loopback, each beside its floor (a bare
-// node:http server answering the same bytes). Bounded: a few seconds per run, 127.0.0.1 only.
+// node:http server answering the same bytes: status, headers and body). Bounded: a few seconds per run, 127.0.0.1 only.
 // Prints a Markdown table; with --readme writes it into docs/operating.md between the load markers.
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -21,16 +21,27 @@ function cannon(url, options) {
   return autocannon({ url, duration: SECONDS, connections: 16, ...options });
 }
 
+// The head of an answer as the floor sends it: what node:http adds itself left out.
+function headersOf(response) {
+  const headers = {};
+  for (const [name, value] of response.headers)
+    if (!['date', 'connection', 'keep-alive', 'content-length'].includes(name))
+      headers[name] = value;
+  return headers;
+}
+
 function median(xs) {
   const s = [...xs].sort((a, b) => a - b);
   return s[s.length >> 1];
 }
 
-// Runs two contenders in alternating rounds; returns the median req/s, p50 and p99 of each.
-// Every answer must have the status the run expects: a fast error is no figure.
-async function pair(a, b, expect2xx = true) {
+// Runs two contenders in alternating rounds; returns the median req/s, p50 and p99 of each,
+// and the median of the per-round ratios of req/s (a shared machine drifts between rounds
+// far more than within one). Every answer must have the status the run expects: a fast
+// error is no figure.
+async function pair(a, b, expect2xx = true, rounds = ROUNDS) {
   const runs = { a: [], b: [] };
-  for (let r = 0; r < ROUNDS; r++) {
+  for (let r = 0; r < rounds; r++) {
     for (const [k, run] of r % 2 === 0
       ? [
           ['a', a],
@@ -55,14 +66,34 @@ async function pair(a, b, expect2xx = true) {
     p50: median(rs.map((x) => x.latency.p50)),
     p99: median(rs.map((x) => x.latency.p99)),
   });
-  return { a: sum(runs.a), b: sum(runs.b) };
+  const ratio = median(runs.a.map((x, i) => x.requests.average / runs.b[i].requests.average));
+  return { a: sum(runs.a), b: sum(runs.b), ratio };
 }
 
 const rows = [];
+// `--small` stops after the first row (for profiling).
+class Done extends Error {}
 try {
-  // --- GET /limits with 10,000 account entries ---------------------------------------------
   const dir = mkdtempSync(join(tmpdir(), 'peg-limits-load-'));
   const ours = await start(['peg-limits', dir]);
+  // --- GET /limits, the small default body ------------------------------------------------
+  const first = await fetch(`${ours}/limits`);
+  const small = await first.text();
+  const smallFile = join(dir, 'limits-small.json');
+  writeFileSync(smallFile, JSON.stringify({ status: 200, headers: headersOf(first), body: small }));
+  const smallFloor = await start(['floor', smallFile]);
+  rows.push([
+    `GET /limits (${small.length}-byte body)`,
+    await pair(
+      () => cannon(`${ours}/limits`),
+      () => cannon(`${smallFloor}/limits`),
+      true,
+      7,
+    ),
+  ]);
+  if (process.argv.includes('--small')) throw new Done();
+
+  // --- GET /limits with 10,000 account entries ---------------------------------------------
   for (let chunk = 0; chunk < 10; chunk++) {
     const accountCaps = {};
     for (let i = chunk * 1000; i < (chunk + 1) * 1000; i++)
@@ -77,9 +108,10 @@ try {
       },
     ]);
   }
-  const body = await (await fetch(`${ours}/limits`)).text();
+  const big = await fetch(`${ours}/limits`);
+  const body = await big.text();
   const bodyFile = join(dir, 'limits-body.json');
-  writeFileSync(bodyFile, JSON.stringify({ status: 200, type: 'application/json', body }));
+  writeFileSync(bodyFile, JSON.stringify({ status: 200, headers: headersOf(big), body }));
   const floor = await start(['floor', bodyFile]);
   const limits = await pair(
     () => cannon(`${ours}/limits`),
@@ -104,7 +136,7 @@ try {
   const refusedFile = join(dir, 'refused-body.json');
   writeFileSync(
     refusedFile,
-    JSON.stringify({ status: 401, type: 'application/problem+json', body: await refused.text() }),
+    JSON.stringify({ status: 401, headers: headersOf(refused), body: await refused.text() }),
   );
   const floor401 = await start(['floor', refusedFile]);
   const post = { method: 'POST', headers: { 'content-type': 'application/json' }, body: wrong };
@@ -136,16 +168,18 @@ try {
     'POST /admin/events, 16 clients: group commit (after) ÷ a flush per request (before)',
     writes,
   ]);
+} catch (e) {
+  if (!(e instanceof Done)) throw e;
 } finally {
   for (const c of children) c.kill('SIGKILL');
 }
 
 const lines = [
-  '| load (16 connections, loopback, medians of 3 rounds) | req/s | p50 | p99 | baseline req/s | baseline p50 | baseline p99 | ratio |',
+  '| load (16 connections, loopback, medians of 3 rounds, 7 for the small body) | req/s | p50 | p99 | baseline req/s | baseline p50 | baseline p99 | ratio (median of per-round ratios) |',
   '|---|---|---|---|---|---|---|---|',
   ...rows.map(
-    ([label, { a, b }]) =>
-      `| ${label} | ${a.rps.toFixed(0)} | ${a.p50} ms | ${a.p99} ms | ${b.rps.toFixed(0)} | ${b.p50} ms | ${b.p99} ms | ${(a.rps / b.rps).toFixed(2)}× |`,
+    ([label, { a, b, ratio }]) =>
+      `| ${label} | ${a.rps.toFixed(0)} | ${a.p50} ms | ${a.p99} ms | ${b.rps.toFixed(0)} | ${b.p50} ms | ${b.p99} ms | ${ratio.toFixed(2)}× |`,
   ),
 ];
 const table = lines.join('\n');

@@ -1,8 +1,8 @@
 // A server for the load figures, in a process of its own: `node bench/serve-child.mjs MODE
 // ARG`. MODE `peg-limits` runs startServer on the data folder ARG (group commit on, or off
 // with a third argument `serial`); MODE `replica` runs it on the PostgreSQL log at ARG;
-// MODE `floor` answers every request with the bytes of the file ARG, the way the thinnest
-// node:http server would (reading the request body first).
+// MODE `floor` answers every request with the status, headers and body in the file ARG, the
+// way the thinnest node:http server would (reading the request body first).
 // Prints `listening on URL` like the command.
 import { readFileSync } from 'node:fs';
 import { createServer } from 'node:http';
@@ -12,12 +12,14 @@ import { LOAD_TOKEN } from './util.mjs';
 
 const [mode, arg, option] = process.argv.slice(2);
 if (mode === 'floor') {
-  const { status, type, body } = JSON.parse(readFileSync(arg, 'utf8'));
+  const { status, type, headers, body } = JSON.parse(readFileSync(arg, 'utf8'));
   const bytes = Buffer.from(body, 'utf8');
+  // The same head as the answer it stands for (node:http adds the date and keep-alive).
+  const head = { ...(headers ?? { 'content-type': type }), 'content-length': bytes.length };
   const server = createServer((req, res) => {
     req.resume();
     req.on('end', () => {
-      res.writeHead(status, { 'content-type': type, 'content-length': bytes.length });
+      res.writeHead(status, head);
       res.end(bytes);
     });
   });

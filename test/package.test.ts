@@ -8,7 +8,8 @@ import { killGroup, runToEnd, spawnServer, tempDir } from './support/proc.js';
 let project = '';
 let tarball = '';
 // The version of pg the project is tested with (its lockfile's).
-const PG_VERSION = JSON.parse(readFileSync('node_modules/pg/package.json', 'utf8')).version as string;
+const PG_VERSION = JSON.parse(readFileSync('node_modules/pg/package.json', 'utf8'))
+  .version as string;
 
 beforeAll(() => {
   const packDir = tempDir();

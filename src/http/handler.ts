@@ -141,6 +141,18 @@ export function handleRequest(
   }
 }
 
+// A public answer for any origin, made once per answer: the answers of reads are kept per
+// state, so a read of an unchanged state costs no new object here.
+const anyOrigin = new WeakMap<HttpResponse, HttpResponse>();
+function withAnyOrigin(response: HttpResponse): HttpResponse {
+  let answer = anyOrigin.get(response);
+  if (answer === undefined) {
+    answer = { ...response, headers: { ...response.headers, 'access-control-allow-origin': '*' } };
+    anyOrigin.set(response, answer);
+  }
+  return answer;
+}
+
 function corsOf(options: HandleOptions): '*' | ReadonlyArray<string> | false {
   return options.cors ?? '*';
 }
@@ -168,8 +180,7 @@ function answerOf(
 ): HttpResponse {
   const cors = corsOf(options);
   if (route.access === 'operator' || cors === false) return response;
-  if (cors === '*')
-    return { ...response, headers: { ...response.headers, 'access-control-allow-origin': '*' } };
+  if (cors === '*') return withAnyOrigin(response);
   const origin = header(request, 'origin');
   const headers: Record<string, string> = { ...response.headers, vary: 'origin' };
   if (origin !== undefined && cors.includes(origin))

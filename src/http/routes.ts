@@ -297,6 +297,21 @@ function compile(routes: ReadonlyArray<Route>): ReadonlyArray<Compiled> {
 
 const COMPILED = /* @__PURE__ */ compile(ROUTES);
 
+// The matches of the paths without parameters (`/limits`, `/window`…), made once: the
+// most frequent requests then allocate nothing to be routed.
+const STATIC_MATCHES: ReadonlyMap<string, PathMatch> = /* @__PURE__ */ new Map(
+  COMPILED.filter((c) => c.segments.every((s) => !s.param)).map((c) => [
+    c.pattern,
+    Object.freeze({
+      pattern: c.pattern,
+      routes: c.routes,
+      params: Object.freeze({}),
+      allow: c.allow,
+      methods: c.methods,
+    }),
+  ]),
+);
+
 /**
  * The pattern `path` matches (a query string is ignored), or `undefined`. A parameter
  * matches any one segment, an empty one too: a malformed account is its route's own
@@ -304,6 +319,9 @@ const COMPILED = /* @__PURE__ */ compile(ROUTES);
  * (no operator token is configured: they do not exist).
  */
 export function matchPath(path: string, operator: boolean): PathMatch | undefined {
+  const known = STATIC_MATCHES.get(path);
+  if (known !== undefined)
+    return operator || known.routes.some((r) => r.access !== 'operator') ? known : undefined;
   const q = path.indexOf('?');
   const parts = (q < 0 ? path : path.slice(0, q)).split('/');
   for (const c of COMPILED) {

@@ -76,6 +76,11 @@ export const MAX_PERSIST_ATTEMPTS = 32;
 export interface Service {
   /** Answers a request; requests that may change the state are answered in arrival order. */
   handle(request: HttpRequest): Promise<HttpResponse>;
+  /**
+   * Answers a request that cannot change the state (any method but `POST`) at once, from
+   * the state reads see; what {@link Service.handle} resolves with for it.
+   */
+  read(request: HttpRequest): HttpResponse;
   /** The current state. */
   readonly state: LimitsState;
   /**
@@ -187,6 +192,7 @@ export function createService(options: ServiceOptions): Service {
       return visible;
     },
     replace,
+    read: (request) => handleRequest(visible, request, handleOptions).response,
     async handle(request) {
       if (request.method.toUpperCase() !== 'POST')
         return handleRequest(visible, request, handleOptions).response;

@@ -153,8 +153,27 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     return headers;
   }
 
+  // The last answer sent and its head as a flat list of names and values: a read of an
+  // unchanged state answers with the same response object, so its head is made once.
+  let lastResponse: HttpResponse | undefined;
+  let lastHead: Array<string | number> = [];
+  let lastHeadPosition = -1;
+  function headOf(response: HttpResponse, length: number): Array<string | number> {
+    const position = currentPosition();
+    if (response !== lastResponse || position !== lastHeadPosition || storeUnavailable()) {
+      const head: Array<string | number> = [];
+      for (const [name, value] of Object.entries(headersOf(response))) head.push(name, value);
+      head.push('content-length', length);
+      lastResponse = response;
+      lastHeadPosition = position;
+      lastHead = head;
+    }
+    return lastHead;
+  }
+
   function logged(req: IncomingMessage, status: number, started: number): void {
-    log?.(`${req.method} ${req.url} ${status} ${(performance.now() - started).toFixed(1)}ms`);
+    if (log === undefined) return;
+    log(`${req.method} ${req.url} ${status} ${(performance.now() - started).toFixed(1)}ms`);
   }
 
   // An answer to a request read whole: the connection may be kept alive.
@@ -166,10 +185,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   ): void {
     if (isLingering(req.socket)) return;
     const bytes = bytesOf(response.body);
-    res.writeHead(response.status, {
-      ...headersOf(response),
-      'content-length': bytes.length,
-    });
+    res.writeHead(response.status, headOf(response, bytes.length) as unknown as string[]);
     res.end(bytes);
     logged(req, response.status, started);
   }
@@ -188,7 +204,8 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   }
 
   function onRequest(req: IncomingMessage, res: ServerResponse): void {
-    const started = performance.now();
+    // Timed only when someone reads the request lines.
+    const started = log === undefined ? 0 : performance.now();
     const socket = req.socket;
     const waiting = (outstanding.get(socket) ?? 0) + 1;
     // A client that sends request after request without reading the answers: close it
@@ -222,7 +239,9 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
         .handle({ ...head, body, match })
         .then(done, (e: unknown) => done(problem(500, 'internal_error', (e as Error).message)));
     if (admitted.maxBody === 0) {
-      void handle(undefined, answer);
+      // A read is answered at once from the state reads see; only a change waits its turn.
+      if (head.method.toUpperCase() === 'POST') void handle(undefined, answer);
+      else answer(service.read({ ...head, match }));
       return;
     }
     const max = admitted.maxBody;

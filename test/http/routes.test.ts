@@ -91,3 +91,11 @@ describe('HEAD and OPTIONS', () => {
     expect(admin.response.headers['access-control-allow-origin']).toBeUndefined();
   });
 });
+
+test('a path without parameters is matched to one object made once, and operator paths only with a token', () => {
+  expect(matchPath('/limits', false)).toBe(matchPath('/limits', true));
+  expect(matchPath('/limits', false)?.params).toEqual({});
+  expect(matchPath('/admin/events', false)).toBeUndefined();
+  expect(matchPath('/admin/events', true)?.pattern).toBe('/admin/events');
+  expect(matchPath('/limits?x=1', false)?.pattern).toBe('/limits');
+});

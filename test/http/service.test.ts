@@ -64,6 +64,27 @@ describe('createService', () => {
     });
     expect(calls).toBe(0);
   });
+
+  test('read answers at once from the state reads see, as handle does, and reuses the answer of an unchanged state', async () => {
+    let release = () => {};
+    const service = createService({
+      state: at(100),
+      adminToken: TOKEN,
+      persist: () => ({ durable: new Promise<void>((r) => (release = r)) }),
+    });
+    const get = { method: 'GET', path: '/limits' };
+    const before = service.read(get);
+    expect(service.read(get)).toBe(before);
+    expect(await service.handle(get)).toEqual(before);
+    // A change written but not yet durable is not what reads see.
+    const change = service.handle(post({ type: 'blockConnected', height: 101 }));
+    await new Promise((r) => setTimeout(r, 5));
+    expect(service.read(get)).toBe(before);
+    release();
+    expect((await change).status).toBe(200);
+    expect(service.read(get)).not.toBe(before);
+    expect(service.read({ method: 'GET', path: '/nowhere' }).status).toBe(404);
+  });
 });
 
 describe('createFetchHandler', () => {
