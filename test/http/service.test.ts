@@ -70,7 +70,7 @@ describe('createService', () => {
     const service = createService({
       state: at(100),
       adminToken: TOKEN,
-      persist: () => ({ durable: new Promise<void>((r) => (release = r)) }),
+      persist: async () => ({ durable: new Promise<void>((r) => (release = r)) }),
     });
     const get = { method: 'GET', path: '/limits' };
     const before = service.read(get);
