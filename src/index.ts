@@ -23,8 +23,10 @@ export {
   SNAPSHOT_FORMAT,
   SNAPSHOT_VERSION,
   type Snapshot,
+  type SnapshotParts,
   type SnapshotResult,
   snapshotOf,
+  snapshotParts,
   stateFromSnapshot,
 } from './core/snapshot.js';
 export { type StartThrottleResult, startThrottle } from './core/start.js';

@@ -264,6 +264,41 @@ export function mapDelete<V>(map: PMap<V>, key: string, owner: Owner = ownerToke
   return wrap(map, root, owner);
 }
 
+/**
+ * A walk over a map that can stop and go on: each call visits up to `budget` entries (in
+ * {@link mapForEach}'s order) and says whether the walk is done. The map is persistent, so
+ * it cannot change under a walk that spans many turns of the event loop.
+ */
+export function mapWalk<V>(
+  map: PMap<V>,
+): (budget: number, fn: (value: V, key: string) => void) => boolean {
+  const stack: Array<Node<V>> = map.root === undefined ? [] : [map.root];
+  // A collision node's leaves, part-visited.
+  let leaves: ReadonlyArray<{ readonly key: string; readonly value: V }> = [];
+  let leaf = 0;
+  return (budget, fn) => {
+    let left = budget;
+    while (left > 0) {
+      if (leaf < leaves.length) {
+        const l = leaves[leaf++]!;
+        fn(l.value, l.key);
+        left--;
+        continue;
+      }
+      const node = stack.pop();
+      if (node === undefined) return true;
+      if (node.kind === 0) {
+        fn(node.value, node.key);
+        left--;
+      } else if (node.kind === 1) {
+        leaves = node.leaves;
+        leaf = 0;
+      } else for (let i = node.kids.length - 1; i >= 0; i--) stack.push(node.kids[i]!);
+    }
+    return stack.length === 0 && leaf >= leaves.length;
+  };
+}
+
 /** Calls `fn` for every entry, in hash order (stable for the same contents). */
 export function mapForEach<V>(map: PMap<V>, fn: (value: V, key: string) => void): void {
   if (map.root === undefined) return;

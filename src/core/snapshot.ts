@@ -6,7 +6,7 @@
 import type { Amount } from './amount.js';
 import { describe, joinPath, LimitsError } from './errors.js';
 import { CAP_FIELDS, type Caps, isRecord, rejectUnknownFields } from './limits.js';
-import { mapForEach } from './pmap.js';
+import { mapForEach, mapWalk } from './pmap.js';
 import {
   applyAll,
   createLimitsState,
@@ -17,7 +17,7 @@ import {
   type ThrottleProfile,
   type Withdrawal,
 } from './state.js';
-import { forEachWithdrawal } from './withdrawals.js';
+import { forEachWithdrawal, withdrawalWalk } from './withdrawals.js';
 
 /** The `format` every snapshot carries. */
 export const SNAPSHOT_FORMAT = 'peg-limits/snapshot';
@@ -101,21 +101,83 @@ function sortedRecord<V>(pairs: Array<[string, V]>): Record<string, V> {
 export function snapshotOf(state: LimitsState): Snapshot {
   const entries: Array<[string, Caps]> = [];
   mapForEach(state.entries, (caps, name) => entries.push([name, capsOf(caps)]));
+  const withdrawals: Withdrawal[] = [];
+  forEachWithdrawal(state, (w) => withdrawals.push(plainWithdrawal(w)));
+  return {
+    ...snapshotHead(state),
+    accountCaps: sortedRecord(entries),
+    withdrawals: withdrawals.sort((a, b) => a.height - b.height || byKey(a.id, b.id)),
+  };
+}
+
+/** What a snapshot needs of a withdrawal, and nothing else of it. */
+function plainWithdrawal(w: Withdrawal): Withdrawal {
+  return { id: w.id, account: w.account, amount: w.amount, height: w.height, rejected: w.rejected };
+}
+
+/**
+ * A snapshot in pieces, for writing a large one in slices (the data folder's compaction
+ * writes the head, then the entries and the withdrawals a slice at a time, yielding between
+ * slices): `head` is the snapshot without entries and withdrawals (`accountCaps` and
+ * `withdrawals` empty); `nextEntries` and `nextWithdrawals` give the rest a slice at a
+ * time, in no particular order, each call doing work in proportion to its slice only. The
+ * state is immutable, so the slices may be taken across many turns of the event loop.
+ * Putting them together into one {@link Snapshot} gives what {@link snapshotOf} gives, up to
+ * the order of the two lists.
+ *
+ * @example
+ * ```ts
+ * const parts = snapshotParts(state);
+ * write(encodeJson(parts.head));
+ * for (let ws = parts.nextWithdrawals(1000); ws !== undefined; ws = parts.nextWithdrawals(1000))
+ *   write(encodeJson(ws));
+ * ```
+ */
+export function snapshotParts(state: LimitsState): SnapshotParts {
+  const entryWalk = mapWalk(state.entries);
+  let entriesDone = false;
+  const withdrawals = withdrawalWalk(state);
+  let withdrawalsDone = false;
+  return {
+    head: snapshotHead(state),
+    nextEntries(max) {
+      if (entriesDone) return undefined;
+      const out: Record<string, Caps> = Object.create(null);
+      entriesDone = entryWalk(max, (caps, name) => {
+        out[name] = capsOf(caps);
+      });
+      return out;
+    },
+    nextWithdrawals(max) {
+      if (withdrawalsDone) return undefined;
+      const out: Withdrawal[] = [];
+      // A budget of entries looked at, so that forgotten ones cannot make a call long.
+      withdrawalsDone = withdrawals(max, (w) => out.push(plainWithdrawal(w)));
+      return out;
+    },
+  };
+}
+
+/** What {@link snapshotParts} gives. */
+export interface SnapshotParts {
+  /** The snapshot with `accountCaps` `{}` and `withdrawals` `[]`. */
+  readonly head: Snapshot;
+  /** Up to `max` more account entries, as `accountCaps` holds them; `undefined` once all were given. */
+  nextEntries(max: number): Record<string, Caps> | undefined;
+  /**
+   * Up to `max` more withdrawals, as `withdrawals` holds them (fewer, even none, while
+   * forgotten ones are passed over); `undefined` once all were given.
+   */
+  nextWithdrawals(max: number): Withdrawal[] | undefined;
+}
+
+// Everything of a snapshot but the entries and the withdrawals.
+function snapshotHead(state: LimitsState): Snapshot {
   const pegged: Array<[string, Amount]> = [];
   mapForEach(state.accountPegged, (total, name) => pegged.push([name, total]));
   const keys: ThrottleKey[] = [];
   mapForEach(state.throttleKeys, (k) =>
     keys.push({ name: k.name, secretHash: k.secretHash, revoked: k.revoked }),
-  );
-  const withdrawals: Withdrawal[] = [];
-  forEachWithdrawal(state, (w) =>
-    withdrawals.push({
-      id: w.id,
-      account: w.account,
-      amount: w.amount,
-      height: w.height,
-      rejected: w.rejected,
-    }),
   );
   return {
     format: SNAPSHOT_FORMAT,
@@ -127,14 +189,14 @@ export function snapshotOf(state: LimitsState): Snapshot {
       rollingWithdrawalCap: state.throttleProfile.rollingWithdrawalCap,
     },
     limits: capsOf(state.limits),
-    accountCaps: sortedRecord(entries),
+    accountCaps: {},
     tip: state.tip,
     highestTip: state.highestTip,
     peggedTotal: state.peggedTotal,
     accountPeggedTotals: sortedRecord(pegged),
     throttleKeys: keys.sort((a, b) => byKey(a.name, b.name)),
     throttleInitiator: state.throttleInitiator,
-    withdrawals: withdrawals.sort((a, b) => a.height - b.height || byKey(a.id, b.id)),
+    withdrawals: [],
   };
 }
 

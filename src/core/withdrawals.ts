@@ -26,7 +26,16 @@ import {
   REMOVED,
   type Withdrawal,
 } from './draft.js';
-import { emptyMap, hashOf, mapDelete, mapForEach, mapGet, mapSet, type PMap } from './pmap.js';
+import {
+  emptyMap,
+  hashOf,
+  mapDelete,
+  mapForEach,
+  mapGet,
+  mapSet,
+  mapWalk,
+  type PMap,
+} from './pmap.js';
 import { visitHeights } from './ring.js';
 
 /** How many generations the history is split into: at most 1/GENERATIONS of it lingers. */
@@ -173,6 +182,33 @@ export function forEachWithdrawal(state: LimitsState, fn: (w: Withdrawal) => voi
       if (w.height >= oldest) fn(w);
     });
   }
+}
+
+/**
+ * A walk over what {@link forEachWithdrawal} visits that can stop and go on: each call
+ * visits up to `budget` withdrawals and says whether the walk is done. @internal
+ */
+export function withdrawalWalk(
+  state: LimitsState,
+): (budget: number, fn: (w: Withdrawal) => void) => boolean {
+  const oldest = oldestRetained(state);
+  const gens = state.generations;
+  let g = 0;
+  let walk = gens.length > 0 ? mapWalk(gens[0]!.map) : undefined;
+  return (budget, fn) => {
+    // Each entry looked at costs one of the budget, held or not.
+    let left = budget;
+    while (walk !== undefined && left > 0) {
+      let seen = 0;
+      const done = walk(left, (w) => {
+        seen++;
+        if (w.height >= oldest) fn(w);
+      });
+      left -= seen;
+      if (done) walk = ++g < gens.length ? mapWalk(gens[g]!.map) : undefined;
+    }
+    return walk === undefined;
+  };
 }
 
 /**

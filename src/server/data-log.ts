@@ -27,7 +27,7 @@ import {
   type LimitsState,
   LogConflict,
   serialQueue,
-  snapshotOf,
+  snapshotParts,
   stateFromSnapshot,
   tryDecodeJson,
 } from 'peg-limits';
@@ -122,6 +122,11 @@ export interface DataLog extends EventLog {
   readonly warnings: ReadonlyArray<string>;
   /** How many journal lines start-up replayed (the rest was in the snapshot). */
   readonly replayed: number;
+  /**
+   * Resolves once no compaction is under way (one runs beside the appends after every
+   * `snapshotEvery` events): before a backup of the folder, say.
+   */
+  compactions(): Promise<void>;
 }
 
 async function syncDir(dir: string): Promise<void> {
@@ -135,23 +140,70 @@ async function syncDir(dir: string): Promise<void> {
 
 // Writes a whole file atomically: a temporary file, flushed, renamed over the target, the
 // folder flushed.
-async function writeAtomically(dir: string, name: string, text: string): Promise<void> {
+async function writeAtomically(
+  dir: string,
+  name: string,
+  write: (put: (data: Buffer | string) => Promise<void>) => Promise<void>,
+): Promise<number> {
   const tmp = join(dir, `${name}.tmp`);
   const handle = await open(tmp, 'w');
-  try {
-    const data = Buffer.from(text, 'utf8');
+  let position = 0;
+  const put = async (chunk: Buffer | string) => {
+    const data = typeof chunk === 'string' ? Buffer.from(chunk, 'utf8') : chunk;
     let done = 0;
     while (done < data.length) {
-      const { bytesWritten } = await handle.write(data, done, data.length - done, done);
-      if (bytesWritten === 0) throw new Error(`${tmp}: the disk took no more bytes`);
-      done += bytesWritten;
+      const r = await handle.write(data, done, data.length - done, position + done);
+      if (r.bytesWritten === 0) throw new Error(`${tmp}: the disk took no more bytes`);
+      done += r.bytesWritten;
     }
+    position += data.length;
+  };
+  try {
+    await write(put);
     await handle.datasync();
   } finally {
     await handle.close();
   }
   await rename(tmp, join(dir, name));
   await syncDir(dir);
+  return position;
+}
+
+/** Withdrawals or entries in one line of a snapshot file. */
+const SLICE = 2_000;
+
+const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
+
+/**
+ * Writes `state` as the snapshot of batches 1…seq, in slices (SPEC §7): a header line, the
+ * head (everything but the entries and the withdrawals), then the entries and the
+ * withdrawals a slice per line, yielding to the event loop between slices, and a last line
+ * with their counts. No whole-state object or string is made. Returns the bytes written.
+ */
+function writeSnapshot(dir: string, seq: number, state: LimitsState): Promise<number> {
+  return writeAtomically(dir, SNAPSHOT_FILE, async (put) => {
+    const parts = snapshotParts(state);
+    await put(`${encodeJson({ format: SNAPSHOT_FORMAT, version: 2, seq })}\n`);
+    await put(`${encodeJson({ head: parts.head })}\n`);
+    let entries = 0;
+    for (let caps = parts.nextEntries(SLICE); caps !== undefined; caps = parts.nextEntries(SLICE)) {
+      const count = Object.keys(caps).length;
+      if (count > 0) await put(`${encodeJson({ accountCaps: caps })}\n`);
+      entries += count;
+      await nextTurn();
+    }
+    let withdrawals = 0;
+    for (
+      let ws = parts.nextWithdrawals(SLICE);
+      ws !== undefined;
+      ws = parts.nextWithdrawals(SLICE)
+    ) {
+      if (ws.length > 0) await put(`${encodeJson({ withdrawals: ws })}\n`);
+      withdrawals += ws.length;
+      await nextTurn();
+    }
+    await put(`${encodeJson({ end: { accountCaps: entries, withdrawals } })}\n`);
+  });
 }
 
 function journalHeader(after: number): string {
@@ -162,29 +214,101 @@ async function readSnapshot(
   dir: string,
 ): Promise<{ readonly state: LimitsState; readonly seq: number } | undefined> {
   const path = join(dir, SNAPSHOT_FILE);
-  let text: string;
-  try {
-    text = await readFile(path, 'utf8');
-  } catch (e) {
-    if ((e as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
-    throw new StoreError(`${path}: cannot read the snapshot: ${(e as Error).message}`);
-  }
   const damaged = (why: string): never => {
     throw new StoreError(
       `${path}: the snapshot is damaged: ${why}; refusing to start (restore the file from a backup, or move the data folder aside to start empty)`,
     );
   };
-  const json = tryDecodeJson(text);
-  if (!json.ok) damaged(json.error.message);
-  const value = json.ok ? (json.value as Record<string, unknown>) : {};
-  if (typeof value !== 'object' || value === null || value.format !== SNAPSHOT_FORMAT)
-    damaged(`expected an object with "format": "${SNAPSHOT_FORMAT}"`);
-  const seq = value.seq;
-  if (typeof seq !== 'bigint' || seq < 0n || seq > BigInt(Number.MAX_SAFE_INTEGER))
-    damaged('"seq" is not a batch count');
-  const restored = stateFromSnapshot(value.state);
+  // Version 2, streamed a line at a time: the header, the head, slices, the counts.
+  let seq: number | undefined;
+  let head: Record<string, unknown> | undefined;
+  const accountCaps: Record<string, unknown> = Object.create(null);
+  let entries = 0;
+  const withdrawals: unknown[] = [];
+  let end: Record<string, unknown> | undefined;
+  let lineNo = 0;
+  let legacy = false;
+  let read: { readonly size: number; readonly tail: number };
+  try {
+    read = await eachLine(path, (text) => {
+      lineNo++;
+      const json = tryDecodeJson(text);
+      if (!json.ok) damaged(`line ${lineNo}: ${json.error.message}`);
+      const line = (json.ok ? json.value : undefined) as Record<string, unknown>;
+      if (typeof line !== 'object' || line === null || Array.isArray(line))
+        damaged(
+          lineNo === 1
+            ? `expected an object with "format": "${SNAPSHOT_FORMAT}"`
+            : `line ${lineNo}: expected an object`,
+        );
+      if (end !== undefined) damaged(`line ${lineNo}: a line after the counts`);
+      if (lineNo === 1) {
+        if (line.format !== SNAPSHOT_FORMAT)
+          damaged(`expected an object with "format": "${SNAPSHOT_FORMAT}"`);
+        if (line.state !== undefined) {
+          legacy = true;
+          seq = batchCount(line.seq, damaged);
+          head = line.state as Record<string, unknown>;
+          return;
+        }
+        if (line.version !== 2n)
+          damaged(`this release reads versions 1 and 2, got ${String(line.version)}`);
+        seq = batchCount(line.seq, damaged);
+      } else if (legacy) {
+        damaged(`line ${lineNo}: a version 1 snapshot is one line`);
+      } else if (lineNo === 2) {
+        if (typeof line.head !== 'object' || line.head === null)
+          damaged('line 2: expected the head');
+        head = line.head as Record<string, unknown>;
+      } else if (line.accountCaps !== undefined) {
+        for (const [name, caps] of Object.entries(line.accountCaps as Record<string, unknown>)) {
+          accountCaps[name] = caps;
+          entries++;
+        }
+      } else if (Array.isArray(line.withdrawals)) {
+        for (const w of line.withdrawals) withdrawals.push(w);
+      } else if (typeof line.end === 'object' && line.end !== null) {
+        end = line.end as Record<string, unknown>;
+      } else {
+        damaged(`line ${lineNo}: expected entries, withdrawals or the counts`);
+      }
+    });
+  } catch (e) {
+    if (e instanceof StoreError) throw e;
+    throw new StoreError(`${path}: cannot read the snapshot: ${(e as Error).message}`);
+  }
+  if (read.size === 0 && read.tail === 0) return undefined;
+  let value: unknown;
+  if (lineNo === 0) {
+    // A version 1 snapshot: one JSON text without a newline.
+    const json = tryDecodeJson(await readFile(path, 'utf8'));
+    if (!json.ok) damaged(json.error.message);
+    const whole = (json.ok ? json.value : undefined) as Record<string, unknown>;
+    if (typeof whole !== 'object' || whole === null || whole.format !== SNAPSHOT_FORMAT)
+      damaged(`expected an object with "format": "${SNAPSHOT_FORMAT}"`);
+    seq = batchCount(whole.seq, damaged);
+    value = whole.state;
+  } else if (legacy) {
+    value = head;
+  } else {
+    if (read.tail > 0) damaged('the last line is cut short');
+    if (head === undefined) damaged('the head is missing');
+    if (end === undefined) damaged('the counts line is missing: the file is cut short');
+    if (end!.accountCaps !== BigInt(entries) || end!.withdrawals !== BigInt(withdrawals.length))
+      damaged(
+        `the counts say ${end!.accountCaps} entries and ${end!.withdrawals} withdrawals, the file holds ${entries} and ${withdrawals.length}`,
+      );
+    value = { ...head, accountCaps, withdrawals };
+  }
+  const restored = stateFromSnapshot(value);
   if (!restored.ok) damaged(restored.error.message);
-  return restored.ok ? { state: restored.state, seq: Number(seq) } : undefined;
+  return restored.ok ? { state: restored.state, seq: seq! } : undefined;
+}
+
+function batchCount(value: unknown, damaged: (why: string) => never): number {
+  if (typeof value !== 'bigint' || value < 0n || value > BigInt(Number.MAX_SAFE_INTEGER))
+    damaged('"seq" is not a batch count');
+  return Number(value);
 }
 
 function parseHeader(text: string): number | undefined {
@@ -228,6 +352,24 @@ async function eachLine(
   }
   const tail = carry.reduce((n, b) => n + b.length, 0);
   return { size: position, tail };
+}
+
+/** The bytes `from` … `to − 1` of a file. */
+async function readRange(path: string, from: number, to: number): Promise<Buffer> {
+  const data = Buffer.alloc(to - from);
+  if (data.length === 0) return data;
+  const handle = await open(path, 'r');
+  try {
+    let done = 0;
+    while (done < data.length) {
+      const r = await handle.read(data, done, data.length - done, from + done);
+      if (r.bytesRead === 0) throw new Error(`${path} ends before byte ${to}`);
+      done += r.bytesRead;
+    }
+  } finally {
+    await handle.close();
+  }
+  return data;
 }
 
 /**
@@ -318,7 +460,7 @@ export async function openDataLog(options: DataLogOptions): Promise<DataLog> {
   let file: JournalFile;
   let end: number;
   if (size === 0) {
-    await writeAtomically(dir, JOURNAL_FILE, journalHeader(snapshotSeq));
+    await writeAtomically(dir, JOURNAL_FILE, (put) => put(journalHeader(snapshotSeq)));
     file = await openFile(path);
     end = Buffer.byteLength(journalHeader(snapshotSeq));
   } else {
@@ -401,23 +543,50 @@ export async function openDataLog(options: DataLogOptions): Promise<DataLog> {
     end += data.length;
   }
 
+  // A compaction (SPEC §7). The state is immutable, so the snapshot is written from the
+  // state of one position while appends go on, in slices; only the journal switch takes a
+  // turn among the appends: the lines appended meanwhile move to a fresh journal that starts
+  // after the snapshot's position, and the file is swapped atomically.
+  let compacting: Promise<void> | undefined;
+
+  function compact(): Promise<void> {
+    compacting ??= compactNow().finally(() => {
+      compacting = undefined;
+    });
+    return compacting;
+  }
+
   async function compactNow(): Promise<void> {
-    // Nothing to do when the snapshot holds every batch and the journal none.
-    if (seq === snapshotAt && seq === journalAfter) return;
-    await lastDurable;
-    log?.(`compacting: writing a snapshot of ${seq} batches`);
-    const text = encodeJson({ format: SNAPSHOT_FORMAT, seq, state: snapshotOf(written) });
-    await writeAtomically(dir, SNAPSHOT_FILE, text);
-    // From here the snapshot holds every line of the old journal; a crash now leaves the
-    // old journal, whose lines start-up skips.
-    await writeAtomically(dir, JOURNAL_FILE, journalHeader(seq));
-    await file.close();
-    file = await openFile(path);
-    end = Buffer.byteLength(journalHeader(seq));
-    sinceSnapshot = 0;
-    snapshotAt = seq;
-    journalAfter = seq;
-    log?.(`compacted: ${SNAPSHOT_FILE} holds ${seq} batches (${text.length} bytes)`);
+    const at = await lane.run(() => {
+      // Nothing to do when the snapshot holds every batch and the journal none.
+      if (seq === snapshotAt && seq === journalAfter) return undefined;
+      sinceSnapshot = 0;
+      // Where the lines after this position start in the journal, and its flush.
+      return { seq, state: written, offset: end, durable: lastDurable };
+    });
+    if (at === undefined) return;
+    await at.durable;
+    if (fatal !== undefined) throw fatal;
+    log?.(`compacting: writing a snapshot of ${at.seq} batches`);
+    const bytes = await writeSnapshot(dir, at.seq, at.state);
+    // From here the snapshot holds batches 1…at.seq; a crash now leaves the old journal,
+    // whose lines up to at.seq start-up skips.
+    snapshotAt = at.seq;
+    await lane.run(async () => {
+      await lastDurable;
+      if (fatal !== undefined) throw fatal;
+      const moved = await readRange(path, at.offset, end);
+      const header = journalHeader(at.seq);
+      await writeAtomically(dir, JOURNAL_FILE, async (put) => {
+        await put(header);
+        await put(moved);
+      });
+      await file.close();
+      file = await openFile(path);
+      end = Buffer.byteLength(header) + moved.length;
+      journalAfter = at.seq;
+    });
+    log?.(`compacted: ${SNAPSHOT_FILE} holds ${at.seq} batches (${bytes} bytes)`);
   }
 
   return {
@@ -452,30 +621,32 @@ export async function openDataLog(options: DataLogOptions): Promise<DataLog> {
         const durable = groupCommit ? sync() : flushNow();
         if (!groupCommit) await durable;
         lastDurable = durable.catch(() => undefined);
-        if (sinceSnapshot >= snapshotEvery) {
-          // Taken in turn, after this write: later writes wait for the compaction.
-          void lane.run(() =>
-            compactNow().catch((e: unknown) =>
-              log?.(`warning: compaction failed, the journal goes on: ${(e as Error).message}`),
-            ),
+        if (sinceSnapshot >= snapshotEvery && compacting === undefined) {
+          // Written beside the appends; they wait only for the journal switch.
+          compact().catch((e: unknown) =>
+            log?.(`warning: compaction failed, the journal goes on: ${(e as Error).message}`),
           );
         }
         return { position: seq, durable };
       });
     },
+    async compactions() {
+      while (compacting !== undefined) await compacting.catch(() => undefined);
+    },
     catchUp: async () => undefined,
     follow: () => () => undefined,
-    snapshot() {
-      return lane.run(compactNow);
+    async snapshot() {
+      // One under way may hold an older position: then a fresh one.
+      await compacting?.catch(() => undefined);
+      await compact();
     },
     async close() {
-      await lane
-        .run(async () => {
-          if (fatal === undefined) await compactNow();
-        })
-        .catch((e: unknown) =>
+      await compacting?.catch(() => undefined);
+      if (fatal === undefined)
+        await compact().catch((e: unknown) =>
           log?.(`warning: the snapshot at shutdown failed: ${(e as Error).message}`),
         );
+      await lane.idle();
       await lastDurable;
       await file.close();
     },

@@ -7,6 +7,7 @@ import {
   mapForEach,
   mapGet,
   mapSet,
+  mapWalk,
   type Owner,
   ownerToken,
   type PMap,
@@ -88,4 +89,30 @@ describe('persistent map', () => {
     expect(mapSet(m, 'a', 1)).toBe(m);
     expect(mapDelete(m, 'zz')).toBe(m);
   });
+
+  test.prop([
+    fc.array(fc.tuple(keyArb, fc.integer()), { maxLength: 200 }),
+    fc.array(fc.integer({ min: 1, max: 9 }), { minLength: 1, maxLength: 20 }),
+  ])(
+    'a walk in steps of any budget visits what mapForEach visits, in its order',
+    (pairs, budgets) => {
+      let m = emptyMap<number>();
+      for (const [k, v] of pairs) m = mapSet(m, k, v);
+      const all: string[] = [];
+      mapForEach(m, (_, k) => all.push(k));
+      const walk = mapWalk(m);
+      const walked: string[] = [];
+      let done = false;
+      for (let i = 0; !done; i++) {
+        const budget = budgets[i % budgets.length]!;
+        const before = walked.length;
+        done = walk(budget, (_, k) => walked.push(k));
+        // A step visits its whole budget unless the walk ends in it.
+        if (!done) expect(walked.length - before).toBe(budget);
+        expect(walked.length - before).toBeLessThanOrEqual(budget);
+      }
+      expect(walked).toEqual(all);
+      expect(walk(5, () => walked.push('again'))).toBe(true);
+    },
+  );
 });

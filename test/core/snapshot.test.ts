@@ -8,9 +8,11 @@ import {
   encodeJson,
   getLimits,
   hashThrottleSecret,
+  type LimitsEvent,
   type LimitsState,
   type Snapshot,
   snapshotOf,
+  snapshotParts,
   stateFromSnapshot,
   whenAvailable,
 } from '../../src/index.js';
@@ -342,6 +344,60 @@ describe('stateFromSnapshot refuses a broken snapshot with invalid_snapshot and 
         expect(typeof r.error.path).toBe('string');
         expect(r.error.message).toMatch(/^invalid snapshot: /);
       }
+    },
+  );
+});
+
+describe('a snapshot in pieces', () => {
+  test.each([1, 7, 2000])(
+    'put back together (slices of %i), it is the snapshot, forgotten withdrawals left out',
+    (slice) => {
+      const entries: Record<string, { perWithdrawalCap: bigint }> = {};
+      for (let i = 0; i < 300; i++) entries[`e${i}`] = { perWithdrawalCap: BigInt(i + 1) };
+      const events: LimitsEvent[] = [{ type: 'limitsSet', limits: { accountCaps: entries } }];
+      let n = 0;
+      // A short history: most withdrawals are forgotten by the end, some are rejected.
+      for (let h = 1; h <= 60; h++) {
+        events.push({ type: 'blockConnected', height: h });
+        for (let i = 0; i < 20; i++, n++) {
+          events.push({
+            type: 'withdrawalRequested',
+            id: `w${n}`,
+            account: `a${n % 7}`,
+            amount: 1n,
+            height: h,
+          });
+          if (n % 9 === 0) events.push({ type: 'withdrawalRejected', id: `w${n}` });
+        }
+      }
+      const r = applyAll(createLimitsState({ historyBlocks: 20 }), events);
+      if (!r.ok) throw r.error;
+      const whole = snapshotOf(r.state);
+      const parts = snapshotParts(r.state);
+      expect(parts.head.withdrawals).toEqual([]);
+      expect(parts.head.accountCaps).toEqual({});
+      const accountCaps: Record<string, unknown> = {};
+      for (let c = parts.nextEntries(slice); c !== undefined; c = parts.nextEntries(slice)) {
+        expect(Object.keys(c).length).toBeLessThanOrEqual(slice);
+        Object.assign(accountCaps, c);
+      }
+      const withdrawals = [];
+      for (
+        let w = parts.nextWithdrawals(slice);
+        w !== undefined;
+        w = parts.nextWithdrawals(slice)
+      ) {
+        expect(w.length).toBeLessThanOrEqual(slice);
+        withdrawals.push(...w);
+      }
+      withdrawals.sort((a, b) => a.height - b.height || (a.id < b.id ? -1 : 1));
+      const sorted = Object.fromEntries(
+        Object.entries(accountCaps).sort(([a], [b]) => (a < b ? -1 : 1)),
+      );
+      expect(encodeJson({ ...parts.head, accountCaps: sorted, withdrawals })).toBe(
+        encodeJson(whole),
+      );
+      expect(whole.withdrawals.length).toBe(20 * 20);
     },
   );
 });

@@ -20,6 +20,7 @@ import {
   openNodeJournalFile,
   StoreError,
 } from '../../src/server/data-log.js';
+import { readDataSnapshot } from '../support/data-snapshot.js';
 import { tempDir } from '../support/proc.js';
 
 /** Appends one batch on the log's newest state, as the service does. */
@@ -280,15 +281,67 @@ describe('snapshots and compaction on disk', () => {
     await again.close();
   });
 
+  test('a snapshot is written in slices: a header, the head, bounded lines of entries and withdrawals, the counts', async () => {
+    const dir = tempDir();
+    const entries: Record<string, { perWithdrawalCap: bigint }> = {};
+    for (let i = 0; i < 2_500; i++) entries[`e${i}`] = { perWithdrawalCap: BigInt(i + 1) };
+    const events: LimitsEvent[] = [
+      { type: 'limitsSet', limits: { accountCaps: entries } },
+      block(1),
+      ...Array.from({ length: 4_500 }, (_, i) => withdrawal(`s${i}`, 1n)),
+    ];
+    const store = await openDataLog({ dir, initial: initial() });
+    const s = next(store.state, events);
+    await (await append(store, events, s)).durable;
+    await store.close();
+    const file = readDataSnapshot(dir);
+    // 2 + 2 lines of entries (2,000 a line) + 3 of withdrawals + the counts.
+    expect(file.lines).toBe(8);
+    expect(Object.keys(file.accountCaps)).toHaveLength(2_500);
+    expect(file.withdrawals).toHaveLength(4_500);
+    for (const line of readFileSync(join(dir, 'snapshot.json'), 'utf8').split('\n'))
+      expect(line.length).toBeLessThan(500_000);
+    const again = await openDataLog({ dir, initial: initial() });
+    expect(encodeJson(snapshotOf(again.state))).toBe(encodeJson(snapshotOf(s)));
+    await again.close();
+  });
+
+  test('a version 1 snapshot (one JSON text) is still read', async () => {
+    const dir = tempDir();
+    const s = next(initial(), [block(1), withdrawal('old', 5n)]);
+    writeFileSync(
+      join(dir, 'snapshot.json'),
+      encodeJson({ format: 'peg-limits/data-snapshot', seq: 2, state: snapshotOf(s) }),
+    );
+    writeFileSync(join(dir, 'journal.jsonl'), '{"format":"peg-limits/journal","after":2}\n');
+    const again = await openDataLog({ dir, initial: initial() });
+    expect(again.position).toBe(2);
+    expect(encodeJson(snapshotOf(again.state))).toBe(encodeJson(snapshotOf(s)));
+    await again.close();
+  });
+
   test('a damaged snapshot refuses to start with a clear message', async () => {
     const dir = tempDir();
     await filled(dir);
     const text = readFileSync(join(dir, 'snapshot.json'), 'utf8');
     for (const [damage, message] of [
-      [text.slice(0, text.length >> 1), /snapshot\.json: the snapshot is damaged: not valid JSON/],
+      [
+        text.slice(0, text.length >> 1),
+        /snapshot\.json: the snapshot is damaged: the last line is cut short/,
+      ],
+      [
+        text.slice(0, text.lastIndexOf('{"end"')),
+        /the counts line is missing: the file is cut short/,
+      ],
+      [
+        text.replace(/\n\{"withdrawals":[^\n]*/, ''),
+        /the counts say 0 entries and 20 withdrawals, the file holds 0 and 0/,
+      ],
+      [text.replace('"version":2', '"version":3'), /reads versions 1 and 2, got 3/],
       [text.replace('"seq":21', '"seq":-1'), /"seq" is not a batch count/],
-      [text.replace('"amount":1,', '"amount":-1,'), /invalid snapshot: withdrawals\[0\]\.amount/],
-      ['[]', /expected an object with "format"/],
+      [text.replace('"amount":1,', '"amount":-1,'), /invalid snapshot: withdrawals\[\d+\]\.amount/],
+      [text.replace('{"head"', 'x{"head"'), /line 2: not valid JSON/],
+      ['[]\n', /expected an object with "format"/],
     ] as const) {
       writeFileSync(join(dir, 'snapshot.json'), damage);
       await expect(openDataLog({ dir, initial: initial() })).rejects.toThrow(message);

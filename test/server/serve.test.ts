@@ -12,6 +12,7 @@ import {
 } from '../../src/index.js';
 import { openDataLog, StoreError } from '../../src/server/data-log.js';
 import { type RunningServer, startServer } from '../../src/server/serve.js';
+import { readDataSnapshot } from '../support/data-snapshot.js';
 import { expectDocumented } from '../support/openapi.js';
 import { killGroup, type Proc, runToEnd, spawnServer, tempDir, waitFor } from '../support/proc.js';
 
@@ -140,8 +141,9 @@ describe('the server over a loopback port', () => {
       '{"format":"peg-limits/journal","after":2}\n',
     );
     expect(readFileSync(join(dir, 'snapshot.json'), 'utf8')).toMatch(
-      /^\{"format":"peg-limits\/data-snapshot","seq":2,"state":\{"format":"peg-limits\/snapshot"/,
+      /^\{"format":"peg-limits\/data-snapshot","version":2,"seq":2\}\n\{"head":\{"format":"peg-limits\/snapshot"/,
     );
+    expect(readDataSnapshot(dir).seq).toBe(2n);
     s = await start(dir);
     const after = await send(s.url, '/limits');
     expect(after.body).toBe(before);
@@ -330,12 +332,9 @@ describe('peg-limits serve (the command)', () => {
     expect(r.status).toBe(200);
     expect(await p.exited).toBe(0);
     // The clean stop wrote the batch into the snapshot and started a fresh journal.
-    const snapshot = decodeJson(readFileSync(join(dir, 'snapshot.json'), 'utf8')) as {
-      seq: bigint;
-      state: { tip: bigint };
-    };
+    const snapshot = readDataSnapshot(dir);
     expect(snapshot.seq).toBe(1n);
-    expect(snapshot.state.tip).toBe(42n);
+    expect(snapshot.head.tip).toBe(42n);
     expect(readFileSync(join(dir, 'journal.jsonl'), 'utf8')).toBe(
       '{"format":"peg-limits/journal","after":1}\n',
     );

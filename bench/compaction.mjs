@@ -1,0 +1,131 @@
+#!/usr/bin/env node
+// `npm run bench:compaction`: what a compaction costs the clients of a running server. The
+// command on a data folder with `--snapshot-every 100000` takes 600,000 withdrawals over
+// 5,000 accounts (one block and 100 withdrawals a request, so about 200,000 are held at the
+// end: the history is 2016 blocks), while a second client reads GET /limits every 10 ms.
+// Reports the longest the server's event loop was held (measured inside it), the slowest
+// read and write as the clients saw them, their p99, and the server's peak RSS against its
+// settled RSS (sampled from /proc every 20 ms; settled: after the run and a last
+// compaction, once idle; the request lines go to a pipe that counts compactions). Bounded: about a minute, loopback only.
+import { spawn } from 'node:child_process';
+import { mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { LOAD_TOKEN } from './util.mjs';
+
+const TOTAL = Number(process.env.COMPACTION_WITHDRAWALS ?? 600_000);
+const PER_BLOCK = 100;
+const ACCOUNTS = 5_000;
+
+const dir = mkdtempSync(join(tmpdir(), 'peg-limits-compaction-'));
+const child = spawn(
+  'node',
+  [
+    '--import',
+    './bench/loop-delay.mjs',
+    'dist/cli.js',
+    'serve',
+    '--port',
+    '0',
+    '--data',
+    dir,
+    '--snapshot-every',
+    process.env.COMPACTION_EVERY ?? '100000',
+  ],
+  {
+    env: { ...process.env, PEG_LIMITS_ADMIN_TOKEN: LOAD_TOKEN },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  },
+);
+let compactions = 0;
+// The server's own figure: the longest its event loop was held (what it controls, apart
+// from how the machine schedules the three processes).
+let loopDelay = 0;
+child.stdout.on('data', (c) => {
+  for (const m of String(c).matchAll(/loop-delay max ([\d.]+)/g))
+    loopDelay = Math.max(loopDelay, Number(m[1]));
+});
+child.stderr.on('data', (c) => {
+  compactions += (String(c).match(/compacted:/g) ?? []).length;
+});
+const url = await new Promise((resolve, reject) => {
+  child.stdout.on('data', (c) => {
+    const m = /listening on (\S+)/.exec(String(c));
+    if (m) resolve(m[1]);
+  });
+  child.once('exit', (code) => reject(new Error(`server exited with ${code}`)));
+});
+
+const rssMiB = () => {
+  const status = readFileSync(`/proc/${child.pid}/status`, 'utf8');
+  return Number(/VmRSS:\s+(\d+)/.exec(status)[1]) / 1024;
+};
+let peak = 0;
+const sampler = setInterval(() => {
+  peak = Math.max(peak, rssMiB());
+}, 20);
+
+function percentile(xs, p) {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))];
+}
+
+// The reader runs in a process of its own, so that the writer's work never delays it.
+const READER = `
+  const reads = [];
+  let stop = false;
+  process.on('message', () => { stop = true; });
+  (async () => {
+    while (!stop) {
+      const t = performance.now();
+      const r = await fetch(process.argv[1] + '/limits');
+      await r.text();
+      reads.push(performance.now() - t);
+      await new Promise((r) => setTimeout(r, 10));
+    }
+    process.send(reads, () => process.exit(0));
+  })();
+`;
+const reader = spawn('node', ['-e', READER, url], {
+  stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+});
+const reads = new Promise((resolve) => reader.once('message', resolve));
+
+const writes = [];
+let n = 0;
+for (let height = 1; n < TOTAL; height++) {
+  let body = `[{"type":"blockConnected","height":${height}}`;
+  for (let i = 0; i < PER_BLOCK; i++, n++)
+    body += `,{"type":"withdrawalRequested","id":"w${n}","account":"a${n % ACCOUNTS}","amount":1,"height":${height}}`;
+  body += ']';
+  const t = performance.now();
+  const r = await fetch(`${url}/admin/events`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${LOAD_TOKEN}` },
+    body,
+  });
+  await r.text();
+  if (r.status !== 200) throw new Error(`write ${height}: ${r.status}`);
+  writes.push(performance.now() - t);
+}
+reader.send('stop');
+const readTimes = await reads;
+// Settled: once the last compaction is written and the server is idle.
+await new Promise((r) => setTimeout(r, 3_000));
+const settled = rssMiB();
+clearInterval(sampler);
+child.kill('SIGKILL');
+
+const f = (x) => `${x.toFixed(0)} ms`;
+console.log(
+  [
+    `| figure (${TOTAL} withdrawals streamed, ${ACCOUNTS} accounts, --snapshot-every 100000, ${compactions} compactions) | value |`,
+    '|---|---|',
+    `| longest the server's event loop was held | ${f(loopDelay)} |`,
+    `| slowest read (GET /limits every 10 ms, another process) | ${f(Math.max(...readTimes))} |`,
+    `| read p99 | ${f(percentile(readTimes, 99))} |`,
+    `| slowest write (one block and ${PER_BLOCK} withdrawals) | ${f(Math.max(...writes))} |`,
+    `| write p99 | ${f(percentile(writes, 99))} |`,
+    `| peak RSS ÷ settled RSS | ${(peak / settled).toFixed(2)}× (${peak.toFixed(0)} MiB ÷ ${settled.toFixed(0)} MiB) |`,
+  ].join('\n'),
+);
