@@ -21,6 +21,7 @@ export {
 export {
   DEFAULT_KEEP_BATCHES,
   DEFAULT_PG_SNAPSHOT_EVERY,
+  DEFAULT_SNAPSHOT_SLICE,
   migrateToPg,
   openPgLog,
   PG_SCHEMA_VERSION,

@@ -25,19 +25,24 @@ import {
   LogConflict,
   LogUnavailable,
   serialQueue,
-  snapshotOf,
+  snapshotParts,
   stateFromSnapshot,
 } from 'peg-limits';
 import type pg from 'pg';
 
 /** The schema version this release creates and reads. */
-export const PG_SCHEMA_VERSION = 1;
+export const PG_SCHEMA_VERSION = 2;
 /** Batches between two snapshot rows, unless configured. */
 export const DEFAULT_PG_SNAPSHOT_EVERY = 1000;
 /** Batch rows kept behind the newest snapshot, unless configured. */
 export const DEFAULT_KEEP_BATCHES = 10_000;
 
 const CHANNEL = 'peg_limits';
+// The key of the advisory lock a snapshot is written under, so that two replicas never
+// write parts of the same snapshot.
+const SNAPSHOT_LOCK = 7_417_002;
+/** Withdrawals or entries in one part row of a snapshot, unless configured. */
+export const DEFAULT_SNAPSHOT_SLICE = 2_000;
 // Any fixed number: the key of the advisory lock that serialises schema creation.
 const SCHEMA_LOCK = 7_417_001;
 
@@ -55,6 +60,8 @@ export interface PgLogOptions {
   readonly pollMs?: number | undefined;
   /** How long start-up waits for the database (default 15 s). */
   readonly connectTimeoutMs?: number | undefined;
+  /** Withdrawals or entries in one part row of a snapshot (default 2,000). */
+  readonly snapshotSlice?: number | undefined;
   /** Where warnings and reconnection notes go. */
   readonly logLine?: ((line: string) => void) | undefined;
 }
@@ -87,8 +94,20 @@ async function ensureSchema(client: pg.Client): Promise<void> {
     await client.query(
       'CREATE TABLE IF NOT EXISTS peg_limits_snapshots (seq bigint PRIMARY KEY, snapshot text NOT NULL, created_at timestamptz NOT NULL DEFAULT now())',
     );
+    // Version 2: a snapshot row holds the head, and its entries and withdrawals are part
+    // rows of a slice each (a version 1 row, with no parts, holds the whole snapshot).
+    await client.query(
+      'ALTER TABLE peg_limits_snapshots ADD COLUMN IF NOT EXISTS parts integer NOT NULL DEFAULT 0',
+    );
+    await client.query(
+      'CREATE TABLE IF NOT EXISTS peg_limits_snapshot_parts (seq bigint NOT NULL, part integer NOT NULL, body text NOT NULL, PRIMARY KEY (seq, part))',
+    );
     await client.query(
       "INSERT INTO peg_limits_meta (key, value) VALUES ('schema', $1) ON CONFLICT (key) DO NOTHING",
+      [String(PG_SCHEMA_VERSION)],
+    );
+    await client.query(
+      "UPDATE peg_limits_meta SET value = $1 WHERE key = 'schema' AND value = '1'",
       [String(PG_SCHEMA_VERSION)],
     );
     const { rows } = await client.query("SELECT value FROM peg_limits_meta WHERE key = 'schema'");
@@ -123,11 +142,99 @@ function parseBatch(text: string, seq: number): ReadonlyArray<LimitsEvent> {
   return batch.events;
 }
 
-/** Reads a snapshot row into a state. */
-function restore(text: string, seq: number): LimitsState {
-  const r = stateFromSnapshot(decodeJson(text));
-  if (!r.ok) throw new PgLogError(`snapshot ${seq} is damaged: ${r.error.message}`);
-  return r.state;
+/**
+ * Reads snapshot `seq` into a state: a version 1 row whole, a version 2 row from its head and
+ * its part rows, read a few at a time (never the whole snapshot as one string).
+ */
+async function loadSnapshot(
+  client: pg.Client,
+  row: { seq: unknown; snapshot: unknown; parts: unknown },
+): Promise<LimitsState> {
+  const seq = Number(row.seq);
+  const damaged = (why: string): never => {
+    throw new PgLogError(`snapshot ${seq} is damaged: ${why}`);
+  };
+  const parts = Number(row.parts ?? 0);
+  const text = decodeJson(row.snapshot as string) as { head?: Record<string, unknown> };
+  let value: unknown;
+  // A version 1 row is the whole snapshot; a version 2 row is `{"head":…}` and its parts.
+  if (typeof text !== 'object' || text === null || text.head === undefined) value = text;
+  else {
+    const head = text.head;
+    const accountCaps: Record<string, unknown> = Object.create(null);
+    const withdrawals: unknown[] = [];
+    for (let from = 0; from < parts; from += 16) {
+      const { rows } = await client.query(
+        'SELECT part, body FROM peg_limits_snapshot_parts WHERE seq = $1 AND part >= $2 AND part < $3 ORDER BY part',
+        [seq, from, Math.min(parts, from + 16)],
+      );
+      if (rows.length !== Math.min(16, parts - from)) damaged(`part rows from ${from} are missing`);
+      for (const r of rows) {
+        const part = decodeJson(r.body as string) as {
+          accountCaps?: Record<string, unknown>;
+          withdrawals?: unknown[];
+        };
+        if (part.accountCaps !== undefined) Object.assign(accountCaps, part.accountCaps);
+        else if (Array.isArray(part.withdrawals))
+          for (const w of part.withdrawals) withdrawals.push(w);
+        else damaged(`part ${r.part} holds neither entries nor withdrawals`);
+      }
+    }
+    value = { ...head, accountCaps, withdrawals };
+  }
+  const r = stateFromSnapshot(value);
+  if (!r.ok) damaged(r.error.message);
+  return (r as { state: LimitsState }).state;
+}
+
+/**
+ * Writes the snapshot of `state` at `seq` as a head row and part rows of `slice` entries or
+ * withdrawals each, in one transaction on `client` (the head row last, so a snapshot row
+ * is always whole), unless a snapshot at `seq` is there already. Each part is one query,
+ * so the event loop is free between slices. Returns the bytes written.
+ */
+async function writeSnapshotRows(
+  client: pg.Client,
+  seq: number,
+  state: LimitsState,
+  slice: number,
+  ownTransaction = true,
+): Promise<number> {
+  if (ownTransaction) await client.query('BEGIN');
+  try {
+    if (ownTransaction) await client.query('SELECT pg_advisory_xact_lock($1)', [SNAPSHOT_LOCK]);
+    const there = await client.query('SELECT 1 FROM peg_limits_snapshots WHERE seq = $1', [seq]);
+    if (there.rows.length > 0) {
+      if (ownTransaction) await client.query('ROLLBACK');
+      return 0;
+    }
+    // Leftovers of a writer that died are no snapshot: start clean.
+    await client.query('DELETE FROM peg_limits_snapshot_parts WHERE seq = $1', [seq]);
+    const parts = snapshotParts(state);
+    let part = 0;
+    let bytes = 0;
+    const put = async (body: string) => {
+      await client.query(
+        'INSERT INTO peg_limits_snapshot_parts (seq, part, body) VALUES ($1, $2, $3)',
+        [seq, part++, body],
+      );
+      bytes += body.length;
+    };
+    for (let c = parts.nextEntries(slice); c !== undefined; c = parts.nextEntries(slice))
+      if (Object.keys(c).length > 0) await put(encodeJson({ accountCaps: c }));
+    for (let w = parts.nextWithdrawals(slice); w !== undefined; w = parts.nextWithdrawals(slice))
+      if (w.length > 0) await put(encodeJson({ withdrawals: w }));
+    const head = encodeJson({ head: parts.head });
+    await client.query(
+      'INSERT INTO peg_limits_snapshots (seq, snapshot, parts) VALUES ($1, $2, $3)',
+      [seq, head, part],
+    );
+    if (ownTransaction) await client.query('COMMIT');
+    return bytes + head.length;
+  } catch (e) {
+    if (ownTransaction) await client.query('ROLLBACK').catch(() => undefined);
+    throw e;
+  }
 }
 
 /**
@@ -171,6 +278,7 @@ export async function openPgLog(options: PgLogOptions): Promise<PgLog> {
   const snapshotEvery = options.snapshotEvery ?? DEFAULT_PG_SNAPSHOT_EVERY;
   const keepBatches = options.keepBatches ?? DEFAULT_KEEP_BATCHES;
   const pollMs = options.pollMs ?? 200;
+  const slice = options.snapshotSlice ?? DEFAULT_SNAPSHOT_SLICE;
   const positions = new WeakMap<LimitsState, number>();
   const listeners: Array<(state: LimitsState, position: number) => void> = [];
 
@@ -194,15 +302,13 @@ export async function openPgLog(options: PgLogOptions): Promise<PgLog> {
     }
   }
   await ensureSchema(client);
-  await client.query(
-    'INSERT INTO peg_limits_snapshots (seq, snapshot) VALUES (0, $1) ON CONFLICT (seq) DO NOTHING',
-    [encodeJson(snapshotOf(options.initial))],
-  );
+  const any = await client.query('SELECT 1 FROM peg_limits_snapshots LIMIT 1');
+  if (any.rows.length === 0) await writeSnapshotRows(client, 0, options.initial, slice);
   const newest = await client.query(
-    'SELECT seq, snapshot FROM peg_limits_snapshots ORDER BY seq DESC LIMIT 1',
+    'SELECT seq, snapshot, parts FROM peg_limits_snapshots ORDER BY seq DESC LIMIT 1',
   );
   let position = Number(newest.rows[0].seq);
-  let state = restore(newest.rows[0].snapshot as string, position);
+  let state = await loadSnapshot(client, newest.rows[0]);
   positions.set(state, position);
 
   // Appends, catch-ups and snapshots change or read `state` and `position`: one at a time.
@@ -223,15 +329,15 @@ export async function openPgLog(options: PgLogOptions): Promise<PgLog> {
       if (rows.length === 0) break;
       if (Number(rows[0].seq) !== position + 1) {
         const snap = await c.query(
-          'SELECT seq, snapshot FROM peg_limits_snapshots WHERE seq > $1 ORDER BY seq DESC LIMIT 1',
+          'SELECT seq, snapshot, parts FROM peg_limits_snapshots WHERE seq > $1 ORDER BY seq DESC LIMIT 1',
           [position],
         );
         if (snap.rows.length === 0)
           throw new PgLogError(
             `rows after ${position} are missing and no newer snapshot holds them`,
           );
+        state = await loadSnapshot(c, snap.rows[0]);
         position = Number(snap.rows[0].seq);
-        state = restore(snap.rows[0].snapshot as string, position);
         continue;
       }
       for (const row of rows) {
@@ -308,17 +414,25 @@ export async function openPgLog(options: PgLogOptions): Promise<PgLog> {
   const poll = setInterval(follow, pollMs);
   poll.unref();
 
-  // Any replica writes a snapshot row every `snapshotEvery` batches, then prunes what lies
-  // far enough behind it.
-  async function snapshotAt(at: LimitsState, seq: number): Promise<void> {
-    const c = client;
-    if (c === undefined) return;
-    await c.query(
-      'INSERT INTO peg_limits_snapshots (seq, snapshot) VALUES ($1, $2) ON CONFLICT (seq) DO NOTHING',
-      [seq, encodeJson(snapshotOf(at))],
-    );
-    await c.query('DELETE FROM peg_limits_batches WHERE seq <= $1', [seq - keepBatches]);
-    await c.query('DELETE FROM peg_limits_snapshots WHERE seq <= $1', [seq - keepBatches]);
+  // Any replica writes a snapshot every `snapshotEvery` batches, then prunes what lies far
+  // enough behind it. It is written on a connection of its own, in slices, beside the
+  // appends (the state cannot change under it); one at a time.
+  let snapshotting: Promise<void> = Promise.resolve();
+  function snapshotAt(at: LimitsState, seq: number): Promise<void> {
+    const run = snapshotting.then(async () => {
+      const c = await connectClient(url);
+      try {
+        const bytes = await writeSnapshotRows(c, seq, at, slice);
+        await c.query('DELETE FROM peg_limits_batches WHERE seq <= $1', [seq - keepBatches]);
+        await c.query('DELETE FROM peg_limits_snapshot_parts WHERE seq <= $1', [seq - keepBatches]);
+        await c.query('DELETE FROM peg_limits_snapshots WHERE seq <= $1', [seq - keepBatches]);
+        if (bytes > 0) log?.(`snapshot ${seq} written (${bytes} bytes)`);
+      } finally {
+        await c.end().catch(() => undefined);
+      }
+    });
+    snapshotting = run.catch(() => undefined);
+    return run;
   }
 
   return {
@@ -387,17 +501,16 @@ export async function openPgLog(options: PgLogOptions): Promise<PgLog> {
       const at = positions.get(current);
       return at !== undefined && position > at ? state : undefined;
     },
-    snapshot() {
-      return serial(async () => {
-        if (!connected) throw new LogUnavailable('the database is out of reach');
-        await snapshotAt(state, position);
-      });
+    async snapshot() {
+      if (!connected) throw new LogUnavailable('the database is out of reach');
+      await snapshotAt(state, position);
     },
     async close() {
       closing = true;
       clearInterval(poll);
       if (reconnectTimer !== undefined) clearTimeout(reconnectTimer);
       await lane.idle();
+      await snapshotting;
       for (const c of [client, listener]) await c?.end().catch(() => undefined);
     },
   };
@@ -418,7 +531,9 @@ export async function migrateToPg(
   try {
     await ensureSchema(client);
     await client.query('BEGIN');
-    await client.query('LOCK TABLE peg_limits_batches, peg_limits_snapshots IN EXCLUSIVE MODE');
+    await client.query(
+      'LOCK TABLE peg_limits_batches, peg_limits_snapshots, peg_limits_snapshot_parts IN EXCLUSIVE MODE',
+    );
     const { rows } = await client.query(
       'SELECT (SELECT count(*) FROM peg_limits_batches) AS batches, (SELECT count(*) FROM peg_limits_snapshots) AS snapshots',
     );
@@ -427,13 +542,10 @@ export async function migrateToPg(
         `the database is not empty (${rows[0].batches} batches, ${rows[0].snapshots} snapshots); migrate into an empty one`,
       );
     }
-    const text = encodeJson(snapshotOf(state));
-    await client.query('INSERT INTO peg_limits_snapshots (seq, snapshot) VALUES ($1, $2)', [
-      seq,
-      text,
-    ]);
+    // In the transaction that found the tables empty and holds them.
+    const bytes = await writeSnapshotRows(client, seq, state, DEFAULT_SNAPSHOT_SLICE, false);
     await client.query('COMMIT');
-    return { seq, bytes: text.length };
+    return { seq, bytes };
   } catch (e) {
     await client.query('ROLLBACK').catch(() => undefined);
     throw e;

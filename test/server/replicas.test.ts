@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import {
+  applyAll,
   createLimitsState,
   decodeJson,
   encodeJson,
@@ -320,6 +321,71 @@ describe.skipIf(!POSTGRES_AVAILABLE)('replicas over one PostgreSQL', () => {
     });
     expect(r.status, r.body).toBe(200);
     expect(r.position).toBe('3');
+  });
+
+  test('a snapshot row is written in part rows of a slice each, and a new replica reads it back whole', async () => {
+    const url = await database();
+    const a = await replica(url, { snapshotEvery: 3, snapshotSlice: 50 });
+    const withdrawals = Array.from({ length: 420 }, (_, i) => ({
+      type: 'withdrawalRequested',
+      id: `p${i}`,
+      account: `acct${i % 13}`,
+      amount: BigInt(i + 1),
+      height: 1,
+    }));
+    expect((await post(a.url, { type: 'blockConnected', height: 1 })).status).toBe(200);
+    expect((await post(a.url, withdrawals)).status).toBe(200);
+    expect((await post(a.url, { type: 'blockConnected', height: 2 })).status).toBe(200);
+    const c = new pg.Client({ connectionString: url });
+    await c.connect();
+    const parts = async () =>
+      (await c.query('SELECT parts FROM peg_limits_snapshots WHERE seq = 3')).rows[0]?.parts;
+    for (let i = 0; i < 100 && (await parts()) === undefined; i++)
+      await new Promise((r) => setTimeout(r, 50));
+    // 420 withdrawals, 50 a part.
+    expect(await parts()).toBe(9);
+    const longest = await c.query(
+      'SELECT max(length(body)) AS n FROM peg_limits_snapshot_parts WHERE seq = 3',
+    );
+    expect(Number(longest.rows[0].n)).toBeLessThan(6_000);
+    await c.end();
+    const b = await openPgLog({ url, initial: initial() });
+    expect(b.position).toBe(3);
+    expect(encodeJson(snapshotOf(b.state))).toBe(encodeJson(snapshotOf(a.service.state)));
+    await b.close();
+  });
+
+  test('a database of schema version 1 (whole snapshot rows) is upgraded and read', async () => {
+    const url = await database();
+    const c = new pg.Client({ connectionString: url });
+    await c.connect();
+    await c.query('CREATE TABLE peg_limits_meta (key text PRIMARY KEY, value text NOT NULL)');
+    await c.query(
+      'CREATE TABLE peg_limits_batches (seq bigint PRIMARY KEY, events text NOT NULL, created_at timestamptz NOT NULL DEFAULT now())',
+    );
+    await c.query(
+      'CREATE TABLE peg_limits_snapshots (seq bigint PRIMARY KEY, snapshot text NOT NULL, created_at timestamptz NOT NULL DEFAULT now())',
+    );
+    await c.query("INSERT INTO peg_limits_meta VALUES ('schema', '1')");
+    const r = applyAll(initial(), [
+      { type: 'blockConnected', height: 5 },
+      { type: 'withdrawalRequested', id: 'v1', account: 'old', amount: 7n, height: 5 },
+    ]);
+    if (!r.ok) throw r.error;
+    await c.query('INSERT INTO peg_limits_snapshots (seq, snapshot) VALUES (4, $1)', [
+      encodeJson(snapshotOf(r.state)),
+    ]);
+    await c.query('INSERT INTO peg_limits_batches (seq, events) VALUES (5, $1)', [
+      encodeJson([{ type: 'blockConnected', height: 6 }]),
+    ]);
+    const log = await openPgLog({ url, initial: initial() });
+    expect(log.position).toBe(5);
+    expect(log.state.tip).toBe(6);
+    expect(encodeJson(snapshotOf(log.state))).toContain('"id":"v1"');
+    const meta = await c.query("SELECT value FROM peg_limits_meta WHERE key = 'schema'");
+    expect(meta.rows[0].value).toBe('2');
+    await c.end();
+    await log.close();
   });
 
   test('snapshot rows every N batches, old rows pruned, and a new replica starts from the newest snapshot', async () => {
