@@ -84,6 +84,7 @@ export {
   MAX_EVENTS_BODY,
   MAX_THROTTLE_BODY,
   problem,
+  type Readiness,
   type RequestAdmission,
 } from './http/handler.js';
 export { decodeJson, encodeJson, tryDecodeJson } from './http/json.js';
@@ -113,6 +114,7 @@ export {
   MAX_PERSIST_ATTEMPTS,
   type Persisted,
   type Refresh,
+  readinessOf,
   type Service,
   type ServiceOptions,
 } from './http/service.js';

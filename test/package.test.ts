@@ -180,6 +180,8 @@ describe('the drivers are optional peers', () => {
     expect(manifest.dependencies.pg).toBeUndefined();
     expect(manifest.peerDependencies.pg).toBeDefined();
     expect(manifest.peerDependenciesMeta.pg).toEqual({ optional: true });
+    expect(manifest.peerDependenciesMeta['prom-client']).toEqual({ optional: true });
+    expect(manifest.dependencies['prom-client']).toBeUndefined();
     expect(() => readFileSync(join(project, 'node_modules/pg/package.json'))).toThrow();
     // The server entry loads without it.
     const out = node([
@@ -215,6 +217,9 @@ describe('the drivers are optional peers', () => {
     const p = await spawnServer(bin, ['serve', '--port', '0', '--data', tempDir(), '--quiet']);
     try {
       expect((await fetch(`${p.url}/limits`)).status).toBe(200);
+      // No prom-client either: it serves without metrics, and says what to install.
+      expect((await fetch(`${p.url}/metrics`)).status).toBe(404);
+      expect(p.stderr).toMatch(/needs the package "prom-client"/);
     } finally {
       killGroup(p);
     }

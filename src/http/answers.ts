@@ -51,7 +51,22 @@ export interface HandleOptions {
    * all. `POST /admin/events` never gets CORS headers, whatever this says.
    */
   readonly cors?: '*' | ReadonlyArray<string> | false | undefined;
+  /**
+   * Whether the service can take changes now, for `GET /readyz` (SPEC §10); without it the
+   * service is always ready (its state is in memory).
+   */
+  readonly health?: (() => Readiness) | undefined;
 }
+
+/** What `GET /readyz` answers from: ready, or why not. */
+export type Readiness =
+  | { readonly ready: true }
+  | {
+      readonly ready: false;
+      /** `store_unavailable` (the log takes no writes) or `catching_up` (a replica behind). */
+      readonly code: 'store_unavailable' | 'catching_up';
+      readonly reason: string;
+    };
 
 /** The largest body `POST /start_throttle` takes. */
 export const MAX_THROTTLE_BODY = 16 * 1024;
@@ -71,7 +86,8 @@ export type HttpErrorCode =
   | 'request_timeout'
   | 'header_too_large'
   | 'store_unavailable'
-  | 'write_conflict';
+  | 'write_conflict'
+  | 'catching_up';
 
 const TITLES: Readonly<Record<string, string>> = {
   not_found: 'Not found',

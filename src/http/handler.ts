@@ -30,6 +30,7 @@ export {
   MAX_EVENTS_BODY,
   MAX_THROTTLE_BODY,
   problem,
+  type Readiness,
 } from './answers.js';
 
 /** What an adapter learns before reading a body: the answer already, or how much to read. */
@@ -133,7 +134,7 @@ export function handleRequest(
     // An operator route checks its token again: the handler is also called without admission.
     if (route.access === 'operator' && !tokenMatches(request, options.adminToken!))
       return { state, response: invalidToken(), events: [] };
-    const result = route.handle(state, request, match.params);
+    const result = route.handle(state, request, match.params, options);
     return { ...result, response: answerOf(route, result.response, request, options) };
   } catch (e) {
     const message = e instanceof Error ? e.message : String(e);
@@ -179,7 +180,7 @@ function answerOf(
   options: HandleOptions,
 ): HttpResponse {
   const cors = corsOf(options);
-  if (route.access === 'operator' || cors === false) return response;
+  if (route.access !== 'public' || cors === false) return response;
   if (cors === '*') return withAnyOrigin(response);
   const origin = header(request, 'origin');
   const headers: Record<string, string> = { ...response.headers, vary: 'origin' };

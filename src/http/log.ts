@@ -45,6 +45,8 @@ export interface EventLog {
   readonly writable: boolean;
   /** Why the log cannot take writes now, or `undefined` when it can. */
   readonly unavailable: string | undefined;
+  /** Whether it is reading what other writers appended while it was away (not ready yet). */
+  readonly catchingUp: boolean;
   /** The position of a state this log read, caught up to or appended, if it did. */
   positionOf(state: LimitsState): number | undefined;
   /**

@@ -216,6 +216,71 @@ export const openApiDocument = {
         },
       },
     },
+    '/healthz': {
+      get: {
+        operationId: 'getHealth',
+        summary: 'Whether the process serves (no credentials, no CORS)',
+        responses: {
+          '200': {
+            description: 'It serves.',
+            content: {
+              'application/json': {
+                schema: {
+                  type: 'object',
+                  required: ['status'],
+                  properties: { status: { const: 'ok' } },
+                },
+              },
+            },
+          },
+        },
+      },
+    },
+    '/readyz': {
+      get: {
+        operationId: 'getReadiness',
+        summary: 'Whether the state is loaded and changes can be written (no credentials, no CORS)',
+        responses: {
+          '200': {
+            description: 'Ready.',
+            content: {
+              'application/json': {
+                schema: {
+                  type: 'object',
+                  required: ['status'],
+                  properties: { status: { const: 'ready' } },
+                },
+              },
+            },
+          },
+          '503': {
+            description:
+              'Not ready: `store_unavailable` (the log takes no writes) or `catching_up`.',
+            content: {
+              'application/problem+json': { schema: { $ref: '#/components/schemas/Problem' } },
+            },
+          },
+        },
+      },
+    },
+    '/metrics': {
+      get: {
+        operationId: 'getMetrics',
+        summary: 'Prometheus metrics (`peg-limits serve`, unless --no-metrics; no CORS)',
+        responses: {
+          '200': {
+            description: 'The Prometheus text format, version 0.0.4.',
+            content: { 'text/plain': {} },
+          },
+          '404': {
+            description: 'No metrics here (a service without the server, or metrics off).',
+            content: {
+              'application/problem+json': { schema: { $ref: '#/components/schemas/Problem' } },
+            },
+          },
+        },
+      },
+    },
     '/openapi.json': {
       get: {
         operationId: 'getOpenApi',

@@ -1,6 +1,6 @@
 /**
  * The route table: every resource of the service once, with its method, path pattern,
- * access (public or operator), body cap and answer. Admission, the handler, the adapters,
+ * access (public, operator or ops), body cap and answer. Admission, the handler, the adapters,
  * the OpenAPI document's test and the metrics' route labels all read it; a request's path
  * is matched against it once ({@link matchPath}). Pure.
  */
@@ -14,6 +14,7 @@ import { getAccountLimits, getLimits, windowOf } from '../core/views.js';
 import {
   CONFLICTS,
   fromError,
+  type HandleOptions,
   type HandleResult,
   type HttpRequest,
   type HttpResponse,
@@ -42,13 +43,19 @@ export interface Route {
   /**
    * `public`: anyone may call it, and a page on another origin too (CORS, as configured).
    * `operator`: the bearer token is checked before the body is read; never CORS; the route
-   * does not exist (404) when no operator token is configured.
+   * does not exist (404) when no operator token is configured. `ops`: for the operators'
+   * tools (health, metrics): anyone may call it, never CORS (SPEC §10).
    */
-  readonly access: 'public' | 'operator';
+  readonly access: 'public' | 'operator' | 'ops';
   /** The largest body it takes, in bytes; 0 when it reads none (any body is ignored). */
   readonly maxBody: number;
   /** Answers the request on `state` (a read returns `state` itself and no events). */
-  readonly handle: (state: LimitsState, request: HttpRequest, params: RouteParams) => HandleResult;
+  readonly handle: (
+    state: LimitsState,
+    request: HttpRequest,
+    params: RouteParams,
+    options: HandleOptions,
+  ) => HandleResult;
 }
 
 const unchanged = (state: LimitsState, response: HttpResponse): HandleResult => ({
@@ -254,7 +261,48 @@ export const ROUTES: ReadonlyArray<Route> = [
     maxBody: 0,
     handle: (state) => unchanged(state, json(200, openApiDocument)),
   },
+  {
+    method: 'GET',
+    pattern: '/healthz',
+    access: 'ops',
+    maxBody: 0,
+    handle: (state) => unchanged(state, HEALTHY),
+  },
+  {
+    method: 'GET',
+    pattern: '/readyz',
+    access: 'ops',
+    maxBody: 0,
+    handle: (state, _request, _params, options) => {
+      const health = options.health?.() ?? { ready: true };
+      return unchanged(
+        state,
+        health.ready
+          ? READY
+          : problem(503, health.code, health.reason, { headers: { 'retry-after': '1' } }),
+      );
+    },
+  },
+  {
+    method: 'GET',
+    pattern: '/metrics',
+    access: 'ops',
+    maxBody: 0,
+    // The node:http server answers it (prom-client); a service on its own has none.
+    handle: (state) =>
+      unchanged(
+        state,
+        problem(
+          404,
+          'not_found',
+          'no metrics here: `peg-limits serve` (startServer) serves them, with the prom-client package installed',
+        ),
+      ),
+  },
 ];
+
+const HEALTHY: HttpResponse = /* @__PURE__ */ json(200, { status: 'ok' });
+const READY: HttpResponse = /* @__PURE__ */ json(200, { status: 'ready' });
 
 /** A path matched against the table: the routes at its pattern (one per method) and its parameters. */
 export interface PathMatch {

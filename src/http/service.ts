@@ -12,6 +12,7 @@ import {
   type HttpResponse,
   handleRequest,
   problem,
+  type Readiness,
 } from './handler.js';
 import { type EventLog, LogConflict, LogUnavailable, serialQueue } from './log.js';
 
@@ -30,6 +31,11 @@ export interface ServiceOptions {
   readonly adminToken?: string | undefined;
   /** Origins allowed to call the public endpoints (default any: `'*'`); `false` for none. */
   readonly cors?: '*' | ReadonlyArray<string> | false | undefined;
+  /**
+   * What `GET /readyz` says; by default, with a `log`, ready while it takes writes and is
+   * not catching up, and without one always ready.
+   */
+  readonly health?: (() => Readiness) | undefined;
   /**
    * Without a `log`: called with the events a request was accepted with (and the state after
    * them, and the state they were computed on), before the response is sent and before the
@@ -118,7 +124,11 @@ export function createService(options: ServiceOptions): Service {
   // Resolves once every change accepted so far is durable (and shown); rejects for good
   // once a flush has failed.
   let allDurable: Promise<void> = Promise.resolve();
-  const handleOptions = { adminToken: options.adminToken, cors: options.cors };
+  const handleOptions = {
+    adminToken: options.adminToken,
+    cors: options.cors,
+    health: options.health ?? (log === undefined ? undefined : () => readinessOf(log)),
+  };
 
   // Runs in arrival order, one at a time; returns the answer and what it must wait for.
   async function change(
@@ -206,6 +216,23 @@ export function createService(options: ServiceOptions): Service {
       return response;
     },
   };
+}
+
+/** What `GET /readyz` says of a log: ready while it takes writes and is not catching up. */
+export function readinessOf(log: EventLog): Readiness {
+  if (!log.writable)
+    return {
+      ready: false,
+      code: 'store_unavailable',
+      reason: `the event log takes no writes: ${log.unavailable ?? 'unavailable'}`,
+    };
+  if (log.catchingUp)
+    return {
+      ready: false,
+      code: 'catching_up',
+      reason: 'reading what other replicas wrote while this one was away from the database',
+    };
+  return { ready: true };
 }
 
 // A change that could not be kept: 503 while the log cannot take writes, 500 otherwise.

@@ -49,10 +49,12 @@ export const USAGE = `usage: peg-limits serve [options]
   --cors-origin URL         let only this origin's pages call the public endpoints (repeatable;
                             default: any origin)
   --no-cors                 no CORS headers at all
+  --no-metrics              no GET /metrics (it needs the prom-client package otherwise)
   --quiet                   no request log
 
 Serves the operator dashboard at GET /, GET /limits, GET /limits/{account} and its checks,
-GET /window, POST /start_throttle and GET /openapi.json.
+GET /window, POST /start_throttle, GET /openapi.json, GET /healthz, GET /readyz and
+GET /metrics.
 POST /admin/events is on when PEG_LIMITS_ADMIN_TOKEN is set.`;
 
 /** Hooks for tests. */
@@ -123,6 +125,7 @@ export async function serveCommand(
         'linger-bytes': { type: 'string' },
         'cors-origin': { type: 'string', multiple: true },
         'no-cors': { type: 'boolean' },
+        'no-metrics': { type: 'boolean' },
         quiet: { type: 'boolean' },
         help: { type: 'boolean', short: 'h' },
       },
@@ -245,6 +248,8 @@ export async function serveCommand(
       port,
       adminToken: process.env.PEG_LIMITS_ADMIN_TOKEN,
       logLine: log,
+      warn: log,
+      metrics: values['no-metrics'] !== true,
       limits,
       cors,
     });

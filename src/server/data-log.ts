@@ -604,6 +604,8 @@ export async function openDataLog(options: DataLogOptions): Promise<DataLog> {
     get unavailable() {
       return fatal?.message;
     },
+    // One writer: nothing to catch up with.
+    catchingUp: false,
     positionOf: (s) => positions.get(s),
     append(events, next, base) {
       return lane.run(async (): Promise<Appended> => {

@@ -30,6 +30,12 @@ export {
   type PgLogOptions,
 } from './pg-log.js';
 export {
+  createMetrics,
+  type MetricsSource,
+  MetricsUnavailable,
+  type ServerMetrics,
+} from './metrics.js';
+export {
   DEFAULT_SERVER_LIMITS,
   type RunningServer,
   type ServerLimits,

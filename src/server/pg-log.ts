@@ -285,6 +285,8 @@ export async function openPgLog(options: PgLogOptions): Promise<PgLog> {
   let client: pg.Client | undefined;
   let listener: pg.Client | undefined;
   let connected = false;
+  // From a reconnection until the rows written meanwhile are applied.
+  let catching = false;
   let closing = false;
   let backoff = 100;
   let reconnectTimer: ReturnType<typeof setTimeout> | undefined;
@@ -348,6 +350,7 @@ export async function openPgLog(options: PgLogOptions): Promise<PgLog> {
         position = seq;
       }
     }
+    catching = false;
     if (position === before) return false;
     positions.set(state, position);
     for (const fn of listeners) fn(state, position);
@@ -381,6 +384,7 @@ export async function openPgLog(options: PgLogOptions): Promise<PgLog> {
     if (closing) return;
     try {
       await attach();
+      catching = true;
       backoff = 100;
       log?.(`the database connection is back; catching up from position ${position}`);
       follow();
@@ -448,6 +452,9 @@ export async function openPgLog(options: PgLogOptions): Promise<PgLog> {
     },
     get unavailable() {
       return connected ? undefined : 'the database is out of reach';
+    },
+    get catchingUp() {
+      return connected && catching;
     },
     append(events, next, base) {
       return serial(async () => {

@@ -12,11 +12,18 @@ import {
   declaredTooLarge,
   type EventLog,
   type HttpResponse,
+  matchPath,
   payloadTooLarge,
   problem,
   type Service,
 } from 'peg-limits';
 import { connectionGate } from './connections.js';
+import { createMetrics, MetricsUnavailable, type ServerMetrics } from './metrics.js';
+
+// The route pattern a request matched, for the metrics' label.
+const ROUTE = Symbol('route');
+type Labelled = IncomingMessage & { [ROUTE]?: string };
+
 import { answerAndLinger, isLingering, type LingerBudget, rawAnswer } from './linger.js';
 
 /** The limits the server puts on clients; every one has a flag of `peg-limits serve`. */
@@ -77,6 +84,13 @@ export interface ServerOptions {
   readonly cors?: '*' | ReadonlyArray<string> | false | undefined;
   /** Where one line per request goes; none when undefined. */
   readonly logLine?: ((line: string) => void) | undefined;
+  /** Where warnings go (metrics off for want of prom-client); none when undefined. */
+  readonly warn?: ((line: string) => void) | undefined;
+  /**
+   * `GET /metrics` in the Prometheus format (default true: served when the optional
+   * `prom-client` package is installed, with a warning when it is not); false turns it off.
+   */
+  readonly metrics?: boolean | undefined;
   /** Client limits; unset fields take {@link DEFAULT_SERVER_LIMITS}. */
   readonly limits?: Partial<ServerLimits> | undefined;
 }
@@ -93,6 +107,8 @@ export interface RunningServer {
   readonly position: number;
   /** The limits in force. */
   readonly limits: ServerLimits;
+  /** Whether `GET /metrics` is served. */
+  readonly metrics: boolean;
   /** Stops accepting, finishes the requests in flight, then closes the log. */
   close(): Promise<void>;
 }
@@ -115,13 +131,28 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     bytes: limits.lingerBytes,
   };
   const gate = connectionGate(limits.maxConnections, (socket) => !isLingering(socket));
+  // Metrics (SPEC §10): on unless turned off, when prom-client is installed.
+  let metrics: ServerMetrics | undefined;
+  if (options.metrics !== false) {
+    try {
+      metrics = await createMetrics({
+        state: () => service.state,
+        position: () => currentPosition(),
+        writable: () => eventLog.writable,
+      });
+    } catch (e) {
+      if (!(e instanceof MetricsUnavailable)) throw e;
+      options.warn?.(`warning: ${e.message}; serving without metrics`);
+    }
+  }
   const service = createService({
-    log: eventLog,
+    log: metrics === undefined ? eventLog : metrics.timed(eventLog),
     adminToken: options.adminToken,
     cors: options.cors,
   });
   const storeUnavailable = () => !eventLog.writable;
   const handleOptions = { adminToken: options.adminToken, cors: options.cors };
+  const operatorOn = options.adminToken !== undefined && options.adminToken !== '';
   // The log position of the state reads see, sent with every answer.
   let lastPosition = eventLog.positionOf(service.state) ?? 0;
   const currentPosition = () => {
@@ -172,6 +203,12 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   }
 
   function logged(req: IncomingMessage, status: number, started: number): void {
+    if (metrics !== undefined)
+      metrics.observeRequest(
+        (req as Labelled)[ROUTE] ?? 'none',
+        status,
+        (performance.now() - started) / 1000,
+      );
     if (log === undefined) return;
     log(`${req.method} ${req.url} ${status} ${(performance.now() - started).toFixed(1)}ms`);
   }
@@ -205,7 +242,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
 
   function onRequest(req: IncomingMessage, res: ServerResponse): void {
     // Timed only when someone reads the request lines.
-    const started = log === undefined ? 0 : performance.now();
+    const started = log === undefined && metrics === undefined ? 0 : performance.now();
     const socket = req.socket;
     const waiting = (outstanding.get(socket) ?? 0) + 1;
     // A client that sends request after request without reading the answers: close it
@@ -230,10 +267,26 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       unread ? early(req, response, started) : send(req, res, response, started);
     const admitted = admitRequest(head, handleOptions);
     if (!admitted.ok) {
+      if (metrics !== undefined)
+        (req as Labelled)[ROUTE] = matchPath(head.path, operatorOn)?.pattern ?? 'none';
       answer(admitted.response);
       return;
     }
     const match = admitted.match;
+    // The metrics' route label: the pattern, never the raw path.
+    if (metrics !== undefined) (req as Labelled)[ROUTE] = match?.pattern ?? 'none';
+    if (metrics !== undefined && match?.pattern === '/metrics' && admitted.maxBody === 0) {
+      const m = head.method.toUpperCase();
+      if (m === 'GET' || m === 'HEAD') {
+        const exposition = metrics;
+        exposition.render().then(
+          (body) =>
+            answer({ status: 200, headers: { 'content-type': exposition.contentType }, body }),
+          (e: unknown) => answer(problem(500, 'internal_error', (e as Error).message)),
+        );
+        return;
+      }
+    }
     const handle = (body: Uint8Array | undefined, done: (r: HttpResponse) => void) =>
       service
         .handle({ ...head, body, match })
@@ -337,6 +390,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       return currentPosition();
     },
     limits,
+    metrics: metrics !== undefined,
     close() {
       closing ??= new Promise<void>((resolve) => {
         // Keep-alive connections turn idle once their request is answered: close them then,

@@ -194,3 +194,27 @@ describe('the Fetch adapter admits a request before it reads its body', () => {
     expect(await r.text()).toBe('');
   });
 });
+
+describe('readiness (GET /readyz) over an event log', () => {
+  test('ready while the log takes writes and is not catching up; otherwise 503 with the reason', async () => {
+    const { readinessOf } = await import('../../src/index.js');
+    const log = { writable: true, unavailable: undefined as string | undefined, catchingUp: false };
+    const asLog = log as unknown as Parameters<typeof readinessOf>[0];
+    expect(readinessOf(asLog)).toEqual({ ready: true });
+    log.catchingUp = true;
+    expect(readinessOf(asLog)).toMatchObject({ ready: false, code: 'catching_up' });
+    log.writable = false;
+    log.unavailable = 'the database is out of reach';
+    expect(readinessOf(asLog)).toMatchObject({
+      ready: false,
+      code: 'store_unavailable',
+      reason: expect.stringContaining('the database is out of reach'),
+    });
+    const service = createService({ state: at(1), health: () => readinessOf(asLog) });
+    const r = service.read({ method: 'GET', path: '/readyz' });
+    expect(r.status).toBe(503);
+    expect(r.headers['retry-after']).toBe('1');
+    expect(decodeJson(r.body)).toMatchObject({ code: 'store_unavailable' });
+    expect(r.headers['access-control-allow-origin']).toBeUndefined();
+  });
+});

@@ -199,6 +199,11 @@ describe.skipIf(!POSTGRES_AVAILABLE)('replicas over one PostgreSQL', () => {
       const again = await fetch(`${a.url}/limits`);
       expect(again.headers.get('peg-limits-store')).toBe('unavailable');
       expect(again.headers.get('peg-limits-position')).toBe('1');
+      // Not ready, and it says why; still healthy (it serves).
+      const ready = await fetch(`${a.url}/readyz`);
+      expect(ready.status).toBe(503);
+      expect(decodeJson(await ready.text())).toMatchObject({ code: 'store_unavailable' });
+      expect((await fetch(`${a.url}/healthz`)).status).toBe(200);
     } finally {
       db.start();
     }
@@ -213,6 +218,7 @@ describe.skipIf(!POSTGRES_AVAILABLE)('replicas over one PostgreSQL', () => {
     expect((await post(a.url, { type: 'blockConnected', height: 102 })).status).toBe(200);
     const read = await fetch(`${a.url}/limits`);
     expect(read.headers.get('peg-limits-store')).toBeNull();
+    expect((await fetch(`${a.url}/readyz`)).status).toBe(200);
   });
 
   test('SIGKILL a replica in the middle of writes, many rounds: the others go on, the restarted one catches up, nothing acknowledged is lost', async () => {

@@ -1,0 +1,180 @@
+/**
+ * Prometheus metrics of `peg-limits serve` (SPEC §10), made with `prom-client`, an optional
+ * peer dependency loaded only here. The limit gauges are read from the state reads see at
+ * each scrape, so they always equal what `GET /limits` and `GET /window` answer; the
+ * request and persist figures are counted as they happen. Node-only.
+ */
+import { type Appended, type EventLog, getLimits, type LimitsState, windowOf } from 'peg-limits';
+import type * as Prom from 'prom-client';
+
+/** The package to install is missing: the message names it. */
+export class MetricsUnavailable extends Error {
+  override readonly name = 'MetricsUnavailable';
+}
+
+/** What the server needs of its metrics. */
+export interface ServerMetrics {
+  /** The content type of the exposition (`text/plain; version=0.0.4; charset=utf-8`). */
+  readonly contentType: string;
+  /** Counts one answered request: its route pattern (never the raw path) and status. */
+  observeRequest(route: string, status: number, seconds: number): void;
+  /** Wraps a log so that each append's write and flush (or commit) is timed. */
+  timed(log: EventLog): EventLog;
+  /** The exposition text. */
+  render(): Promise<string>;
+}
+
+/** Where the gauges read from. */
+export interface MetricsSource {
+  /** The state reads see. */
+  state(): LimitsState;
+  /** The log position of that state. */
+  position(): number;
+  /** Whether the log takes writes now. */
+  writable(): boolean;
+}
+
+const EXACT = 'A float64: exact below 2^53 (90 million BTC in satoshis).';
+
+async function loadPromClient(): Promise<typeof Prom> {
+  try {
+    const module = (await import('prom-client')) as typeof Prom & { default?: typeof Prom };
+    return module.default ?? module;
+  } catch (e) {
+    const code = (e as NodeJS.ErrnoException).code;
+    if (code === 'ERR_MODULE_NOT_FOUND' || code === 'MODULE_NOT_FOUND')
+      throw new MetricsUnavailable(
+        'metrics need the package "prom-client", which is not installed: run `npm install prom-client` (or `npm install -g prom-client` next to a global peg-limits), or pass --no-metrics',
+      );
+    throw e;
+  }
+}
+
+/**
+ * Creates the metrics of one server, in a registry of their own (with prom-client's default
+ * process metrics).
+ *
+ * @throws MetricsUnavailable when prom-client is not installed
+ */
+export async function createMetrics(source: MetricsSource): Promise<ServerMetrics> {
+  const prom = await loadPromClient();
+  const register = new prom.Registry();
+  prom.collectDefaultMetrics({ register });
+  // A gauge read from the current state at each scrape; `undefined` leaves it out.
+  const gauge = (name: string, help: string, read: () => number | undefined) =>
+    new prom.Gauge({
+      name,
+      help,
+      registers: [register],
+      collect() {
+        this.reset();
+        const value = read();
+        if (value !== undefined) this.set(value);
+      },
+    });
+  const limits = () => getLimits(source.state());
+  gauge(
+    'peg_limits_available_to_withdraw',
+    `availableToWithdraw of GET /limits, in the smallest unit; absent while it is null. ${EXACT}`,
+    () => {
+      const v = limits().availableToWithdraw;
+      return v === null ? undefined : Number(v);
+    },
+  );
+  gauge(
+    'peg_limits_rolling_withdrawn',
+    `Withdrawn in the global rolling window (GET /window: withdrawn). ${EXACT}`,
+    () => {
+      const w = windowOf(source.state());
+      return w === undefined ? undefined : Number(w.withdrawn);
+    },
+  );
+  gauge(
+    'peg_limits_rolling_withdrawal_cap',
+    `The global rolling withdrawal cap in force, throttle overlay included; absent while unset. ${EXACT}`,
+    () => {
+      const v = limits().rollingWithdrawalCap;
+      return v === null ? undefined : Number(v);
+    },
+  );
+  gauge('peg_limits_throttle_active', '1 while throttle mode is on, else 0.', () =>
+    limits().throttleModeInitiator === null ? 0 : 1,
+  );
+  gauge('peg_limits_tip_height', 'The tip height; absent before any block.', () => {
+    const tip = windowOf(source.state())?.tip ?? null;
+    return tip === null ? undefined : tip;
+  });
+  gauge('peg_limits_log_position', 'The event-log position the state reflects.', () =>
+    source.position(),
+  );
+  gauge('peg_limits_account_entries', 'Account entries held.', () => {
+    const caps = limits().accountCaps;
+    return caps instanceof Map ? caps.size : Object.keys(caps).length;
+  });
+  gauge('peg_limits_store_available', '1 when changes can be written, else 0.', () =>
+    source.writable() ? 1 : 0,
+  );
+  const requests = new prom.Counter({
+    name: 'peg_limits_http_requests_total',
+    help: 'Answered requests, by route pattern (never the raw path) and status.',
+    labelNames: ['route', 'status'],
+    registers: [register],
+  });
+  const durations = new prom.Histogram({
+    name: 'peg_limits_http_request_duration_seconds',
+    help: 'Time from a request to its answer, by route pattern.',
+    labelNames: ['route'],
+    buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
+    registers: [register],
+  });
+  const persist = new prom.Histogram({
+    name: 'peg_limits_persist_duration_seconds',
+    help: 'Time to make one accepted change durable: its journal write and flush, or its database commit.',
+    buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
+    registers: [register],
+  });
+  return {
+    contentType: register.contentType,
+    observeRequest(route, status, seconds) {
+      requests.inc({ route, status: String(status) });
+      durations.observe({ route }, seconds);
+    },
+    timed: (log) => timedLog(log, (seconds) => persist.observe(seconds)),
+    render: () => register.metrics(),
+  };
+}
+
+// A log whose appends are timed from the call until the batch is durable.
+function timedLog(log: EventLog, observe: (seconds: number) => void): EventLog {
+  return {
+    get state() {
+      return log.state;
+    },
+    get position() {
+      return log.position;
+    },
+    get writable() {
+      return log.writable;
+    },
+    get unavailable() {
+      return log.unavailable;
+    },
+    get catchingUp() {
+      return log.catchingUp;
+    },
+    positionOf: (state) => log.positionOf(state),
+    async append(events, next, base): Promise<Appended> {
+      const started = performance.now();
+      const appended = await log.append(events, next, base);
+      appended.durable.then(
+        () => observe((performance.now() - started) / 1000),
+        () => undefined,
+      );
+      return appended;
+    },
+    catchUp: (current) => log.catchUp(current),
+    follow: (fn) => log.follow(fn),
+    snapshot: () => log.snapshot(),
+    close: () => log.close(),
+  };
+}
