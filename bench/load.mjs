@@ -91,6 +91,21 @@ try {
       7,
     ),
   ]);
+  // --- GET /limits, metrics on against off (they must cost under 10%) ----------------------
+  const unmetered = await start([
+    'peg-limits',
+    mkdtempSync(join(tmpdir(), 'peg-limits-load-')),
+    'no-metrics',
+  ]);
+  rows.push([
+    `GET /limits (${small.length}-byte body): metrics on ÷ --no-metrics`,
+    await pair(
+      () => cannon(`${ours}/limits`),
+      () => cannon(`${unmetered}/limits`),
+      true,
+      7,
+    ),
+  ]);
   if (process.argv.includes('--small')) throw new Done();
 
   // --- GET /limits with 10,000 account entries ---------------------------------------------

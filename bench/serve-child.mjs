@@ -1,6 +1,6 @@
 // A server for the load figures, in a process of its own: `node bench/serve-child.mjs MODE
 // ARG`. MODE `peg-limits` runs startServer on the data folder ARG (group commit on, or off
-// with a third argument `serial`); MODE `replica` runs it on the PostgreSQL log at ARG;
+// with a third argument `serial`; metrics on, or off with `no-metrics`); MODE `replica` runs it on the PostgreSQL log at ARG;
 // MODE `floor` answers every request with the status, headers and body in the file ARG, the
 // way the thinnest node:http server would (reading the request body first).
 // Prints `listening on URL` like the command.
@@ -35,6 +35,7 @@ if (mode === 'floor') {
       mode === 'replica'
         ? await openPgLog({ url: arg, initial })
         : await openDataLog({ dir: arg, initial, groupCommit: option !== 'serial' }),
+    metrics: option !== 'no-metrics',
     port: 0,
     adminToken: LOAD_TOKEN,
     limits: { maxConnections: 10_000 },

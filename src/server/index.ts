@@ -19,6 +19,12 @@ export {
   StoreError,
 } from './data-log.js';
 export {
+  createMetrics,
+  type MetricsSource,
+  MetricsUnavailable,
+  type ServerMetrics,
+} from './metrics.js';
+export {
   DEFAULT_KEEP_BATCHES,
   DEFAULT_PG_SNAPSHOT_EVERY,
   DEFAULT_SNAPSHOT_SLICE,
@@ -29,12 +35,6 @@ export {
   PgLogError,
   type PgLogOptions,
 } from './pg-log.js';
-export {
-  createMetrics,
-  type MetricsSource,
-  MetricsUnavailable,
-  type ServerMetrics,
-} from './metrics.js';
 export {
   DEFAULT_SERVER_LIMITS,
   type RunningServer,

@@ -18,13 +18,8 @@ import {
   type Service,
 } from 'peg-limits';
 import { connectionGate } from './connections.js';
-import { createMetrics, MetricsUnavailable, type ServerMetrics } from './metrics.js';
-
-// The route pattern a request matched, for the metrics' label.
-const ROUTE = Symbol('route');
-type Labelled = IncomingMessage & { [ROUTE]?: string };
-
 import { answerAndLinger, isLingering, type LingerBudget, rawAnswer } from './linger.js';
+import { createMetrics, MetricsUnavailable, type ServerMetrics } from './metrics.js';
 
 /** The limits the server puts on clients; every one has a flag of `peg-limits serve`. */
 export interface ServerLimits {
@@ -202,13 +197,10 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     return lastHead;
   }
 
-  function logged(req: IncomingMessage, status: number, started: number): void {
+  // `route`: the pattern the request matched, the metrics' label (never the raw path).
+  function logged(req: IncomingMessage, status: number, started: number, route: string): void {
     if (metrics !== undefined)
-      metrics.observeRequest(
-        (req as Labelled)[ROUTE] ?? 'none',
-        status,
-        (performance.now() - started) / 1000,
-      );
+      metrics.observeRequest(route, status, (performance.now() - started) / 1000);
     if (log === undefined) return;
     log(`${req.method} ${req.url} ${status} ${(performance.now() - started).toFixed(1)}ms`);
   }
@@ -219,20 +211,26 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     res: ServerResponse,
     response: HttpResponse,
     started: number,
+    route: string,
   ): void {
     if (isLingering(req.socket)) return;
     const bytes = bytesOf(response.body);
     res.writeHead(response.status, headOf(response, bytes.length) as unknown as string[]);
     res.end(bytes);
-    logged(req, response.status, started);
+    logged(req, response.status, started, route);
   }
 
   // An answer given while the client may still be sending its body: written straight to the
   // socket, which then lingers (drained within budget) before it is closed, so that the
   // client reads the answer rather than a reset.
-  function early(req: IncomingMessage, response: HttpResponse, started: number): void {
+  function early(
+    req: IncomingMessage,
+    response: HttpResponse,
+    started: number,
+    route: string,
+  ): void {
     const answer = rawAnswer(response.status, headersOf(response), response.body);
-    if (answerAndLinger(req.socket, answer, linger)) logged(req, response.status, started);
+    if (answerAndLinger(req.socket, answer, linger)) logged(req, response.status, started, route);
   }
 
   function hasBody(req: IncomingMessage): boolean {
@@ -263,18 +261,18 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     const head = { method: req.method ?? 'GET', path: req.url ?? '/', headers: req.headers };
     // Any answer given before the body is read must linger.
     const unread = hasBody(req);
+    let route = 'none';
     const answer = (response: HttpResponse) =>
-      unread ? early(req, response, started) : send(req, res, response, started);
+      unread ? early(req, response, started, route) : send(req, res, response, started, route);
     const admitted = admitRequest(head, handleOptions);
     if (!admitted.ok) {
-      if (metrics !== undefined)
-        (req as Labelled)[ROUTE] = matchPath(head.path, operatorOn)?.pattern ?? 'none';
+      if (metrics !== undefined) route = matchPath(head.path, operatorOn)?.pattern ?? 'none';
       answer(admitted.response);
       return;
     }
     const match = admitted.match;
     // The metrics' route label: the pattern, never the raw path.
-    if (metrics !== undefined) (req as Labelled)[ROUTE] = match?.pattern ?? 'none';
+    route = match?.pattern ?? 'none';
     if (metrics !== undefined && match?.pattern === '/metrics' && admitted.maxBody === 0) {
       const m = head.method.toUpperCase();
       if (m === 'GET' || m === 'HEAD') {
@@ -319,9 +317,9 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       if (body.add(chunk)) return;
       req.off('data', onData);
       req.off('end', onEnd);
-      early(req, payloadTooLarge(max), started);
+      early(req, payloadTooLarge(max), started, route);
     };
-    const onEnd = () => void handle(body.bytes(), (r) => send(req, res, r, started));
+    const onEnd = () => void handle(body.bytes(), (r) => send(req, res, r, started, route));
     req.on('data', onData);
     req.once('end', onEnd);
   }
