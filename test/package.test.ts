@@ -181,6 +181,7 @@ describe('the drivers are optional peers', () => {
     expect(manifest.peerDependencies.pg).toBeDefined();
     expect(manifest.peerDependenciesMeta.pg).toEqual({ optional: true });
     expect(manifest.peerDependenciesMeta['prom-client']).toEqual({ optional: true });
+    expect(manifest.peerDependenciesMeta.pino).toEqual({ optional: true });
     expect(manifest.dependencies['prom-client']).toBeUndefined();
     expect(() => readFileSync(join(project, 'node_modules/pg/package.json'))).toThrow();
     // The server entry loads without it.
@@ -202,6 +203,15 @@ describe('the drivers are optional peers', () => {
     ]);
     expect(r.code).toBe(2);
     expect(r.stderr).toMatch(/needs the package "pg".*npm install pg/);
+    const json = await runToEnd(join(project, 'node_modules/.bin/peg-limits'), [
+      'serve',
+      '--port',
+      '0',
+      '--log-format',
+      'json',
+    ]);
+    expect(json.code).toBe(2);
+    expect(json.stderr).toMatch(/needs the package "pino".*npm install pino/);
   });
 
   test('installed globally (npm install -g), the command serves; with pg beside it, it loads pg', async () => {

@@ -12,6 +12,7 @@ import {
   openDataLog,
   StoreError,
 } from './data-log.js';
+import { type CommandLogger, createLogger, LoggerUnavailable } from './logger.js';
 import {
   DEFAULT_KEEP_BATCHES,
   DEFAULT_PG_SNAPSHOT_EVERY,
@@ -51,6 +52,7 @@ export const USAGE = `usage: peg-limits serve [options]
   --no-cors                 no CORS headers at all
   --no-metrics              no GET /metrics (it needs the prom-client package otherwise)
   --quiet                   no request log
+  --log-format text         text lines, or json: one JSON object per line (needs pino)
 
 Serves the operator dashboard at GET /, GET /limits, GET /limits/{account} and its checks,
 GET /window, POST /start_throttle, GET /openapi.json, GET /healthz, GET /readyz and
@@ -127,6 +129,7 @@ export async function serveCommand(
         'no-cors': { type: 'boolean' },
         'no-metrics': { type: 'boolean' },
         quiet: { type: 'boolean' },
+        'log-format': { type: 'string' },
         help: { type: 'boolean', short: 'h' },
       },
       strict: true,
@@ -193,9 +196,17 @@ export async function serveCommand(
     return;
   }
   const quiet = values.quiet === true;
-  const log = (line: string) => {
-    if (!quiet || line.startsWith('warning')) process.stderr.write(`${line}\n`);
-  };
+  const format = str('log-format') ?? 'text';
+  if (format !== 'text' && format !== 'json')
+    fail(`--log-format takes text or json, got ${format}`);
+  let logger: CommandLogger;
+  try {
+    logger = await createLogger(format, quiet);
+  } catch (e) {
+    if (e instanceof LoggerUnavailable) fail(e.message);
+    throw e;
+  }
+  const log = (line: string) => logger.message(line);
   // Past `ulimit -f` a write must fail (EFBIG), not kill the process: the store cuts the
   // line back and answers 500.
   process.on('SIGXFSZ', () => undefined);
@@ -247,7 +258,7 @@ export async function serveCommand(
       host: str('host') ?? '127.0.0.1',
       port,
       adminToken: process.env.PEG_LIMITS_ADMIN_TOKEN,
-      logLine: log,
+      logRequest: (line) => logger.request(line),
       warn: log,
       metrics: values['no-metrics'] !== true,
       limits,

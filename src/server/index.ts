@@ -19,6 +19,13 @@ export {
   StoreError,
 } from './data-log.js';
 export {
+  type CommandLogger,
+  createLogger,
+  type LogFormat,
+  LoggerUnavailable,
+  type RequestLine,
+} from './logger.js';
+export {
   createMetrics,
   type MetricsSource,
   MetricsUnavailable,

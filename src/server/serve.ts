@@ -19,6 +19,7 @@ import {
 } from 'peg-limits';
 import { connectionGate } from './connections.js';
 import { answerAndLinger, isLingering, type LingerBudget, rawAnswer } from './linger.js';
+import type { RequestLine } from './logger.js';
 import { createMetrics, MetricsUnavailable, type ServerMetrics } from './metrics.js';
 
 /** The limits the server puts on clients; every one has a flag of `peg-limits serve`. */
@@ -79,6 +80,8 @@ export interface ServerOptions {
   readonly cors?: '*' | ReadonlyArray<string> | false | undefined;
   /** Where one line per request goes; none when undefined. */
   readonly logLine?: ((line: string) => void) | undefined;
+  /** Takes each answered request as fields instead (the command's JSON log); wins over `logLine`. */
+  readonly logRequest?: ((line: RequestLine) => void) | undefined;
   /** Where warnings go (metrics off for want of prom-client); none when undefined. */
   readonly warn?: ((line: string) => void) | undefined;
   /**
@@ -113,7 +116,7 @@ const outstanding = new WeakMap<Socket, number>();
 
 /** Serves the interface over an open event log. */
 export async function startServer(options: ServerOptions): Promise<RunningServer> {
-  const { log: eventLog, logLine: log } = options;
+  const { log: eventLog, logLine: log, logRequest } = options;
   const given: ServerLimits = { ...DEFAULT_SERVER_LIMITS, ...options.limits };
   // The headers are part of the request: their time-out is at most the request's.
   const limits: ServerLimits = {
@@ -201,6 +204,12 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   function logged(req: IncomingMessage, status: number, started: number, route: string): void {
     if (metrics !== undefined)
       metrics.observeRequest(route, status, (performance.now() - started) / 1000);
+    if (logRequest !== undefined) {
+      const ms = Math.round((performance.now() - started) * 10) / 10;
+      const position = currentPosition();
+      logRequest({ method: req.method ?? '', route, url: req.url ?? '', status, ms, position });
+      return;
+    }
     if (log === undefined) return;
     log(`${req.method} ${req.url} ${status} ${(performance.now() - started).toFixed(1)}ms`);
   }
@@ -240,7 +249,10 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
 
   function onRequest(req: IncomingMessage, res: ServerResponse): void {
     // Timed only when someone reads the request lines.
-    const started = log === undefined && metrics === undefined ? 0 : performance.now();
+    const started =
+      log === undefined && logRequest === undefined && metrics === undefined
+        ? 0
+        : performance.now();
     const socket = req.socket;
     const waiting = (outstanding.get(socket) ?? 0) + 1;
     // A client that sends request after request without reading the answers: close it

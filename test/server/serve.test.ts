@@ -376,6 +376,47 @@ describe('peg-limits serve (the command)', () => {
     );
     expect((await runToEnd('node', [CLI, 'serve', '--nope'])).code).toBe(2);
     expect((await runToEnd('node', [CLI, 'frobnicate'])).stderr).toMatch(/unknown command/);
+    const format = await runToEnd('node', [CLI, 'serve', '--log-format', 'xml']);
+    expect(format.code).toBe(2);
+    expect(format.stderr).toMatch(/--log-format takes text or json, got xml/);
+  });
+
+  test('--log-format json: one JSON object per line with level, time and msg; requests with their route pattern; --quiet silences the requests', async () => {
+    const dir = tempDir();
+    const p = await serve(
+      ['--port', '0', '--data', dir, '--log-format', 'json', '--snapshot-every', '1'],
+      { PEG_LIMITS_ADMIN_TOKEN: TOKEN },
+    );
+    await send(p.url, '/limits/alice%20smith');
+    await send(p.url, '/admin/events', events({ type: 'blockConnected', height: 5 }));
+    await waitFor(() => /compacted/.test(p.stderr), 5_000);
+    killGroup(p, 'SIGTERM');
+    await p.exited;
+    const lines = p.stderr
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as Record<string, unknown>);
+    for (const l of lines) {
+      expect(typeof l.level).toBe('number');
+      expect(typeof l.time).toBe('number');
+      expect(typeof l.msg).toBe('string');
+    }
+    const requests = lines.filter((l) => l.msg === 'request');
+    expect(requests.map((r) => [r.method, r.route, r.status, r.position])).toEqual([
+      ['GET', '/limits/{account}', 404, 0],
+      ['POST', '/admin/events', 200, 1],
+    ]);
+    expect(typeof requests[0]!.ms).toBe('number');
+    expect(JSON.stringify(lines)).not.toContain('alice');
+    const messages = lines.map((l) => l.msg as string);
+    expect(messages.some((m) => m.startsWith('opened '))).toBe(true);
+    expect(messages.some((m) => m.startsWith('compacted: '))).toBe(true);
+    // Quiet: no request lines.
+    const q = await serve(['--port', '0', '--data', tempDir(), '--log-format', 'json', '--quiet']);
+    await send(q.url, '/limits');
+    killGroup(q, 'SIGTERM');
+    await q.exited;
+    expect(q.stderr).not.toContain('"request"');
   });
 
   test('a damaged journal stops it with the line named', async () => {
