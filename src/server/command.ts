@@ -5,6 +5,7 @@
  */
 import { parseArgs } from 'node:util';
 import { type EventLog, LimitsError, type LimitsState } from 'peg-limits';
+import { isAlertUrl } from './alerts.js';
 import { DEFAULT_SERVER_CONFIG, loadConfig, stateFromConfig } from './config.js';
 import {
   DEFAULT_SNAPSHOT_EVERY,
@@ -51,6 +52,7 @@ export const USAGE = `usage: peg-limits serve [options]
                             default: any origin)
   --no-cors                 no CORS headers at all
   --no-metrics              no GET /metrics (it needs the prom-client package otherwise)
+  --alert-url URL           POST an alert there when throttle mode starts or ends (repeatable)
   --quiet                   no request log
   --log-format text         text lines, or json: one JSON object per line (needs pino)
 
@@ -128,6 +130,7 @@ export async function serveCommand(
         'cors-origin': { type: 'string', multiple: true },
         'no-cors': { type: 'boolean' },
         'no-metrics': { type: 'boolean' },
+        'alert-url': { type: 'string', multiple: true },
         quiet: { type: 'boolean' },
         'log-format': { type: 'string' },
         help: { type: 'boolean', short: 'h' },
@@ -169,6 +172,9 @@ export async function serveCommand(
       fail(`--cors-origin takes an origin such as https://bridge.example (no path), got ${origin}`);
   }
   const cors = values['no-cors'] === true ? false : origins.length > 0 ? origins : '*';
+  const alertUrls = (values['alert-url'] as string[] | undefined) ?? [];
+  for (const url of alertUrls)
+    if (!isAlertUrl(url)) fail(`--alert-url takes an http(s) URL, got ${url}`);
   const postgres = str('store') ?? (process.env.PEG_LIMITS_STORE || undefined);
   if (postgres !== undefined && !/^postgres(ql)?:\/\//.test(postgres))
     fail(`--store takes a PostgreSQL connection string (postgres://…), got ${postgres}`);
@@ -261,6 +267,7 @@ export async function serveCommand(
       logRequest: (line) => logger.request(line),
       warn: log,
       metrics: values['no-metrics'] !== true,
+      alerts: { urls: alertUrls },
       limits,
       cors,
     });

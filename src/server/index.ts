@@ -3,6 +3,16 @@
  * and journal, and the log on PostgreSQL), the configuration loader and the HTTP server behind `peg-limits serve`.
  * @packageDocumentation
  */
+
+export {
+  ALERT_RETRY_MS,
+  ALERT_TIMEOUT_MS,
+  type Alert,
+  type AlertOptions,
+  type Alerts,
+  createAlerts,
+  isAlertUrl,
+} from './alerts.js';
 export { type CommandHooks, serveCommand, USAGE } from './command.js';
 export { DEFAULT_SERVER_CONFIG, loadConfig, stateFromConfig } from './config.js';
 export {
@@ -31,6 +41,7 @@ export {
   MetricsUnavailable,
   type ServerMetrics,
 } from './metrics.js';
+export { type DurableBatch, observeAppends } from './observed-log.js';
 export {
   DEFAULT_KEEP_BATCHES,
   DEFAULT_PG_SNAPSHOT_EVERY,

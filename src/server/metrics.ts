@@ -4,8 +4,9 @@
  * each scrape, so they always equal what `GET /limits` and `GET /window` answer; the
  * request and persist figures are counted as they happen. Node-only.
  */
-import { type Appended, type EventLog, getLimits, type LimitsState, windowOf } from 'peg-limits';
+import { type EventLog, getLimits, type LimitsState, windowOf } from 'peg-limits';
 import type * as Prom from 'prom-client';
+import { observeAppends } from './observed-log.js';
 
 /** The package to install is missing: the message names it. */
 export class MetricsUnavailable extends Error {
@@ -152,7 +153,7 @@ export async function createMetrics(source: MetricsSource): Promise<ServerMetric
       series.sum += seconds;
       series.count++;
     },
-    timed: (log) => timedLog(log, (seconds) => persist.observe(seconds)),
+    timed: (log) => observeAppends(log, ({ seconds }) => persist.observe(seconds)),
     render: () => register.metrics(),
   };
 }
@@ -220,39 +221,4 @@ function requestHistogram(routes: Map<string, RouteSeries>, name: string) {
       return values;
     }),
   );
-}
-
-// A log whose appends are timed from the call until the batch is durable.
-function timedLog(log: EventLog, observe: (seconds: number) => void): EventLog {
-  return {
-    get state() {
-      return log.state;
-    },
-    get position() {
-      return log.position;
-    },
-    get writable() {
-      return log.writable;
-    },
-    get unavailable() {
-      return log.unavailable;
-    },
-    get catchingUp() {
-      return log.catchingUp;
-    },
-    positionOf: (state) => log.positionOf(state),
-    async append(events, next, base): Promise<Appended> {
-      const started = performance.now();
-      const appended = await log.append(events, next, base);
-      appended.durable.then(
-        () => observe((performance.now() - started) / 1000),
-        () => undefined,
-      );
-      return appended;
-    },
-    catchUp: (current) => log.catchUp(current),
-    follow: (fn) => log.follow(fn),
-    snapshot: () => log.snapshot(),
-    close: () => log.close(),
-  };
 }

@@ -17,6 +17,7 @@ import {
   problem,
   type Service,
 } from 'peg-limits';
+import { type AlertOptions, createAlerts } from './alerts.js';
 import { connectionGate } from './connections.js';
 import { answerAndLinger, isLingering, type LingerBudget, rawAnswer } from './linger.js';
 import type { RequestLine } from './logger.js';
@@ -89,6 +90,8 @@ export interface ServerOptions {
    * `prom-client` package is installed, with a warning when it is not); false turns it off.
    */
   readonly metrics?: boolean | undefined;
+  /** Alerts when throttle mode starts or ends (`--alert-url`); none when undefined. */
+  readonly alerts?: AlertOptions | undefined;
   /** Client limits; unset fields take {@link DEFAULT_SERVER_LIMITS}. */
   readonly limits?: Partial<ServerLimits> | undefined;
 }
@@ -143,8 +146,16 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       options.warn?.(`warning: ${e.message}; serving without metrics`);
     }
   }
+  // Alerts when throttle mode starts or ends, on the changes this process writes.
+  const alerts =
+    options.alerts !== undefined && options.alerts.urls.length > 0
+      ? createAlerts({ ...options.alerts, logLine: options.alerts.logLine ?? options.warn })
+      : undefined;
+  let served = eventLog;
+  if (metrics !== undefined) served = metrics.timed(served);
+  if (alerts !== undefined) served = alerts.watch(served);
   const service = createService({
-    log: metrics === undefined ? eventLog : metrics.timed(eventLog),
+    log: served,
     adminToken: options.adminToken,
     cors: options.cors,
   });
@@ -411,7 +422,10 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
           resolve();
         });
         server.closeIdleConnections();
-      }).then(() => eventLog.close());
+      }).then(async () => {
+        alerts?.close();
+        await eventLog.close();
+      });
       return closing;
     },
   };

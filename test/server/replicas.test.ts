@@ -4,6 +4,7 @@
  * `CI=true` a missing PostgreSQL is a failure (`.ci/run` installs it).
  */
 import { writeFileSync } from 'node:fs';
+import { createServer as createHttpServer } from 'node:http';
 import { join } from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
@@ -65,11 +66,12 @@ describe.skipIf(!POSTGRES_AVAILABLE)('replicas over one PostgreSQL', () => {
     return db.url.replace('/postgres?', `/${name}?`);
   }
 
-  async function replica(url: string, extra: Partial<PgLogOptions> = {}) {
+  async function replica(url: string, extra: Partial<PgLogOptions> = {}, alertUrls: string[] = []) {
     const s = await startServer({
       log: await openPgLog({ url, initial: initial(), ...extra }),
       port: 0,
       adminToken: TOKEN,
+      alerts: { urls: alertUrls, firstDelayMs: 50 },
     });
     running.push(s);
     return s;
@@ -327,6 +329,40 @@ describe.skipIf(!POSTGRES_AVAILABLE)('replicas over one PostgreSQL', () => {
     });
     expect(r.status, r.body).toBe(200);
     expect(r.position).toBe('3');
+  });
+
+  test('each alert is sent once per change, by the replica that wrote it', async () => {
+    const url = await database();
+    const got: string[] = [];
+    const hook = createHttpServer((req, res) => {
+      let body = '';
+      req.on('data', (c: Buffer) => {
+        body += c.toString();
+      });
+      req.on('end', () => {
+        got.push(body);
+        res.writeHead(204);
+        res.end();
+      });
+    });
+    await new Promise<void>((r) => hook.listen(0, '127.0.0.1', () => r()));
+    const hookUrl = `http://127.0.0.1:${(hook.address() as { port: number }).port}/`;
+    try {
+      const a = await replica(url, {}, [hookUrl]);
+      const b = await replica(url, {}, [hookUrl]);
+      expect((await post(a.url, { type: 'throttleStarted', initiator: 'ops-1' })).status).toBe(200);
+      await waitFor(() => b.service.state !== undefined && got.length >= 1, 5_000);
+      await waitFor(() => b.position === a.position, 5_000);
+      expect((await post(b.url, { type: 'throttleEnded' })).status).toBe(200);
+      await waitFor(() => got.length >= 2, 5_000);
+      await new Promise((r) => setTimeout(r, 700));
+      expect(got.map((g) => (decodeJson(g) as { type: string }).type)).toEqual([
+        'throttleStarted',
+        'throttleEnded',
+      ]);
+    } finally {
+      hook.close();
+    }
   });
 
   test('a snapshot row is written in part rows of a slice each, and a new replica reads it back whole', async () => {
