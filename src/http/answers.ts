@@ -87,7 +87,8 @@ export type HttpErrorCode =
   | 'header_too_large'
   | 'store_unavailable'
   | 'write_conflict'
-  | 'catching_up';
+  | 'catching_up'
+  | 'too_many_streams';
 
 const TITLES: Readonly<Record<string, string>> = {
   not_found: 'Not found',

@@ -69,6 +69,16 @@ export interface LimitsClient {
     events: LimitsEvent | ReadonlyArray<LimitsEvent>,
     token: string,
   ): Promise<ClientResult<Limits>>;
+  /**
+   * Follows `GET /events`: calls `onLimits` with the current limits at once and after every
+   * change, with the log position they reflect. A lost stream is opened again with back-off
+   * (0.5 s doubling to 10 s), resuming with `Last-Event-ID`; `onError` hears why. Returns a
+   * function that stops it.
+   */
+  subscribe(
+    onLimits: (limits: Limits, position: number) => void,
+    onError?: (problem: Problem) => void,
+  ): () => void;
 }
 
 function localProblem(code: string, status: number, detail: string): Problem {
@@ -226,5 +236,79 @@ export function createLimitsClient(options: LimitsClientOptions): LimitsClient {
     startThrottle: (name, secret) => post('/start_throttle', JSON.stringify({ name, secret })),
     postEvents: (events, token) =>
       post('/admin/events', encodeJson(events), { authorization: `Bearer ${token}` }),
+    subscribe(onLimits, onError) {
+      let stopped = false;
+      let controller: AbortController | undefined;
+      let lastId: string | undefined;
+      // One event block: `id:`, `event:` and `data:` lines.
+      const take = (block: string) => {
+        let event = 'message';
+        const data: string[] = [];
+        let id: string | undefined;
+        for (const line of block.split('\n')) {
+          const colon = line.indexOf(':');
+          if (colon === 0) continue; // a comment (the heartbeat)
+          const field = colon < 0 ? line : line.slice(0, colon);
+          const value = colon < 0 ? '' : line.slice(colon + 1).replace(/^ /, '');
+          if (field === 'event') event = value;
+          else if (field === 'data') data.push(value);
+          else if (field === 'id') id = value;
+        }
+        if (id !== undefined) lastId = id;
+        if (event !== 'limits') return;
+        const parsed = tryDecodeJson(data.join('\n'));
+        if (parsed.ok && typeof parsed.value === 'object' && parsed.value !== null)
+          onLimits(parsed.value as Limits, Number(id ?? lastId ?? 0));
+        else
+          onError?.(
+            localProblem('invalid_response', 200, 'GET /events sent limits that are not JSON'),
+          );
+      };
+      const run = async () => {
+        let delay = 500;
+        while (!stopped) {
+          controller = new AbortController();
+          try {
+            const response = await doFetch(`${base}/events`, {
+              headers: lastId === undefined ? {} : { 'last-event-id': lastId },
+              signal: controller.signal,
+            });
+            if (!response.ok || response.body === null)
+              throw new Error(`GET /events answered ${response.status}`);
+            delay = 500;
+            const reader = response.body.getReader();
+            const decoder = new TextDecoder();
+            let buffer = '';
+            for (;;) {
+              const { value, done } = await reader.read();
+              if (done) break;
+              buffer += decoder.decode(value, { stream: true }).replace(/\r\n?/g, '\n');
+              for (let end = buffer.indexOf('\n\n'); end >= 0; end = buffer.indexOf('\n\n')) {
+                take(buffer.slice(0, end));
+                buffer = buffer.slice(end + 2);
+              }
+            }
+            if (!stopped) throw new Error('the stream ended');
+          } catch (e) {
+            if (stopped) return;
+            onError?.(
+              localProblem(
+                'network_error',
+                0,
+                `GET /events: ${e instanceof Error ? e.message : String(e)}`,
+              ),
+            );
+          }
+          if (stopped) return;
+          await new Promise((r) => setTimeout(r, delay));
+          delay = Math.min(delay * 2, 10_000);
+        }
+      };
+      void run();
+      return () => {
+        stopped = true;
+        controller?.abort();
+      };
+    },
   };
 }

@@ -229,7 +229,27 @@ $('search').addEventListener('input', (e) => { filter = e.target.value; page = 0
 $('prev').addEventListener('click', () => { page--; renderEntries(); });
 $('next').addEventListener('click', () => { page++; renderEntries(); });
 refresh();
-setInterval(refresh, REFRESH_MS);
+// Live: every change arrives on the stream of changes (GET /events); the window is read
+// again with it. Where there is no stream (a service without the server), poll.
+let polling;
+function poll() { polling = polling || setInterval(refresh, REFRESH_MS); }
+if (typeof EventSource === 'function') {
+  const events = new EventSource(new URL('events', location.href));
+  events.addEventListener('limits', async (e) => {
+    try {
+      renderLimits(parseExact(e.data));
+      renderWindow(await read('window'));
+      $('error').hidden = true;
+      $('updated').textContent = 'updated ' + new Date().toLocaleTimeString() + ' (live)';
+      document.body.dataset.loaded = 'true';
+      document.body.dataset.live = 'true';
+    } catch (err) {
+      refresh();
+    }
+  });
+  // A stream refused for good (no stream here): poll instead. Otherwise it reconnects.
+  events.onerror = () => { if (events.readyState === 2) poll(); };
+} else poll();
 `;
 
 /** The dashboard page: self-contained HTML. */

@@ -216,6 +216,24 @@ export const openApiDocument = {
         },
       },
     },
+    '/events': {
+      get: {
+        operationId: 'getEvents',
+        summary: 'A stream of changes (Server-Sent Events, `peg-limits serve`)',
+        description:
+          'On connecting and after every change, an event `limits` whose data is the GET /limits body and whose id is the log position; `throttleStarted` / `throttleEnded` events with data `{ initiator, position }`; a comment every 15 s.',
+        responses: {
+          '200': { description: 'The stream.', content: { 'text/event-stream': {} } },
+          '503': {
+            description: '`too_many_streams`: at the cap (`--max-streams`).',
+            content: {
+              'application/problem+json': { schema: { $ref: '#/components/schemas/Problem' } },
+            },
+          },
+        },
+      },
+      ...preflight,
+    },
     '/healthz': {
       get: {
         operationId: 'getHealth',

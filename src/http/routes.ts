@@ -263,6 +263,18 @@ export const ROUTES: ReadonlyArray<Route> = [
   },
   {
     method: 'GET',
+    pattern: '/events',
+    access: 'public',
+    maxBody: 0,
+    // The node:http server streams it; a service on its own has no stream.
+    handle: (state) =>
+      unchanged(
+        state,
+        problem(404, 'not_found', 'no stream here: `peg-limits serve` (startServer) serves it'),
+      ),
+  },
+  {
+    method: 'GET',
     pattern: '/healthz',
     access: 'ops',
     maxBody: 0,

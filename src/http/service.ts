@@ -87,6 +87,8 @@ export interface Service {
    * the state reads see; what {@link Service.handle} resolves with for it.
    */
   read(request: HttpRequest): HttpResponse;
+  /** Calls `fn` with each new state reads see (once durable); returns a stop function. */
+  watch(fn: (state: LimitsState) => void): () => void;
   /** The current state. */
   readonly state: LimitsState;
   /**
@@ -170,16 +172,30 @@ export function createService(options: ServiceOptions): Service {
       written = result.state;
       const durable = persisted?.durable;
       allDurable = Promise.all([allDurable, durable]).then(() => {
-        visible = result.state;
+        show(result.state);
       });
       return { response: result.response, wait: allDurable };
+    }
+  }
+
+  // What reads see changes: tell the watchers (a stream of changes, SPEC §10).
+  const watchers = new Set<(state: LimitsState) => void>();
+  function show(state: LimitsState): void {
+    if (state === visible) return;
+    visible = state;
+    for (const fn of watchers) {
+      try {
+        fn(state);
+      } catch {
+        // A watcher's failure is its own.
+      }
     }
   }
 
   function adopt(state: LimitsState): void {
     written = state;
     allDurable = allDurable.then(() => {
-      visible = state;
+      show(state);
     });
   }
 
@@ -202,6 +218,10 @@ export function createService(options: ServiceOptions): Service {
       return visible;
     },
     replace,
+    watch(fn) {
+      watchers.add(fn);
+      return () => watchers.delete(fn);
+    },
     read: (request) => handleRequest(visible, request, handleOptions).response,
     async handle(request) {
       if (request.method.toUpperCase() !== 'POST')

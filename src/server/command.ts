@@ -45,6 +45,8 @@ export const USAGE = `usage: peg-limits serve [options]
   --max-connections ${L.maxConnections}    connections open at once
   --max-header-size ${L.maxHeaderBytes}   bytes of request line and headers
   --max-pipelined ${L.maxPipelined}        unanswered requests one connection may queue
+  --max-streams ${L.maxStreams}        GET /events streams open at once
+  --heartbeat ${L.heartbeatMs / 1000}           seconds between GET /events heartbeat comments
   --linger-time ${L.lingerMs / 1000}          seconds an early answer's connection is drained before it
                             is closed (so the client reads the answer, not a reset)
   --linger-bytes ${L.lingerBytes} bytes drained at most after an early answer
@@ -125,6 +127,8 @@ export async function serveCommand(
         'max-connections': { type: 'string' },
         'max-header-size': { type: 'string' },
         'max-pipelined': { type: 'string' },
+        'max-streams': { type: 'string' },
+        heartbeat: { type: 'string' },
         'linger-time': { type: 'string' },
         'linger-bytes': { type: 'string' },
         'cors-origin': { type: 'string', multiple: true },
@@ -161,6 +165,8 @@ export async function serveCommand(
     maxConnections: positive('max-connections', str('max-connections'), L.maxConnections),
     maxHeaderBytes: positive('max-header-size', str('max-header-size'), L.maxHeaderBytes),
     maxPipelined: positive('max-pipelined', str('max-pipelined'), L.maxPipelined),
+    maxStreams: positive('max-streams', str('max-streams'), L.maxStreams),
+    heartbeatMs: positive('heartbeat', str('heartbeat'), L.heartbeatMs, 1000),
     lingerMs: positive('linger-time', str('linger-time'), L.lingerMs, 1000),
     lingerBytes: positive('linger-bytes', str('linger-bytes'), L.lingerBytes),
   };

@@ -22,6 +22,7 @@ import { connectionGate } from './connections.js';
 import { answerAndLinger, isLingering, type LingerBudget, rawAnswer } from './linger.js';
 import type { RequestLine } from './logger.js';
 import { createMetrics, MetricsUnavailable, type ServerMetrics } from './metrics.js';
+import { createStreams } from './streams.js';
 
 /** The limits the server puts on clients; every one has a flag of `peg-limits serve`. */
 export interface ServerLimits {
@@ -51,6 +52,10 @@ export interface ServerLimits {
   readonly lingerIdleMs: number;
   /** After an early answer, the most bytes drained; past them the connection is reset. */
   readonly lingerBytes: number;
+  /** `GET /events` streams open at once; more get 503 `too_many_streams`. */
+  readonly maxStreams: number;
+  /** How often each `GET /events` stream gets a comment line, so proxies keep it open. */
+  readonly heartbeatMs: number;
 }
 
 /** The defaults of {@link ServerLimits}. */
@@ -66,6 +71,8 @@ export const DEFAULT_SERVER_LIMITS: ServerLimits = {
   lingerMs: 5_000,
   lingerIdleMs: 2_000,
   lingerBytes: 16 * 1024 * 1024,
+  maxStreams: 1_000,
+  heartbeatMs: 15_000,
 };
 
 /** Options of {@link startServer}. */
@@ -110,6 +117,8 @@ export interface RunningServer {
   readonly limits: ServerLimits;
   /** Whether `GET /metrics` is served. */
   readonly metrics: boolean;
+  /** `GET /events` streams open now. */
+  readonly streams: number;
   /** Stops accepting, finishes the requests in flight, then closes the log. */
   close(): Promise<void>;
 }
@@ -160,6 +169,16 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     cors: options.cors,
   });
   const storeUnavailable = () => !eventLog.writable;
+  const limitsRequest = { method: 'GET', path: '/limits', headers: {} };
+  const streams = createStreams(
+    {
+      watch: (fn) => service.watch(fn),
+      state: () => service.state,
+      limits: () => service.read(limitsRequest),
+      position: () => currentPosition(),
+    },
+    limits,
+  );
   const handleOptions = { adminToken: options.adminToken, cors: options.cors };
   const operatorOn = options.adminToken !== undefined && options.adminToken !== '';
   // The log position of the state reads see, sent with every answer.
@@ -296,6 +315,19 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     const match = admitted.match;
     // The metrics' route label: the pattern, never the raw path.
     route = match?.pattern ?? 'none';
+    if (match?.pattern === '/events' && head.method.toUpperCase() === 'GET') {
+      // The route's own answer carries the CORS headers a public route gets.
+      const cors: Record<string, string> = {};
+      for (const [name, value] of Object.entries(service.read({ ...head, match }).headers))
+        if (name.startsWith('access-control-') || name === 'vary') cors[name] = value;
+      const refused = streams.open(req, res, {
+        ...cors,
+        'peg-limits-position': String(currentPosition()),
+      });
+      if (refused !== undefined) answer(refused);
+      else logged(req, 200, started, route);
+      return;
+    }
     if (metrics !== undefined && match?.pattern === '/metrics' && admitted.maxBody === 0) {
       const m = head.method.toUpperCase();
       if (m === 'GET' || m === 'HEAD') {
@@ -412,7 +444,12 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     },
     limits,
     metrics: metrics !== undefined,
+    get streams() {
+      return streams.count;
+    },
     close() {
+      // Streams never end by themselves: end them first.
+      streams.close();
       closing ??= new Promise<void>((resolve) => {
         // Keep-alive connections turn idle once their request is answered: close them then,
         // rather than waiting for their timeout.

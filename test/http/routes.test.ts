@@ -62,8 +62,9 @@ describe('the route table', () => {
       const r = handleRequest(state, { method: route.method, path }, operator);
       // Its own answer: never a missing resource or a method it does not answer.
       expect(r.response.status, `${route.method} ${path}`).not.toBe(405);
-      // GET /metrics is the node:http server's (prom-client): a service alone says so.
-      if (route.pattern === '/metrics') expect(r.response.body).toContain('peg-limits serve');
+      // GET /metrics and GET /events are the node:http server's: a service alone says so.
+      if (route.pattern === '/metrics' || route.pattern === '/events')
+        expect(r.response.body).toContain('peg-limits serve');
       else expect(r.response.body, `${route.method} ${path}`).not.toContain('"not_found"');
     }
   });

@@ -185,6 +185,35 @@ describe.skipIf(!POSTGRES_AVAILABLE)('replicas over one PostgreSQL', () => {
     expect(lags[49]!).toBeLessThan(1_000);
   });
 
+  test('GET /events works the same on every replica: a change written through one is streamed by another, with its position', async () => {
+    const url = await database();
+    const [a, b] = [await replica(url), await replica(url)];
+    const controller = new AbortController();
+    const r = await fetch(`${b.url}/events`, { signal: controller.signal });
+    const reader = r.body!.getReader();
+    let text = '';
+    const reading = (async () => {
+      try {
+        for (;;) {
+          const { value, done } = await reader.read();
+          if (done) return;
+          text += new TextDecoder().decode(value);
+        }
+      } catch {
+        // aborted
+      }
+    })();
+    await waitFor(() => text.includes('event: limits'), 5_000);
+    const sent = performance.now();
+    expect((await post(a.url, { type: 'throttleStarted', initiator: 'ops-a' })).status).toBe(200);
+    await waitFor(() => text.includes('id: 1\n'), 5_000);
+    expect(performance.now() - sent).toBeLessThan(500);
+    expect(text).toContain('event: throttleStarted\ndata: {"initiator":"ops-a","position":1}');
+    expect(text).toMatch(/id: 1\nevent: limits\ndata: \{[^\n]*"throttleModeInitiator":"ops-a"/);
+    controller.abort();
+    await reading;
+  });
+
   test('the database restarted in the middle of traffic: changes refused with 503, reads go on, recovery without a restart', async () => {
     const url = await database();
     const [a, b] = [await replica(url), await replica(url)];

@@ -1,0 +1,204 @@
+/**
+ * `GET /events` (SPEC §10): the stream of changes, its cap, its slow subscribers, and the
+ * client's `subscribe`.
+ */
+import { connect } from 'node:net';
+import { afterEach, describe, expect, test } from 'vitest';
+import { createLimitsClient, createLimitsState, encodeJson, type Limits } from '../../src/index.js';
+import { openDataLog } from '../../src/server/data-log.js';
+import { type RunningServer, type ServerLimits, startServer } from '../../src/server/serve.js';
+import { tempDir, waitFor } from '../support/proc.js';
+
+const TOKEN = 'operator-token-0123456789';
+const BIG = 9_223_372_036_854_775_807n;
+const running: RunningServer[] = [];
+afterEach(async () => {
+  for (const s of running.splice(0)) await s.close();
+});
+
+async function serve(limits: Partial<ServerLimits> = {}): Promise<RunningServer> {
+  const s = await startServer({
+    log: await openDataLog({
+      dir: tempDir(),
+      initial: createLimitsState({ limits: { pegCap: BIG } }),
+    }),
+    port: 0,
+    adminToken: TOKEN,
+    metrics: false,
+    limits,
+  });
+  running.push(s);
+  return s;
+}
+
+async function post(s: RunningServer, events: unknown) {
+  const r = await fetch(`${s.url}/admin/events`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${TOKEN}` },
+    body: encodeJson(events),
+  });
+  expect(r.status).toBe(200);
+  await r.text();
+}
+
+/** Reads a stream's events as they come. */
+async function listen(url: string, headers: Record<string, string> = {}, path = '/events') {
+  const controller = new AbortController();
+  const r = await fetch(`${url}${path}`, { headers, signal: controller.signal });
+  const got: Array<{ event: string; id: string | undefined; data: string; at: number }> = [];
+  const comments: number[] = [];
+  const reader = r.body!.getReader();
+  const decoder = new TextDecoder();
+  let buffer = '';
+  void (async () => {
+    try {
+      for (;;) {
+        const { value, done } = await reader.read();
+        if (done) return;
+        buffer += decoder.decode(value, { stream: true });
+        for (let end = buffer.indexOf('\n\n'); end >= 0; end = buffer.indexOf('\n\n')) {
+          const block = buffer.slice(0, end);
+          buffer = buffer.slice(end + 2);
+          if (block.startsWith(':')) comments.push(performance.now());
+          const lines = block.split('\n').filter((l) => !l.startsWith(':'));
+          const field = (name: string) =>
+            lines.find((l) => l.startsWith(`${name}: `))?.slice(name.length + 2);
+          const event = field('event');
+          if (event !== undefined)
+            got.push({ event, id: field('id'), data: field('data') ?? '', at: performance.now() });
+        }
+      }
+    } catch {
+      // aborted
+    }
+  })();
+  return { response: r, got, comments, stop: () => controller.abort() };
+}
+
+describe('GET /events', () => {
+  test('the current limits first, then one limits event per change within 500 ms, ids the log positions, int64 exact, CORS like the public routes', async () => {
+    const s = await serve();
+    const stream = await listen(s.url, { origin: 'https://bridge.example' });
+    expect(stream.response.headers.get('content-type')).toMatch(/^text\/event-stream/);
+    expect(stream.response.headers.get('access-control-allow-origin')).toBe('*');
+    await waitFor(() => stream.got.length >= 1, 5_000);
+    expect(stream.got[0]).toMatchObject({ event: 'limits', id: '0' });
+    expect(stream.got[0]!.data).toContain('"pegCap":9223372036854775807');
+    const sent = performance.now();
+    await post(s, [{ type: 'blockConnected', height: 10 }]);
+    await waitFor(() => stream.got.length >= 2, 5_000);
+    expect(stream.got[1]!.at - sent).toBeLessThan(500);
+    expect(stream.got[1]).toMatchObject({ event: 'limits', id: '1' });
+    expect(stream.got[1]!.data).toBe(await (await fetch(`${s.url}/limits`)).text());
+    // Throttle mode starting and ending are events of their own.
+    await post(s, [{ type: 'throttleStarted', initiator: 'ops-1' }]);
+    await post(s, [{ type: 'throttleEnded' }]);
+    await waitFor(() => stream.got.length >= 6, 5_000);
+    expect(stream.got.slice(2).map((e) => e.event)).toEqual([
+      'throttleStarted',
+      'limits',
+      'throttleEnded',
+      'limits',
+    ]);
+    expect(stream.got[2]!.data).toBe('{"initiator":"ops-1","position":2}');
+    expect(stream.got[4]!.data).toBe('{"initiator":"ops-1","position":3}');
+    stream.stop();
+  });
+
+  test('an idle stream gets a heartbeat comment every --heartbeat, and outlives the request and idle time-outs', async () => {
+    const s = await serve({
+      heartbeatMs: 100,
+      headersTimeoutMs: 200,
+      requestTimeoutMs: 200,
+      keepAliveTimeoutMs: 200,
+      checkIntervalMs: 50,
+    });
+    const stream = await listen(s.url);
+    await waitFor(() => stream.comments.length >= 8, 5_000);
+    expect(s.streams).toBe(1);
+    await post(s, [{ type: 'blockConnected', height: 10 }]);
+    await waitFor(() => stream.got.length >= 2, 5_000);
+    expect(stream.got.map((e) => e.event)).toEqual(['limits', 'limits']);
+    // Spaced by the interval, not sent in a burst (timers may run late, never early).
+    const gaps = stream.comments.slice(1).map((t, i) => t - stream.comments[i]!);
+    expect(Math.min(...gaps)).toBeGreaterThan(50);
+    stream.stop();
+  });
+
+  test('a subscriber that resumes with Last-Event-ID gets the current limits first; unknown query parameters are ignored', async () => {
+    const s = await serve();
+    await post(s, [{ type: 'blockConnected', height: 10 }]);
+    const stream = await listen(s.url, { 'last-event-id': '0' }, '/events?x=1&since=yesterday');
+    await waitFor(() => stream.got.length >= 1, 5_000);
+    expect(stream.got[0]).toMatchObject({ event: 'limits', id: '1' });
+    stream.stop();
+  });
+
+  test('at --max-streams a new stream is refused 503 too_many_streams; a closed one frees its place', async () => {
+    const s = await serve({ maxStreams: 2 });
+    const a = await listen(s.url);
+    const b = await listen(s.url);
+    const refused = await fetch(`${s.url}/events`);
+    expect(refused.status).toBe(503);
+    expect(await refused.text()).toContain('too_many_streams');
+    a.stop();
+    await new Promise((r) => setTimeout(r, 200));
+    const c = await listen(s.url);
+    expect(c.response.status).toBe(200);
+    b.stop();
+    c.stop();
+  });
+
+  test('a subscriber that does not read is dropped once 1 MiB waits for it; the others go on', async () => {
+    const s = await serve();
+    // Large events: 5,000 account entries, about 1 MiB a body.
+    const accountCaps: Record<string, { pegCap: bigint; perWithdrawalCap: bigint }> = {};
+    for (let i = 0; i < 5_000; i++)
+      accountCaps[`account-${String(i).padStart(5, '0')}`] = { pegCap: BIG, perWithdrawalCap: BIG };
+    await post(s, [{ type: 'limitsSet', limits: { accountCaps } }]);
+    const { port } = new URL(s.url);
+    const stalled = connect(Number(port), '127.0.0.1');
+    stalled.on('error', () => undefined);
+    await new Promise<void>((r) => stalled.once('connect', () => r()));
+    stalled.write('GET /events HTTP/1.1\r\nHost: x\r\n\r\n');
+    stalled.pause(); // never reads
+    const reader = await listen(s.url);
+    await waitFor(() => s.streams === 2, 5_000);
+    for (let h = 1; h <= 60 && s.streams === 2; h++)
+      await post(s, [{ type: 'blockConnected', height: h }]);
+    // Dropped by the server (the paused client may not even have noticed yet).
+    await waitFor(() => s.streams === 1, 10_000);
+    // The one that reads got every change.
+    await waitFor(() => reader.got.at(-1)?.id === String(s.position), 10_000);
+    reader.stop();
+    stalled.destroy();
+  }, 60_000);
+
+  test('createLimitsClient().subscribe hears the current limits and every change, reconnects after a failure, and stops', async () => {
+    const s = await serve();
+    let failures = 1;
+    const client = createLimitsClient({
+      baseUrl: s.url,
+      // The first attempt fails, as a network would.
+      fetch: (input, init) =>
+        failures-- > 0 ? Promise.reject(new Error('unreachable')) : fetch(input, init),
+    });
+    const seen: Array<[Limits, number]> = [];
+    const errors: string[] = [];
+    const stop = client.subscribe(
+      (limits, position) => seen.push([limits, position]),
+      (p) => errors.push(p.code),
+    );
+    await waitFor(() => seen.length >= 1, 5_000);
+    expect(errors).toEqual(['network_error']);
+    expect(seen[0]![0].pegCap).toBe(BIG);
+    await post(s, [{ type: 'blockConnected', height: 10 }]);
+    await waitFor(() => seen.length >= 2, 5_000);
+    expect(seen[1]![1]).toBe(1);
+    stop();
+    await new Promise((r) => setTimeout(r, 100));
+    await post(s, [{ type: 'blockConnected', height: 11 }]);
+    await new Promise((r) => setTimeout(r, 300));
+    expect(seen.length).toBe(2);
+  });
+});
