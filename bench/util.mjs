@@ -16,7 +16,7 @@ export function startChild(args, children) {
     children.push(child);
     child.stdout.on('data', (c) => {
       const m = /listening on (\S+)/.exec(String(c));
-      if (m) resolve({ url: m[1], ms: performance.now() - started });
+      if (m) resolve({ url: m[1], ms: performance.now() - started, child });
     });
     child.once('exit', (code) => reject(new Error(`server exited with ${code}`)));
   });

@@ -93,6 +93,7 @@ export {
   decodeBatch,
   type EventLog,
   encodeBatch,
+  LogBusy,
   LogConflict,
   LogUnavailable,
   type SerialQueue,

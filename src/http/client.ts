@@ -132,7 +132,9 @@ function toCheck(value: unknown): CheckAnswer {
 /**
  * Creates a client of the service at `baseUrl`. Every method resolves with
  * `{ ok: true, value }` or `{ ok: false, problem }` (the service's problem object, with its
- * `code`); none rejects or throws, whatever the network or the server does.
+ * `code`); none rejects or throws, whatever the network or the server does. After a change
+ * it made is accepted, its reads carry `Peg-Limits-Min-Position` with that change's log
+ * position, so a replica answers them only once it has the change (read your writes).
  *
  * @example
  * ```ts
@@ -145,6 +147,8 @@ function toCheck(value: unknown): CheckAnswer {
 export function createLimitsClient(options: LimitsClientOptions): LimitsClient {
   const base = options.baseUrl.replace(/\/+$/, '');
   const doFetch = options.fetch ?? ((input, init) => globalThis.fetch(input, init));
+  // The log position of this client's last accepted change (0: none yet).
+  let seen = 0;
 
   async function call<T>(
     path: string,
@@ -154,8 +158,17 @@ export function createLimitsClient(options: LimitsClientOptions): LimitsClient {
     let response: Response;
     let text: string;
     try {
-      response = await doFetch(`${base}${path}`, init);
+      // Read your writes: after a change this client made, ask for a replica that has it.
+      const request =
+        seen > 0 && init?.method !== 'POST'
+          ? { ...init, headers: { ...init?.headers, 'peg-limits-min-position': String(seen) } }
+          : init;
+      response = await doFetch(`${base}${path}`, request);
       text = await response.text();
+      if (init?.method === 'POST' && response.ok) {
+        const at = Number(response.headers.get('peg-limits-position'));
+        if (Number.isSafeInteger(at) && at > seen) seen = at;
+      }
     } catch (e) {
       return {
         ok: false,

@@ -142,13 +142,20 @@ export function handleRequest(
   }
 }
 
+// What a page on another origin may read of a public answer: the body, and the log position
+// (a client sends it back as Peg-Limits-Min-Position to read its own writes).
+const ANY_ORIGIN = {
+  'access-control-allow-origin': '*',
+  'access-control-expose-headers': 'peg-limits-position',
+} as const;
+
 // A public answer for any origin, made once per answer: the answers of reads are kept per
 // state, so a read of an unchanged state costs no new object here.
 const anyOrigin = new WeakMap<HttpResponse, HttpResponse>();
 function withAnyOrigin(response: HttpResponse): HttpResponse {
   let answer = anyOrigin.get(response);
   if (answer === undefined) {
-    answer = { ...response, headers: { ...response.headers, 'access-control-allow-origin': '*' } };
+    answer = { ...response, headers: { ...response.headers, ...ANY_ORIGIN } };
     anyOrigin.set(response, answer);
   }
   return answer;
@@ -163,7 +170,7 @@ function preflight(allowed: string): HttpResponse {
     status: 204,
     headers: {
       'access-control-allow-methods': `${allowed}, OPTIONS`,
-      'access-control-allow-headers': 'content-type',
+      'access-control-allow-headers': 'content-type, peg-limits-min-position',
       'access-control-max-age': '600',
     },
     body: '',
@@ -184,7 +191,9 @@ function answerOf(
   if (cors === '*') return withAnyOrigin(response);
   const origin = header(request, 'origin');
   const headers: Record<string, string> = { ...response.headers, vary: 'origin' };
-  if (origin !== undefined && cors.includes(origin))
+  if (origin !== undefined && cors.includes(origin)) {
     headers['access-control-allow-origin'] = origin;
+    headers['access-control-expose-headers'] = ANY_ORIGIN['access-control-expose-headers'];
+  }
   return { ...response, headers };
 }

@@ -85,6 +85,15 @@ export class LogConflict extends Error {
 }
 
 /**
+ * Thrown (rejected) by a catch-up or an append that waited too long for other writers to
+ * release the log's write lock: nothing was written, and the service answers 503
+ * `write_conflict` (try again).
+ */
+export class LogBusy extends Error {
+  override readonly name = 'LogBusy';
+}
+
+/**
  * Thrown (rejected) by an append while the log cannot take writes (a database out of
  * reach): nothing was written, and the service answers 503 `store_unavailable`.
  */

@@ -67,7 +67,7 @@ export const openApiDocument = {
     title: 'peg-limits',
     version: '1',
     description:
-      'Limits of a token pegged one-to-one to a base currency: global and per-account caps, a rolling withdrawal window in blocks, and throttle mode. Amounts are int64 integers in the smallest unit, written as plain JSON numbers with every digit.',
+      'Limits of a token pegged one-to-one to a base currency: global and per-account caps, a rolling withdrawal window in blocks, and throttle mode. Amounts are int64 integers in the smallest unit, written as plain JSON numbers with every digit. Every answer of `peg-limits serve` carries `Peg-Limits-Position`, the log position it reflects; a request with `Peg-Limits-Min-Position: n` is answered once the replica shows position n, or after 2 s with 503 `catching_up` (400 `bad_request` when n is not a non-negative integer).',
   },
   paths: {
     '/': {

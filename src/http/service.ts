@@ -14,7 +14,7 @@ import {
   problem,
   type Readiness,
 } from './handler.js';
-import { type EventLog, LogConflict, LogUnavailable, serialQueue } from './log.js';
+import { type EventLog, LogBusy, LogConflict, LogUnavailable, serialQueue } from './log.js';
 
 /** Options of {@link createService} and {@link createFetchHandler}. */
 export interface ServiceOptions {
@@ -40,8 +40,8 @@ export interface ServiceOptions {
    * Without a `log`: called with the events a request was accepted with (and the state after
    * them, and the state they were computed on), before the response is sent and before the
    * new state is visible; when it throws (or rejects), the request fails with 500 and the
-   * state stays as it was ({@link LogConflict} and {@link LogUnavailable} are understood as
-   * a log's).
+   * state stays as it was ({@link LogConflict}, {@link LogBusy} and {@link LogUnavailable}
+   * are understood as a log's).
    *
    * It may resolve once the events are written but not yet durable, with `{ durable }`: the
    * next change is then computed at once on the new state (so one flush can serve many
@@ -123,8 +123,8 @@ export function createService(options: ServiceOptions): Service {
   let visible = initial;
   let written = initial;
   const queue = serialQueue();
-  // Resolves once every change accepted so far is durable (and shown); rejects for good
-  // once a flush has failed.
+  // Resolves once every change accepted so far is durable (and shown); rejects once a flush
+  // has failed, until the log hands over a durable state to go on from (`adopt`).
   let allDurable: Promise<void> = Promise.resolve();
   const handleOptions = {
     adminToken: options.adminToken,
@@ -137,9 +137,12 @@ export function createService(options: ServiceOptions): Service {
     request: HttpRequest,
   ): Promise<{ response: HttpResponse; wait: Promise<void> | undefined }> {
     try {
+      // A log with a write lock takes it here and catches up under it: the change is then
+      // computed on the newest state, and no other writer can append before it.
       const newer = await refresh?.(written);
       if (newer !== undefined) adopt(newer);
-    } catch {
+    } catch (e) {
+      if (e instanceof LogBusy) return { response: busy(e), wait: undefined };
       // Nothing newer could be read: the append below says whether the log takes writes.
     }
     for (let attempt = 1; ; attempt++) {
@@ -163,10 +166,12 @@ export function createService(options: ServiceOptions): Service {
               503,
               'write_conflict',
               `other writers were first ${attempt} times in a row; try again`,
+              { headers: { 'retry-after': '1' } },
             ),
             wait: undefined,
           };
         }
+        if (e instanceof LogBusy) return { response: busy(e), wait: undefined };
         return { response: failed(e), wait: undefined };
       }
       written = result.state;
@@ -192,11 +197,16 @@ export function createService(options: ServiceOptions): Service {
     }
   }
 
+  // `state` is durable (another writer's rows, or what the log holds after a write of this
+  // service failed): what comes next is computed on it, and it is shown once the changes
+  // before it are settled. A change that failed does not hold back the ones after it.
   function adopt(state: LimitsState): void {
     written = state;
-    allDurable = allDurable.then(() => {
-      show(state);
-    });
+    allDurable = allDurable
+      .catch(() => undefined)
+      .then(() => {
+        show(state);
+      });
   }
 
   function replace(state: LimitsState, newer?: (current: LimitsState) => boolean): Promise<void> {
@@ -261,6 +271,11 @@ function failed(e: unknown): HttpResponse {
     return problem(503, 'store_unavailable', e.message, { headers: { 'retry-after': '1' } });
   const message = e instanceof Error ? e.message : String(e);
   return problem(500, 'internal_error', `the change could not be persisted: ${message}`);
+}
+
+// Other writers held the log's write lock too long: try again.
+function busy(e: LogBusy): HttpResponse {
+  return problem(503, 'write_conflict', e.message, { headers: { 'retry-after': '1' } });
 }
 
 /** A Fetch-API handler with the service's current state. */

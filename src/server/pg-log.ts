@@ -4,13 +4,15 @@
  *
  * One table of batches (`seq bigint primary key`, the exact `encodeJson` text of an accepted
  * request's events, a timestamp) and one of snapshots keyed by the `seq` they include. A
- * replica keeps the state in memory; to accept a change computed on its state at position
- * n it inserts row n + 1 and `NOTIFY`s the others in one transaction, and answers after the
- * commit. A unique violation means another replica wrote first: the log reads the rows
- * it lacks, applies them, and rejects with `LogConflict`, so the service computes the
- * request again on the new state. So
- * every replica applies one total order, and nothing acknowledged is lost or applied twice.
- * Followers apply new rows in `seq` order, woken by `LISTEN` and by a short poll. Node-only.
+ * replica keeps the state in memory. To accept changes it opens a transaction, takes the
+ * write lock (a transaction-level advisory lock, waited for at most `lockWaitMs`, then
+ * {@link LogBusy}), applies the rows other replicas committed before it, lets the service
+ * compute the changes on that state, inserts their rows, `NOTIFY`s the others and commits:
+ * the lock is released with the commit, or with the connection of a replica that dies
+ * holding it. So no insert can collide, every replica applies one total order, and nothing
+ * acknowledged is lost or applied twice. The changes a replica computes while its lock is
+ * held go in one transaction (group commit). Followers apply new rows in `seq` order, woken
+ * by `LISTEN` and by a short poll. Node-only.
  */
 
 import {
@@ -22,6 +24,7 @@ import {
   encodeJson,
   type LimitsEvent,
   type LimitsState,
+  LogBusy,
   LogConflict,
   LogUnavailable,
   serialQueue,
@@ -45,6 +48,23 @@ const SNAPSHOT_LOCK = 7_417_002;
 export const DEFAULT_SNAPSHOT_SLICE = 2_000;
 // Any fixed number: the key of the advisory lock that serialises schema creation.
 const SCHEMA_LOCK = 7_417_001;
+/** The key of the advisory lock a replica holds from catching up to committing its rows. */
+export const WRITE_LOCK = 7_417_003;
+/** How long a write waits for other replicas to release the write lock, unless configured. */
+export const DEFAULT_LOCK_WAIT_MS = 2_000;
+
+/** A row of the batches table as read back. */
+interface BatchRow {
+  readonly seq: string;
+  readonly events: string;
+}
+
+// Rows read per query while catching up.
+const READ_ROWS = 5_000;
+// The query that reads the rows after `position` (an integer, written in the text so that it
+// can run in a simple query beside other statements).
+const readAfter = (position: number) =>
+  `SELECT seq, events FROM peg_limits_batches WHERE seq > ${position} ORDER BY seq LIMIT ${READ_ROWS}`;
 
 /** Options of {@link openPgLog}. */
 export interface PgLogOptions {
@@ -62,15 +82,18 @@ export interface PgLogOptions {
   readonly connectTimeoutMs?: number | undefined;
   /** Withdrawals or entries in one part row of a snapshot (default 2,000). */
   readonly snapshotSlice?: number | undefined;
+  /** How long a write waits for the write lock before {@link LogBusy} (default 2 s). */
+  readonly lockWaitMs?: number | undefined;
   /** Where warnings and reconnection notes go. */
   readonly logLine?: ((line: string) => void) | undefined;
 }
 
 /**
- * An open log on PostgreSQL. An append commits its batch as the row after `base`'s
- * position (durable on commit); it rejects with `LogConflict` (and the newer state) when
- * another replica wrote that row first, and with `LogUnavailable` while the database is out
- * of reach (it is `writable` again once reconnected). `snapshot` writes a snapshot row.
+ * An open log on PostgreSQL. `catchUp` takes the write lock (rejecting with `LogBusy` after
+ * `lockWaitMs`) and resolves with the newest state; an append under it is the next row,
+ * durable once its transaction commits, soon after. Both reject with `LogUnavailable` while
+ * the database is out of reach (it is `writable` again once reconnected). `snapshot` writes
+ * a snapshot row.
  */
 export type PgLog = EventLog;
 
@@ -259,7 +282,12 @@ async function loadPg(): Promise<typeof pg> {
 
 async function connectClient(url: string): Promise<pg.Client> {
   const { Client } = await loadPg();
-  const client = new Client({ connectionString: url });
+  // Named for the process, so that an operator (and a test) can see in `pg_stat_activity`
+  // and `pg_locks` which replica holds the write lock; a name in the URL comes first.
+  const client = new Client({
+    connectionString: url,
+    application_name: `peg-limits ${process.pid}`,
+  });
   // Until the caller wires its own handler, a lost connection must not crash the process.
   client.on('error', () => undefined);
   await client.connect();
@@ -312,24 +340,26 @@ export async function openPgLog(options: PgLogOptions): Promise<PgLog> {
   let position = Number(newest.rows[0].seq);
   let state = await loadSnapshot(client, newest.rows[0]);
   positions.set(state, position);
+  // What is committed: `state` and `position` run ahead of it while a write transaction
+  // holds rows not yet committed, and fall back to it when that transaction fails.
+  let committedState = state;
+  let committedPosition = position;
+  const lockWaitMs = Math.max(1, Math.round(options.lockWaitMs ?? DEFAULT_LOCK_WAIT_MS));
 
   // Appends, catch-ups and snapshots change or read `state` and `position`: one at a time.
   const lane = serialQueue();
   const serial = lane.run;
 
   // Applies the rows after `position`, in order; loads a newer snapshot first when the rows
-  // it would need were pruned.
-  async function catchUp(): Promise<boolean> {
+  // it would need were pruned. `first`: the answer of that query already (`readAfter`).
+  async function catchUp(first?: ReadonlyArray<BatchRow>): Promise<boolean> {
     const c = client;
     if (c === undefined || !connected) return false;
     const before = position;
-    for (;;) {
-      const { rows } = await c.query(
-        'SELECT seq, events FROM peg_limits_batches WHERE seq > $1 ORDER BY seq LIMIT 5000',
-        [position],
-      );
+    for (let read = first; ; read = undefined) {
+      const rows = read ?? ((await c.query(readAfter(position))).rows as BatchRow[]);
       if (rows.length === 0) break;
-      if (Number(rows[0].seq) !== position + 1) {
+      if (Number(rows[0]!.seq) !== position + 1) {
         const snap = await c.query(
           'SELECT seq, snapshot, parts FROM peg_limits_snapshots WHERE seq > $1 ORDER BY seq DESC LIMIT 1',
           [position],
@@ -349,17 +379,122 @@ export async function openPgLog(options: PgLogOptions): Promise<PgLog> {
         state = r.state;
         position = seq;
       }
+      if (rows.length < READ_ROWS) break;
     }
     catching = false;
+    committedState = state;
+    committedPosition = position;
     if (position === before) return false;
     positions.set(state, position);
     for (const fn of listeners) fn(state, position);
     return true;
   }
 
+  // Notifications that arrive while a catch-up waits its turn are served by it: one query
+  // for any number of them.
+  let followWaiting = false;
   function follow(): void {
-    if (closing || !connected) return;
-    serial(catchUp).catch((e: unknown) => lost(e));
+    if (closing || !connected || followWaiting) return;
+    followWaiting = true;
+    serial(() => {
+      followWaiting = false;
+      // Under the write lock this replica is the newest already, and no one else commits.
+      return txn === undefined ? catchUp() : false;
+    }).catch((e: unknown) => lost(e));
+  }
+
+  // The write transaction: open from taking the lock until its commit settles. The rows
+  // appended under it, with the state after each; `done` settles with the commit.
+  interface Transaction {
+    readonly rows: Array<{ seq: number; text: string; state: LimitsState }>;
+    readonly done: Promise<void>;
+    resolve(): void;
+    reject(e: Error): void;
+  }
+  let txn: Transaction | undefined;
+
+  // Opens a transaction, takes the write lock (waiting at most `lockWaitMs`) and applies
+  // what other replicas committed before it. Runs in the lane; the commit is scheduled at
+  // once, so a transaction lives only as long as the changes queued behind it take.
+  async function begin(): Promise<void> {
+    const c = client;
+    if (c === undefined || !connected)
+      throw new LogUnavailable(
+        'the database is out of reach: changes are refused until it is back (reads go on)',
+      );
+    try {
+      // One round trip: the lock (its wait bounded by lock_timeout, SQLSTATE 55P03), then the
+      // rows after this replica's position, read by a statement of its own after the lock
+      // was granted (read committed: it sees every row committed before).
+      const results = (await c.query(
+        `BEGIN; SET LOCAL lock_timeout = ${lockWaitMs}; SELECT pg_advisory_xact_lock(${WRITE_LOCK}); ${readAfter(position)}`,
+      )) as unknown as pg.QueryResult[];
+      await catchUp(results[3]!.rows as BatchRow[]);
+    } catch (e) {
+      await c.query('ROLLBACK').catch(() => undefined);
+      if ((e as { code?: string }).code === '55P03')
+        throw new LogBusy(
+          `other replicas held the write lock for over ${lockWaitMs / 1000} s; try again`,
+        );
+      if (connectionLost(e)) lost(e);
+      throw new LogUnavailable(
+        `the write lock could not be taken (${(e as Error).message}); nothing was written`,
+      );
+    }
+    let resolve!: () => void;
+    let reject!: (e: Error) => void;
+    const done = new Promise<void>((res, rej) => {
+      resolve = res;
+      reject = rej;
+    });
+    done.catch(() => undefined);
+    const t: Transaction = { rows: [], done, resolve, reject };
+    txn = t;
+    // Every change already queued behind this one is computed (in microtasks) before this
+    // runs: they all go in this transaction.
+    setImmediate(() => {
+      serial(() => commit(t)).catch(() => undefined);
+    });
+  }
+
+  // Inserts the transaction's rows, notifies the other replicas and commits (releasing the
+  // lock); on a failure rolls back to what is committed, and no row of it is acknowledged.
+  async function commit(t: Transaction): Promise<void> {
+    const c = client;
+    try {
+      if (c === undefined || !connected) throw new Error('the database connection was lost');
+      // One round trip: the rows (as literals: a simple query takes no parameters), the
+      // notification, the commit.
+      const values = t.rows.map((r) => `(${r.seq}, ${c.escapeLiteral(r.text)})`).join(', ');
+      await c.query(
+        t.rows.length > 0
+          ? `INSERT INTO peg_limits_batches (seq, events) VALUES ${values}; NOTIFY ${CHANNEL}, '${position}'; COMMIT`
+          : 'COMMIT',
+      );
+    } catch (e) {
+      await c?.query('ROLLBACK').catch(() => undefined);
+      for (const r of t.rows) positions.delete(r.state);
+      state = committedState;
+      position = committedPosition;
+      txn = undefined;
+      if (connectionLost(e)) lost(e);
+      else if (t.rows.length > 0) log?.(`warning: a commit failed: ${(e as Error).message}`);
+      t.reject(
+        new LogUnavailable(
+          `the change could not be committed (${(e as Error).message}); it was not acknowledged`,
+        ),
+      );
+      return;
+    }
+    committedState = state;
+    committedPosition = position;
+    txn = undefined;
+    t.resolve();
+    for (const r of t.rows)
+      if (r.seq % snapshotEvery === 0)
+        snapshotAt(r.state, r.seq).catch((e: unknown) =>
+          log?.(`warning: snapshot ${r.seq} failed: ${(e as Error).message}`),
+        );
   }
 
   function lost(e: unknown): void {
@@ -458,42 +593,18 @@ export async function openPgLog(options: PgLogOptions): Promise<PgLog> {
     },
     append(events, next, base) {
       return serial(async () => {
-        const c = client;
-        if (c === undefined || !connected) {
-          throw new LogUnavailable(
-            'the database is out of reach: changes are refused until it is back (reads go on)',
-          );
-        }
-        const seq = (positions.get(base) ?? position) + 1;
-        try {
-          await c.query('BEGIN');
-          await c.query('INSERT INTO peg_limits_batches (seq, events) VALUES ($1, $2)', [
-            seq,
-            encodeBatch(events),
-          ]);
-          await c.query('SELECT pg_notify($1, $2)', [CHANNEL, String(seq)]);
-          await c.query('COMMIT');
-        } catch (e) {
-          await c.query('ROLLBACK').catch(() => undefined);
-          if ((e as { code?: string }).code === '23505') {
-            // Another replica wrote that row first: take its rows, and let the service
-            // compute the request again on them.
-            await catchUp();
-            throw new LogConflict(state, `row ${seq} was written by another replica`);
-          }
-          if (connectionLost(e)) lost(e);
-          throw new LogUnavailable(
-            `the change could not be committed (${(e as Error).message}); it was not acknowledged`,
-          );
-        }
+        // Not under the lock yet (no catch-up came first, or it failed): take it now.
+        if (txn === undefined) await begin();
+        const t = txn as Transaction | undefined;
+        if (t === undefined) throw new LogUnavailable('the write transaction was lost');
+        // Computed on a state that is not the newest: another writer's rows came first.
+        if (base !== state) throw new LogConflict(state, 'the log moved on before this change');
+        const seq = position + 1;
+        t.rows.push({ seq, text: encodeBatch(events), state: next });
         state = next;
         position = seq;
         positions.set(next, seq);
-        if (seq % snapshotEvery === 0)
-          snapshotAt(next, seq).catch((e: unknown) =>
-            log?.(`warning: snapshot ${seq} failed: ${(e as Error).message}`),
-          );
-        return { position: seq, durable: Promise.resolve() };
+        return { position: seq, durable: t.done };
       });
     },
     follow(fn) {
@@ -504,18 +615,27 @@ export async function openPgLog(options: PgLogOptions): Promise<PgLog> {
       };
     },
     async catchUp(current) {
-      if (connected) await serial(catchUp).catch((e: unknown) => lost(e));
+      // Takes the write lock, unless this replica holds it already: the change that follows
+      // is computed on the newest state, and its append cannot collide.
+      await serial(async () => {
+        if (txn === undefined) await begin();
+      });
+      if (current === state) return undefined;
+      // Behind the newest, or a state whose write failed: go on from the newest.
       const at = positions.get(current);
-      return at !== undefined && position > at ? state : undefined;
+      return at === undefined || at < position ? state : undefined;
     },
     async snapshot() {
       if (!connected) throw new LogUnavailable('the database is out of reach');
-      await snapshotAt(state, position);
+      await snapshotAt(committedState, committedPosition);
     },
     async close() {
       closing = true;
       clearInterval(poll);
       if (reconnectTimer !== undefined) clearTimeout(reconnectTimer);
+      await lane.idle();
+      // A transaction still open commits first (its commit is queued behind the lane).
+      await txn?.done.catch(() => undefined);
       await lane.idle();
       await snapshotting;
       for (const c of [client, listener]) await c?.end().catch(() => undefined);

@@ -24,6 +24,9 @@ import type { RequestLine } from './logger.js';
 import { createMetrics, MetricsUnavailable, type ServerMetrics } from './metrics.js';
 import { createStreams } from './streams.js';
 
+/** The longest a request with `Peg-Limits-Min-Position` waits for its position. */
+export const MIN_POSITION_WAIT_MS = 2_000;
+
 /** The limits the server puts on clients; every one has a flag of `peg-limits serve`. */
 export interface ServerLimits {
   /** Time for a client to send a request's headers (slowloris); at most `requestTimeoutMs`. */
@@ -313,70 +316,124 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       return;
     }
     const match = admitted.match;
+    const maxBody = admitted.maxBody;
     // The metrics' route label: the pattern, never the raw path.
     route = match?.pattern ?? 'none';
-    if (match?.pattern === '/events' && head.method.toUpperCase() === 'GET') {
-      // The route's own answer carries the CORS headers a public route gets.
-      const cors: Record<string, string> = {};
-      for (const [name, value] of Object.entries(service.read({ ...head, match }).headers))
-        if (name.startsWith('access-control-') || name === 'vary') cors[name] = value;
-      const refused = streams.open(req, res, {
-        ...cors,
-        'peg-limits-position': String(currentPosition()),
-      });
-      if (refused !== undefined) answer(refused);
-      else logged(req, 200, started, route);
-      return;
-    }
-    if (metrics !== undefined && match?.pattern === '/metrics' && admitted.maxBody === 0) {
-      const m = head.method.toUpperCase();
-      if (m === 'GET' || m === 'HEAD') {
-        const exposition = metrics;
-        exposition.render().then(
-          (body) =>
-            answer({ status: 200, headers: { 'content-type': exposition.contentType }, body }),
-          (e: unknown) => answer(problem(500, 'internal_error', (e as Error).message)),
+    // Read your writes (SPEC §11): a request that names a log position is answered once
+    // this replica shows it, or after MIN_POSITION_WAIT_MS with 503 catching_up. A change
+    // needs no wait: it is computed on the newest state of the log.
+    const wanted = req.headers['peg-limits-min-position'];
+    if (wanted !== undefined && match !== undefined) {
+      const n = /^[0-9]{1,30}$/.test(String(wanted)) ? Number(wanted) : undefined;
+      if (n === undefined) {
+        answer(
+          problem(
+            400,
+            'bad_request',
+            `Peg-Limits-Min-Position must be a non-negative integer (a log position), got ${JSON.stringify(String(wanted).slice(0, 40))}`,
+          ),
         );
         return;
       }
+      if (n > currentPosition() && head.method.toUpperCase() !== 'POST') {
+        reached(n).then((ok) => {
+          if (ok) dispatch();
+          else
+            answer(
+              problem(
+                503,
+                'catching_up',
+                `this replica has not reached position ${n} within ${MIN_POSITION_WAIT_MS / 1000} s (it is at ${currentPosition()}); try again`,
+                { headers: { 'retry-after': '1' } },
+              ),
+            );
+        });
+        return;
+      }
     }
-    const handle = (body: Uint8Array | undefined, done: (r: HttpResponse) => void) =>
-      service
-        .handle({ ...head, body, match })
-        .then(done, (e: unknown) => done(problem(500, 'internal_error', (e as Error).message)));
-    if (admitted.maxBody === 0) {
-      // A read is answered at once from the state reads see; only a change waits its turn.
-      if (head.method.toUpperCase() === 'POST') void handle(undefined, answer);
-      else answer(service.read({ ...head, match }));
-      return;
+    dispatch();
+
+    function dispatch(): void {
+      if (match?.pattern === '/events' && head.method.toUpperCase() === 'GET') {
+        // The route's own answer carries the CORS headers a public route gets.
+        const cors: Record<string, string> = {};
+        for (const [name, value] of Object.entries(service.read({ ...head, match }).headers))
+          if (name.startsWith('access-control-') || name === 'vary') cors[name] = value;
+        const refused = streams.open(req, res, {
+          ...cors,
+          'peg-limits-position': String(currentPosition()),
+        });
+        if (refused !== undefined) answer(refused);
+        else logged(req, 200, started, route);
+        return;
+      }
+      if (metrics !== undefined && match?.pattern === '/metrics' && maxBody === 0) {
+        const m = head.method.toUpperCase();
+        if (m === 'GET' || m === 'HEAD') {
+          const exposition = metrics;
+          exposition.render().then(
+            (body) =>
+              answer({ status: 200, headers: { 'content-type': exposition.contentType }, body }),
+            (e: unknown) => answer(problem(500, 'internal_error', (e as Error).message)),
+          );
+          return;
+        }
+      }
+      const handle = (body: Uint8Array | undefined, done: (r: HttpResponse) => void) =>
+        service
+          .handle({ ...head, body, match })
+          .then(done, (e: unknown) => done(problem(500, 'internal_error', (e as Error).message)));
+      if (maxBody === 0) {
+        // A read is answered at once from the state reads see; only a change waits its turn.
+        if (head.method.toUpperCase() === 'POST') void handle(undefined, answer);
+        else answer(service.read({ ...head, match }));
+        return;
+      }
+      const max = maxBody;
+      // A change cannot be written while the log cannot take writes: say so before the body.
+      if (storeUnavailable()) {
+        answer(
+          problem(503, 'store_unavailable', 'the event log is out of reach; try again shortly', {
+            headers: { 'retry-after': '1' },
+          }),
+        );
+        return;
+      }
+      if (declaredTooLarge(req.headers, max)) {
+        answer(payloadTooLarge(max));
+        return;
+      }
+      // Admitted: a client that asked (Expect: 100-continue) may now send its body.
+      if (/^100-continue$/i.test(String(req.headers.expect ?? ''))) res.writeContinue();
+      // Read no more than the route takes: past it, stop reading and answer 413 at once.
+      const body = bodyCollector(max);
+      const onData = (chunk: Buffer) => {
+        if (body.add(chunk)) return;
+        req.off('data', onData);
+        req.off('end', onEnd);
+        early(req, payloadTooLarge(max), started, route);
+      };
+      const onEnd = () => void handle(body.bytes(), (r) => send(req, res, r, started, route));
+      req.on('data', onData);
+      req.once('end', onEnd);
     }
-    const max = admitted.maxBody;
-    // A change cannot be written while the log cannot take writes: say so before the body.
-    if (storeUnavailable()) {
-      answer(
-        problem(503, 'store_unavailable', 'the event log is out of reach; try again shortly', {
-          headers: { 'retry-after': '1' },
-        }),
-      );
-      return;
-    }
-    if (declaredTooLarge(req.headers, max)) {
-      answer(payloadTooLarge(max));
-      return;
-    }
-    // Admitted: a client that asked (Expect: 100-continue) may now send its body.
-    if (/^100-continue$/i.test(String(req.headers.expect ?? ''))) res.writeContinue();
-    // Read no more than the route takes: past it, stop reading and answer 413 at once.
-    const body = bodyCollector(max);
-    const onData = (chunk: Buffer) => {
-      if (body.add(chunk)) return;
-      req.off('data', onData);
-      req.off('end', onEnd);
-      early(req, payloadTooLarge(max), started, route);
-    };
-    const onEnd = () => void handle(body.bytes(), (r) => send(req, res, r, started, route));
-    req.on('data', onData);
-    req.once('end', onEnd);
+  }
+
+  // Resolves once reads see position `n` (woken by the state changing, not by polling), or
+  // with false after MIN_POSITION_WAIT_MS.
+  function reached(n: number): Promise<boolean> {
+    return new Promise((resolve) => {
+      const stop = service.watch(() => {
+        if (currentPosition() < n) return;
+        clearTimeout(timer);
+        stop();
+        resolve(true);
+      });
+      const timer = setTimeout(() => {
+        stop();
+        resolve(false);
+      }, MIN_POSITION_WAIT_MS);
+    });
   }
 
   const server: Server = createServer(

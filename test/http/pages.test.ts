@@ -213,7 +213,7 @@ describe('CORS', () => {
     expect(response.headers).toMatchObject({
       'access-control-allow-origin': '*',
       'access-control-allow-methods': 'POST, OPTIONS',
-      'access-control-allow-headers': 'content-type',
+      'access-control-allow-headers': 'content-type, peg-limits-min-position',
     });
   });
 

@@ -10,6 +10,7 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import {
   applyAll,
+  createLimitsClient,
   createLimitsState,
   decodeJson,
   encodeJson,
@@ -18,7 +19,7 @@ import {
   snapshotOf,
 } from '../../src/index.js';
 import { openDataLog } from '../../src/server/data-log.js';
-import { openPgLog, type PgLogOptions } from '../../src/server/pg-log.js';
+import { openPgLog, type PgLogOptions, WRITE_LOCK } from '../../src/server/pg-log.js';
 import { type RunningServer, startServer } from '../../src/server/serve.js';
 import {
   POSTGRES_AVAILABLE,
@@ -214,6 +215,84 @@ describe.skipIf(!POSTGRES_AVAILABLE)('replicas over one PostgreSQL', () => {
     await reading;
   });
 
+  test('read your writes: a read through another replica that names the write position sees it, 100 times out of 100; the client asks by itself', async () => {
+    const url = await database();
+    const [a, b] = [await replica(url), await replica(url)];
+    expect((await post(a.url, { type: 'blockConnected', height: 100 })).status).toBe(200);
+    const withdrawal = (id: string) => ({
+      type: 'withdrawalRequested',
+      id,
+      account: 'a',
+      amount: 1n,
+      height: 100,
+    });
+    let staleWithout = 0;
+    for (let i = 0; i < 100; i++) {
+      const w = await post(a.url, withdrawal(`w${i}`));
+      expect(w.status).toBe(200);
+      const plain = await fetch(`${b.url}/limits`);
+      await plain.text();
+      if (Number(plain.headers.get('peg-limits-position')) < Number(w.position)) staleWithout++;
+      const asked = await fetch(`${b.url}/limits`, {
+        headers: { 'peg-limits-min-position': w.position! },
+      });
+      expect(asked.status).toBe(200);
+      expect(Number(asked.headers.get('peg-limits-position'))).toBeGreaterThanOrEqual(
+        Number(w.position),
+      );
+      expect(
+        (decodeJson(await asked.text()) as { availableToWithdraw: bigint }).availableToWithdraw,
+      ).toBe(CAP - BigInt(i + 1));
+    }
+    console.log(
+      `reads through another replica right after a write, older than it: ${staleWithout} of 100 without the header, 0 with it`,
+    );
+    // A client behind a balancer that sends writes to one replica and reads to another.
+    const client = createLimitsClient({
+      baseUrl: 'http://balancer',
+      fetch: (input, init) => {
+        const path = String(input).replace('http://balancer', '');
+        return fetch(`${init?.method === 'POST' ? a.url : b.url}${path}`, init);
+      },
+    });
+    for (let i = 0; i < 20; i++) {
+      const posted = await client.postEvents(withdrawal(`c${i}`) as LimitsEvent, TOKEN);
+      expect(posted.ok).toBe(true);
+      const r = await client.getLimits();
+      expect(r.ok && r.value.availableToWithdraw).toBe(CAP - 101n - BigInt(i));
+    }
+  });
+
+  test('the write lock: held by another for over 2 s, a change is refused 503 write_conflict with Retry-After; reads go on; released, writes go on', async () => {
+    const url = await database();
+    const a = await replica(url);
+    expect((await post(a.url, { type: 'blockConnected', height: 100 })).status).toBe(200);
+    const holder = new pg.Client({ connectionString: url });
+    await holder.connect();
+    await holder.query('SELECT pg_advisory_lock($1)', [WRITE_LOCK]);
+    try {
+      const t = performance.now();
+      const r = await fetch(`${a.url}/admin/events`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${TOKEN}` },
+        body: encodeJson({ type: 'blockConnected', height: 101 }),
+      });
+      const took = performance.now() - t;
+      expect(r.status).toBe(503);
+      expect(r.headers.get('retry-after')).toBe('1');
+      expect(decodeJson(await r.text())).toMatchObject({ code: 'write_conflict' });
+      expect(took).toBeGreaterThanOrEqual(1_900);
+      expect(took).toBeLessThan(7_000);
+      expect((await fetch(`${a.url}/limits`)).status).toBe(200);
+    } finally {
+      await holder.end();
+    }
+    // The lock went with the holder's connection.
+    const after = await post(a.url, { type: 'blockConnected', height: 101 });
+    expect(after.status, after.body).toBe(200);
+    expect(after.position).toBe('2');
+  });
+
   test('the database restarted in the middle of traffic: changes refused with 503, reads go on, recovery without a restart', async () => {
     const url = await database();
     const [a, b] = [await replica(url), await replica(url)];
@@ -332,6 +411,161 @@ describe.skipIf(!POSTGRES_AVAILABLE)('replicas over one PostgreSQL', () => {
     expect((decodeJson(bodies[0]!) as { availableToWithdraw: bigint }).availableToWithdraw).toBe(
       10_000_000_000n - 3n * BigInt(total),
     );
+  });
+
+  /** A replica in a process of its own (the command), on the log at `url`. */
+  async function childReplica(url: string): Promise<Proc> {
+    const p = await spawnServer(
+      'node',
+      [CLI, 'serve', '--port', '0', '--quiet', '--store', url, '--keep-batches', '100000'],
+      { PEG_LIMITS_ADMIN_TOKEN: TOKEN },
+    );
+    procs.push(p);
+    return p;
+  }
+
+  /**
+   * Finds the replica process that holds the write lock (by the application name its
+   * connections carry) and stops it there with SIGSTOP: stopped, it cannot release the lock
+   * until it is continued or killed. Resolves with its index in `nodes`.
+   */
+  async function stopLockHolder(url: string, nodes: Proc[]): Promise<number> {
+    const c = new pg.Client({ connectionString: url });
+    await c.connect();
+    const holder = async () => {
+      const { rows } = await c.query(
+        `SELECT a.application_name AS name FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
+         WHERE l.locktype = 'advisory' AND l.objid = $1 AND l.granted`,
+        [WRITE_LOCK],
+      );
+      return Number(/^peg-limits (\d+)$/.exec(rows[0]?.name ?? '')?.[1]);
+    };
+    try {
+      for (let tries = 0; tries < 5_000; tries++) {
+        const pid = await holder();
+        const i = nodes.findIndex((n) => n.child.pid === pid);
+        if (i < 0) continue;
+        process.kill(pid, 'SIGSTOP');
+        if ((await holder()) === pid) return i;
+        process.kill(pid, 'SIGCONT'); // it let go just before: try again
+      }
+      throw new Error('no replica was seen holding the write lock');
+    } finally {
+      await c.end();
+    }
+  }
+
+  /** Writers that spread single withdrawals over `nodes` until stopped; `acked` gets the 200s. */
+  function writeStorm(nodes: Proc[], acked: Set<string>, tag: string) {
+    let stop = false;
+    let k = 0;
+    const writer = async (w: number) => {
+      while (!stop) {
+        const id = `${tag}-${w}-${k++}`;
+        try {
+          const r = await post(nodes[(w + k) % nodes.length]!.url, {
+            type: 'withdrawalRequested',
+            id,
+            account: 'x',
+            amount: 3n,
+            height: 100,
+          });
+          if (r.status === 200) acked.add(id);
+        } catch {
+          // that replica is down: the next request goes to another
+        }
+      }
+    };
+    const writers = Promise.all([0, 1, 2, 3, 4, 5].map(writer));
+    return async () => {
+      stop = true;
+      await writers;
+    };
+  }
+
+  /** Every acknowledged id is in the log once; every replica reaches one position and one state. */
+  async function allAgree(url: string, nodes: Proc[], acked: Set<string>): Promise<void> {
+    const ids = await logged(url);
+    for (const id of acked) expect(ids.get(id), id).toBe(1);
+    for (const [id, n] of ids) expect(n, id).toBe(1);
+    let seen: Array<string | null> = [];
+    for (let i = 0; i < 100; i++) {
+      seen = await Promise.all(
+        nodes.map(async (p) => (await fetch(`${p.url}/limits`)).headers.get('peg-limits-position')),
+      );
+      if (new Set(seen).size === 1) break;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    expect(new Set(seen).size).toBe(1);
+    const bodies = await Promise.all(
+      nodes.map(async (p) => (await fetch(`${p.url}/limits`)).text()),
+    );
+    expect(new Set(bodies).size).toBe(1);
+    // The command runs on the embedded configuration: a 100 BTC window.
+    expect((decodeJson(bodies[0]!) as { availableToWithdraw: bigint }).availableToWithdraw).toBe(
+      10_000_000_000n - 3n * BigInt(ids.size),
+    );
+  }
+
+  test('SIGKILL the replica that holds the write lock, mid-transaction, three rounds: its connection frees the lock, the others go on, nothing acknowledged is lost', async () => {
+    const url = await database();
+    const nodes = [await childReplica(url), await childReplica(url), await childReplica(url)];
+    expect((await post(nodes[0]!.url, { type: 'blockConnected', height: 100 })).status).toBe(200);
+    const acked = new Set<string>();
+    for (let round = 0; round < 3; round++) {
+      const stop = writeStorm(nodes, acked, `k${round}`);
+      await new Promise((r) => setTimeout(r, 200));
+      const victim = await stopLockHolder(url, nodes);
+      killGroup(nodes[victim]!, 'SIGKILL');
+      await nodes[victim]!.exited;
+      // The survivors take the lock at once and go on accepting.
+      const before = acked.size;
+      const t = performance.now();
+      await waitFor(() => acked.size > before + 20, 10_000);
+      console.log(
+        `round ${round}: 20 writes accepted ${(performance.now() - t).toFixed(0)} ms after the lock holder was killed`,
+      );
+      await stop();
+      nodes[victim] = await childReplica(url);
+    }
+    await allAgree(url, nodes, acked);
+  });
+
+  test('the database restarted under a replica that holds the write lock: its transaction is rolled back, nothing acknowledged is lost or doubled, and every replica goes on without a restart', async () => {
+    const url = await database();
+    const nodes = [await childReplica(url), await childReplica(url), await childReplica(url)];
+    expect((await post(nodes[0]!.url, { type: 'blockConnected', height: 100 })).status).toBe(200);
+    const acked = new Set<string>();
+    const stop = writeStorm(nodes, acked, 'r');
+    await new Promise((r) => setTimeout(r, 200));
+    const victim = await stopLockHolder(url, nodes);
+    try {
+      db.stop();
+      db.start();
+    } finally {
+      process.kill(nodes[victim]!.child.pid!, 'SIGCONT');
+    }
+    // All three take writes again, the one that held the lock too.
+    const through = async (p: Proc) => {
+      for (let i = 0; i < 200; i++) {
+        const r = await post(p.url, {
+          type: 'withdrawalRequested',
+          id: `after-${p.child.pid}-${i}`,
+          account: 'y',
+          amount: 3n,
+          height: 100,
+        });
+        if (r.status === 200) {
+          acked.add(`after-${p.child.pid}-${i}`);
+          return true;
+        }
+        await new Promise((r) => setTimeout(r, 100));
+      }
+      return false;
+    };
+    expect(await Promise.all(nodes.map(through))).toEqual([true, true, true]);
+    await stop();
+    await allAgree(url, nodes, acked);
   });
 
   test('a change is computed on the newest state of the log, even before a follower has heard of it', async () => {
