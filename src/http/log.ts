@@ -16,7 +16,10 @@
  * - An append resolves once the batch holds its position; `durable` resolves once it
  *   survives a crash (rejects when it never will). A batch is answered only then.
  * - `catchUp(current)` reads what other writers appended after `current` and resolves with
- *   the newer state, or `undefined` when there is nothing newer.
+ *   the newer state, or `undefined` when there is nothing newer; for a `current` whose
+ *   write failed, it resolves with the log's newest durable state. A log with other
+ *   writers takes its write lock here ({@link LogBusy} when it cannot in time) and holds it
+ *   until the appends that follow are committed, so they cannot conflict.
  * - `follow(fn)` is told of each newer state other writers' batches make, in order.
  * - `snapshot()` writes the newest state as a snapshot; reopening the log gives the same
  *   state and position whether it starts from the snapshot or the batches.

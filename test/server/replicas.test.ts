@@ -263,6 +263,34 @@ describe.skipIf(!POSTGRES_AVAILABLE)('replicas over one PostgreSQL', () => {
     }
   });
 
+  test('group commit: changes queued on one replica while it commits go in one transaction', async () => {
+    const url = await database();
+    const a = await replica(url);
+    expect((await post(a.url, { type: 'blockConnected', height: 100 })).status).toBe(200);
+    const answers = await Promise.all(
+      Array.from({ length: 40 }, (_, i) =>
+        post(a.url, {
+          type: 'withdrawalRequested',
+          id: `g${i}`,
+          account: 'g',
+          amount: 1n,
+          height: 100,
+        }),
+      ),
+    );
+    expect(answers.map((r) => r.status)).toEqual(Array(40).fill(200));
+    // A row's created_at is its transaction's start: fewer distinct ones than rows.
+    const c = new pg.Client({ connectionString: url });
+    await c.connect();
+    const { rows } = await c.query(
+      'SELECT count(*)::int AS n, count(DISTINCT created_at)::int AS transactions FROM peg_limits_batches WHERE seq > 1',
+    );
+    await c.end();
+    expect(rows[0].n).toBe(40);
+    console.log(`40 concurrent changes on one replica: ${rows[0].transactions} transactions`);
+    expect(rows[0].transactions).toBeLessThan(40);
+  });
+
   test('the write lock: held by another for over 2 s, a change is refused 503 write_conflict with Retry-After; reads go on; released, writes go on', async () => {
     const url = await database();
     const a = await replica(url);
