@@ -103,3 +103,10 @@ describe('imports only point down', () => {
     expect(done.size).toBe(graph.size);
   });
 });
+
+test('no module of src/ is over 600 lines: a module that grows past it is split by concept', () => {
+  const over = sources('src')
+    .map((file) => ({ file, lines: readFileSync(file, 'utf8').split('\n').length - 1 }))
+    .filter((m) => m.lines > 600);
+  expect(over).toEqual([]);
+});
