@@ -4,7 +4,9 @@
  * `level`, `time`, `msg` and fields. Both go to stderr: stdout's first line stays
  * `listening on URL`. Node-only.
  */
+
 import type * as Pino from 'pino';
+import { loadPeer } from './peers.js';
 
 /** One answered request, as the log says it. */
 export interface RequestLine {
@@ -58,18 +60,11 @@ export async function createLogger(format: LogFormat, quiet: boolean): Promise<C
     pino(options: object, destination: unknown): Pino.Logger;
     destination(options: { dest: number; sync: boolean }): unknown;
   };
-  let pino: PinoModule;
-  try {
-    const module = (await import('pino')) as unknown as PinoModule & { default?: PinoModule };
-    pino = module.default?.destination !== undefined ? module.default : module;
-  } catch (e) {
-    const code = (e as NodeJS.ErrnoException).code;
-    if (code === 'ERR_MODULE_NOT_FOUND' || code === 'MODULE_NOT_FOUND')
-      throw new LoggerUnavailable(
-        '--log-format json needs the package "pino", which is not installed: run `npm install pino` (or `npm install -g pino` next to a global peg-limits)',
-      );
-    throw e;
-  }
+  const pino = await loadPeer<PinoModule>(
+    'pino',
+    () => import('pino'),
+    (hint) => new LoggerUnavailable(`--log-format json needs ${hint}`),
+  );
   // Synchronous writes to stderr: a line is out before the process may exit.
   const logger = pino.pino(
     { base: { name: 'peg-limits' } },

@@ -4,9 +4,11 @@
  * each scrape, so they always equal what `GET /limits` and `GET /window` answer; the
  * request and persist figures are counted as they happen. Node-only.
  */
+
 import { type EventLog, getLimits, type LimitsState, windowOf } from 'peg-limits';
 import type * as Prom from 'prom-client';
 import { observeAppends } from './observed-log.js';
+import { loadPeer } from './peers.js';
 
 /** The package to install is missing: the message names it. */
 export class MetricsUnavailable extends Error {
@@ -37,18 +39,12 @@ export interface MetricsSource {
 
 const EXACT = 'A float64: exact below 2^53 (90 million BTC in satoshis).';
 
-async function loadPromClient(): Promise<typeof Prom> {
-  try {
-    const module = (await import('prom-client')) as typeof Prom & { default?: typeof Prom };
-    return module.default ?? module;
-  } catch (e) {
-    const code = (e as NodeJS.ErrnoException).code;
-    if (code === 'ERR_MODULE_NOT_FOUND' || code === 'MODULE_NOT_FOUND')
-      throw new MetricsUnavailable(
-        'metrics need the package "prom-client", which is not installed: run `npm install prom-client` (or `npm install -g prom-client` next to a global peg-limits), or pass --no-metrics',
-      );
-    throw e;
-  }
+function loadPromClient(): Promise<typeof Prom> {
+  return loadPeer<typeof Prom>(
+    'prom-client',
+    () => import('prom-client'),
+    (hint) => new MetricsUnavailable(`metrics need ${hint}, or pass --no-metrics`),
+  );
 }
 
 /**

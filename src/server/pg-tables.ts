@@ -15,6 +15,7 @@ import {
   stateFromSnapshot,
 } from 'peg-limits';
 import type pg from 'pg';
+import { loadPeer } from './peers.js';
 
 /** The schema version this release creates and reads. */
 export const PG_SCHEMA_VERSION = 2;
@@ -202,18 +203,12 @@ export async function writeSnapshotRows(
  *
  * @throws PgLogError naming the package when it is not installed
  */
-async function loadPg(): Promise<typeof pg> {
-  try {
-    const module = (await import('pg')) as { default?: typeof pg } & typeof pg;
-    return module.default ?? module;
-  } catch (e) {
-    const code = (e as NodeJS.ErrnoException).code;
-    if (code === 'ERR_MODULE_NOT_FOUND' || code === 'MODULE_NOT_FOUND')
-      throw new PgLogError(
-        'the log on PostgreSQL needs the package "pg", which is not installed: run `npm install pg` in your project (or `npm install -g pg` next to a global peg-limits)',
-      );
-    throw e;
-  }
+function loadPg(): Promise<typeof pg> {
+  return loadPeer<typeof pg>(
+    'pg',
+    () => import('pg'),
+    (hint) => new PgLogError(`the log on PostgreSQL needs ${hint}`),
+  );
 }
 
 export async function connectClient(url: string): Promise<pg.Client> {

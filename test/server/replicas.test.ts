@@ -419,28 +419,7 @@ describe.skipIf(!POSTGRES_AVAILABLE)('replicas over one PostgreSQL', () => {
     }
     // Every replica reaches the same position and the same limits; the log has every
     // acknowledged withdrawal exactly once.
-    const ids = await logged(url);
-    for (const id of acked) expect(ids.get(id), id).toBe(1);
-    const total = [...ids.values()].reduce((a, b) => a + b, 0);
-    const positions = async () =>
-      Promise.all(
-        nodes.map(async (p) => (await fetch(`${p.url}/limits`)).headers.get('peg-limits-position')),
-      );
-    let seen: Array<string | null> = [];
-    for (let i = 0; i < 100; i++) {
-      seen = await positions();
-      if (new Set(seen).size === 1) break;
-      await new Promise((r) => setTimeout(r, 100));
-    }
-    expect(new Set(seen).size).toBe(1);
-    const bodies = await Promise.all(
-      nodes.map(async (p) => (await fetch(`${p.url}/limits`)).text()),
-    );
-    expect(new Set(bodies).size).toBe(1);
-    // The command runs on the embedded configuration: a 100 BTC window.
-    expect((decodeJson(bodies[0]!) as { availableToWithdraw: bigint }).availableToWithdraw).toBe(
-      10_000_000_000n - 3n * BigInt(total),
-    );
+    await allAgree(url, nodes, acked);
   });
 
   /** A replica in a process of its own (the command), on the log at `url`. */
