@@ -363,49 +363,12 @@ describe.skipIf(!POSTGRES_AVAILABLE)('replicas over one PostgreSQL', () => {
 
   test('SIGKILL a replica in the middle of writes, many rounds: the others go on, the restarted one catches up, nothing acknowledged is lost', async () => {
     const url = await database();
-    const env = { PEG_LIMITS_ADMIN_TOKEN: TOKEN };
-    const args = [
-      'serve',
-      '--port',
-      '0',
-      '--quiet',
-      '--store',
-      url,
-      '--snapshot-every',
-      '40',
-      '--keep-batches',
-      '100000',
-    ];
-    const start = async () => {
-      const p = await spawnServer('node', [CLI, ...args], env);
-      procs.push(p);
-      return p;
-    };
+    const start = () => childReplica(url, ['--snapshot-every', '40']);
     const nodes = [await start(), await start(), await start()];
     expect((await post(nodes[0]!.url, { type: 'blockConnected', height: 100 })).status).toBe(200);
     const acked = new Set<string>();
     for (let round = 0; round < 6; round++) {
-      let stop = false;
-      let k = 0;
-      const writer = async (w: number) => {
-        while (!stop) {
-          const id = `r${round}-${w}-${k++}`;
-          const node = nodes[(w + k) % 3]!;
-          try {
-            const r = await post(node.url, {
-              type: 'withdrawalRequested',
-              id,
-              account: 'x',
-              amount: 3n,
-              height: 100,
-            });
-            if (r.status === 200) acked.add(id);
-          } catch {
-            // that replica is down: the next request goes to another
-          }
-        }
-      };
-      const writers = Promise.all([0, 1, 2, 3].map(writer));
+      const stop = writeStorm(nodes, acked, `r${round}`, 4);
       await new Promise((r) => setTimeout(r, 200 + Math.random() * 300));
       const victim = round % 3;
       killGroup(nodes[victim]!, 'SIGKILL');
@@ -413,8 +376,7 @@ describe.skipIf(!POSTGRES_AVAILABLE)('replicas over one PostgreSQL', () => {
       // The survivors go on accepting.
       const before = acked.size;
       await waitFor(() => acked.size > before + 20, 10_000);
-      stop = true;
-      await writers;
+      await stop();
       nodes[victim] = await start();
     }
     // Every replica reaches the same position and the same limits; the log has every
@@ -423,10 +385,21 @@ describe.skipIf(!POSTGRES_AVAILABLE)('replicas over one PostgreSQL', () => {
   });
 
   /** A replica in a process of its own (the command), on the log at `url`. */
-  async function childReplica(url: string): Promise<Proc> {
+  async function childReplica(url: string, extra: string[] = []): Promise<Proc> {
     const p = await spawnServer(
       'node',
-      [CLI, 'serve', '--port', '0', '--quiet', '--store', url, '--keep-batches', '100000'],
+      [
+        CLI,
+        'serve',
+        '--port',
+        '0',
+        '--quiet',
+        '--store',
+        url,
+        '--keep-batches',
+        '100000',
+        ...extra,
+      ],
       { PEG_LIMITS_ADMIN_TOKEN: TOKEN },
     );
     procs.push(p);
@@ -465,7 +438,7 @@ describe.skipIf(!POSTGRES_AVAILABLE)('replicas over one PostgreSQL', () => {
   }
 
   /** Writers that spread single withdrawals over `nodes` until stopped; `acked` gets the 200s. */
-  function writeStorm(nodes: Proc[], acked: Set<string>, tag: string) {
+  function writeStorm(nodes: Proc[], acked: Set<string>, tag: string, writers = 6) {
     let stop = false;
     let k = 0;
     const writer = async (w: number) => {
@@ -485,10 +458,10 @@ describe.skipIf(!POSTGRES_AVAILABLE)('replicas over one PostgreSQL', () => {
         }
       }
     };
-    const writers = Promise.all([0, 1, 2, 3, 4, 5].map(writer));
+    const running = Promise.all(Array.from({ length: writers }, (_, w) => writer(w)));
     return async () => {
       stop = true;
-      await writers;
+      await running;
     };
   }
 
