@@ -125,6 +125,18 @@ describe('GET /events', () => {
     stream.stop();
   });
 
+  test('changes that share one flush (group commit) are still one limits event each, ids consecutive', async () => {
+    const s = await serve();
+    const stream = await listen(s.url);
+    await waitFor(() => stream.got.length >= 1, 5_000);
+    await Promise.all(
+      Array.from({ length: 20 }, (_, i) => post(s, [{ type: 'blockConnected', height: i + 1 }])),
+    );
+    await waitFor(() => stream.got.length >= 21, 5_000);
+    expect(stream.got.map((e) => e.id)).toEqual(Array.from({ length: 21 }, (_, i) => String(i)));
+    stream.stop();
+  });
+
   test('a subscriber that resumes with Last-Event-ID gets the current limits first; unknown query parameters are ignored', async () => {
     const s = await serve();
     await post(s, [{ type: 'blockConnected', height: 10 }]);
