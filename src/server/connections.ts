@@ -20,6 +20,12 @@ export interface ConnectionGate {
   idle(socket: Socket): void;
   /** Whether the connection is idle: no request under way, none begun since. */
   isIdle(socket: Socket): boolean;
+  /**
+   * Closes each connection whose answers have waited for `ms` or longer without the client
+   * taking a byte of them (it pipelines and never reads: the server has stopped reading it,
+   * so no time-out of a request applies). `skip` exempts a connection. Returns how many.
+   */
+  closeStalled(ms: number, now: number, skip: (socket: Socket) => boolean): number;
   /** Connections open now. */
   readonly open: number;
   /** Connections evicted so far. */
@@ -39,6 +45,8 @@ export function connectionGate(
   // it had read when it turned idle: more read since means a request has begun arriving.
   const idle = new Map<Socket, number>();
   let evicted = 0;
+  // Connections with answers waiting: the bytes the client had taken, and since when.
+  const waiting = new Map<Socket, { taken: number; since: number }>();
 
   function evictOne(): boolean {
     for (const [socket, bytesRead] of idle) {
@@ -60,6 +68,7 @@ export function connectionGate(
       socket.once('close', () => {
         open.delete(socket);
         idle.delete(socket);
+        waiting.delete(socket);
       });
       return true;
     },
@@ -74,6 +83,26 @@ export function connectionGate(
     },
     isIdle(socket) {
       return idle.get(socket) === socket.bytesRead;
+    },
+    closeStalled(ms, now, skip) {
+      let closed = 0;
+      for (const socket of open) {
+        if (socket.writableLength === 0 || socket.destroyed || skip(socket)) {
+          waiting.delete(socket);
+          continue;
+        }
+        // What the socket has written whole: what it took, less what still waits.
+        const taken = socket.bytesWritten - socket.writableLength;
+        const seen = waiting.get(socket);
+        if (seen === undefined || seen.taken !== taken) {
+          waiting.set(socket, { taken, since: now });
+        } else if (now - seen.since >= ms) {
+          waiting.delete(socket);
+          socket.destroy();
+          closed++;
+        }
+      }
+      return closed;
     },
     get open() {
       return open.size;

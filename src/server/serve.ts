@@ -364,7 +364,10 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
           'peg-limits-position': String(currentPosition()),
         });
         if (refused !== undefined) answer(refused);
-        else logged(req, 200, started, route);
+        else {
+          streaming.add(socket);
+          logged(req, 200, started, route);
+        }
         return;
       }
       if (metrics !== undefined && match?.pattern === '/metrics' && maxBody === 0) {
@@ -457,6 +460,21 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   server.setTimeout(limits.requestTimeoutMs, (socket: Socket) => {
     if (gate.isIdle(socket)) socket.destroy();
   });
+  // A client that pipelines requests and never reads the answers: once its answers back up,
+  // the server stops reading it, so no request time-out applies. Close it when its answers
+  // have waited the request time-out without a byte taken. A stream has its own rule (a
+  // subscriber 1 MiB behind is dropped); a lingering connection its own budget.
+  const streaming = new WeakSet<Socket>();
+  const stalled = setInterval(() => {
+    const closed = gate.closeStalled(
+      limits.requestTimeoutMs,
+      performance.now(),
+      (socket) => streaming.has(socket) || isLingering(socket),
+    );
+    if (closed > 0)
+      log?.(`closed ${closed} connection(s): answers unread for ${limits.requestTimeoutMs} ms`);
+  }, limits.checkIntervalMs);
+  stalled.unref();
   server.on('clientError', (error: NodeJS.ErrnoException, socket: Socket) => {
     // A connection answered early already is being drained: its own budget closes it.
     if (isLingering(socket)) return;
@@ -513,6 +531,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
         const sweep = setInterval(() => server.closeIdleConnections(), 50);
         server.close(() => {
           clearInterval(sweep);
+          clearInterval(stalled);
           resolve();
         });
         server.closeIdleConnections();
