@@ -166,6 +166,8 @@ export const fetchClient: Client = async (base, r) => {
   }
 };
 
+const MiB_PER_TURN = 1024 * 1024;
+
 /**
  * A raw socket that writes the head and then the body as fast as the connection takes it,
  * reading all along, and stops writing once it has read a status line.
@@ -184,11 +186,19 @@ export const raw: Client = (base, r) =>
       socket.write(head);
       const all = body(r.size);
       let at = 0;
+      // At most 1 MiB per turn of the event loop, then it reads: a write the kernel takes at
+      // once returns true, so a loop of writes alone could send 16 MiB (the server's drain
+      // budget) on loopback before it ever looks at the answer.
       const pump = () => {
+        let turn = 0;
         while (!answered && !socket.destroyed && at < all.length) {
           const chunk = all.subarray(at, at + 65_536);
           at += chunk.length;
           if (!socket.write(chunk)) return;
+          if ((turn += chunk.length) >= MiB_PER_TURN) {
+            setImmediate(pump);
+            return;
+          }
         }
       };
       socket.on('drain', pump);
