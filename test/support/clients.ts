@@ -195,7 +195,8 @@ export const raw: Client = (base, r) =>
           const chunk = all.subarray(at, at + 65_536);
           at += chunk.length;
           if (!socket.write(chunk)) return;
-          if ((turn += chunk.length) >= MiB_PER_TURN) {
+          turn += chunk.length;
+          if (turn >= MiB_PER_TURN) {
             setImmediate(pump);
             return;
           }
