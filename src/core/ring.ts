@@ -161,7 +161,6 @@ function addIn(
   return top;
 }
 
-/** The sum of a node, computing and caching the sums of inner nodes on first use. */
 // A copy's own ids: a copy of a short array, none (an empty new one) past COPY_IDS.
 function copiedIds(ids: string[] | undefined): string[] | undefined {
   return ids === undefined || ids.length >= COPY_IDS ? undefined : ids.slice();
@@ -182,6 +181,7 @@ function appendId(leaf: SumNode, id: string): void {
   else leaf.ids.push(id);
 }
 
+/** The sum of a node, computing and caching the sums of inner nodes on first use. */
 function sumOf(node: SumNode): bigint {
   if (node.sum !== undefined) return node.sum;
   let total = 0n;
