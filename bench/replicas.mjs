@@ -104,6 +104,13 @@ try {
       p99: Math.max(...runs.map((r) => r.latency.p99)),
     };
   };
+  // Three replicas on a fresh database, its first block written.
+  const threeReplicas = async (name) => {
+    const db = await database(name);
+    const three = [await replica(db), await replica(db), await replica(db)];
+    await admin(three[0].url, [{ type: 'blockConnected', height: 1 }]);
+    return three;
+  };
   const contenders = [
     async (round) => {
       const a = await replica(await database(`alone${round}`));
@@ -112,16 +119,12 @@ try {
       stop([a]);
     },
     async (round) => {
-      const db = await database(`one${round}`);
-      const three = [await replica(db), await replica(db), await replica(db)];
-      await admin(three[0].url, [{ type: 'blockConnected', height: 1 }]);
+      const three = await threeReplicas(`one${round}`);
       one.push(summary([await writes(three[0].url, CONNECTIONS)]));
       stop(three);
     },
     async (round, last) => {
-      const db = await database(`three${round}`);
-      const three = [await replica(db), await replica(db), await replica(db)];
-      await admin(three[0].url, [{ type: 'blockConnected', height: 1 }]);
+      const three = await threeReplicas(`three${round}`);
       spread.push(
         summary(
           await Promise.all(

@@ -364,10 +364,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
           'peg-limits-position': String(currentPosition()),
         });
         if (refused !== undefined) answer(refused);
-        else {
-          streaming.add(socket);
-          logged(req, 200, started, route);
-        }
+        else logged(req, 200, started, route);
         return;
       }
       if (metrics !== undefined && match?.pattern === '/metrics' && maxBody === 0) {
@@ -464,12 +461,11 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   // the server stops reading it, so no request time-out applies. Close it when its answers
   // have waited the request time-out without a byte taken. A stream has its own rule (a
   // subscriber 1 MiB behind is dropped); a lingering connection its own budget.
-  const streaming = new WeakSet<Socket>();
   const stalled = setInterval(() => {
     const closed = gate.closeStalled(
       limits.requestTimeoutMs,
       performance.now(),
-      (socket) => streaming.has(socket) || isLingering(socket),
+      (socket) => streams.carries(socket) || isLingering(socket),
     );
     if (closed > 0)
       log?.(`closed ${closed} connection(s): answers unread for ${limits.requestTimeoutMs} ms`);

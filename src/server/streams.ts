@@ -7,6 +7,7 @@
  * once 1 MiB waits for it. Node-only.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
 import { encodeJson, getLimits, type HttpResponse, type LimitsState, problem } from 'peg-limits';
 
 /** Bytes that may wait for a subscriber before it is dropped. */
@@ -35,6 +36,8 @@ export interface Streams {
     res: ServerResponse,
     headers: Record<string, string>,
   ): HttpResponse | undefined;
+  /** Whether the connection carries a stream (it carries nothing else from then on). */
+  carries(socket: Socket): boolean;
   /** Streams open now. */
   readonly count: number;
   /** Ends every stream (the server is stopping). */
@@ -46,6 +49,7 @@ export function createStreams(
   { maxStreams, heartbeatMs }: { readonly maxStreams: number; readonly heartbeatMs: number },
 ): Streams {
   const open = new Set<ServerResponse>();
+  const sockets = new WeakSet<Socket>();
   let initiator = getLimits(source.state()).throttleModeInitiator;
 
   function send(res: ServerResponse, text: string): void {
@@ -104,10 +108,14 @@ export function createStreams(
       // The current limits first: a new subscriber, or one that resumes (Last-Event-ID),
       // starts from the present.
       open.add(res);
+      sockets.add(req.socket);
       req.socket.setNoDelay(true);
       res.once('close', () => open.delete(res));
       send(res, `retry: 1000\n${limitsEvent()}`);
       return undefined;
+    },
+    carries(socket) {
+      return sockets.has(socket);
     },
     get count() {
       return open.size;
