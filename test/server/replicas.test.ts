@@ -27,7 +27,15 @@ import {
   startPostgres,
   type TestPostgres,
 } from '../support/postgres.js';
-import { killGroup, type Proc, runToEnd, spawnServer, tempDir, waitFor } from '../support/proc.js';
+import {
+  eventually,
+  killGroup,
+  type Proc,
+  runToEnd,
+  spawnServer,
+  tempDir,
+  waitFor,
+} from '../support/proc.js';
 
 const TOKEN = 'operator-token-0123456789';
 const CLI = 'dist/cli.js';
@@ -348,12 +356,9 @@ describe.skipIf(!POSTGRES_AVAILABLE)('replicas over one PostgreSQL', () => {
       db.start();
     }
     // Both come back by themselves, and take changes again.
-    let ok = false;
-    for (let i = 0; i < 100 && !ok; i++) {
-      ok = (await post(b.url, { type: 'blockConnected', height: 101 })).status === 200;
-      if (!ok) await new Promise((r) => setTimeout(r, 100));
-    }
-    expect(ok).toBe(true);
+    const taken = async () =>
+      (await post(b.url, { type: 'blockConnected', height: 101 })).status === 200;
+    expect(await eventually(taken, 10_000, 100)).toBe(true);
     await waitFor(() => a.service.state.tip === 101, 10_000);
     expect((await post(a.url, { type: 'blockConnected', height: 102 })).status).toBe(200);
     const read = await fetch(`${a.url}/limits`);
@@ -627,8 +632,7 @@ describe.skipIf(!POSTGRES_AVAILABLE)('replicas over one PostgreSQL', () => {
     await c.connect();
     const parts = async () =>
       (await c.query('SELECT parts FROM peg_limits_snapshots WHERE seq = 3')).rows[0]?.parts;
-    for (let i = 0; i < 100 && (await parts()) === undefined; i++)
-      await new Promise((r) => setTimeout(r, 50));
+    await eventually(async () => (await parts()) !== undefined, 5_000, 50);
     // 420 withdrawals, 50 a part.
     expect(await parts()).toBe(9);
     const longest = await c.query(
@@ -692,10 +696,14 @@ describe.skipIf(!POSTGRES_AVAILABLE)('replicas over one PostgreSQL', () => {
     });
     // Snapshots are written after the answers: wait for the one at 20 and its pruning.
     let seen = await rows();
-    for (let i = 0; i < 50 && seen.snapshots.join() !== '20'; i++) {
-      await new Promise((r) => setTimeout(r, 50));
-      seen = await rows();
-    }
+    await eventually(
+      async () => {
+        seen = await rows();
+        return seen.snapshots.join() === '20';
+      },
+      2_500,
+      50,
+    );
     await c.end();
     expect(seen.snapshots).toEqual([20]);
     expect(seen.batches).toEqual([18, 19, 20, 21, 22, 23]);

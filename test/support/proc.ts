@@ -90,11 +90,29 @@ export function killGroup(proc: Proc, signal: NodeJS.Signals = 'SIGKILL'): void 
   }
 }
 
-/** Polls `check` until it holds; fails after `ms`. */
-export async function waitFor(check: () => boolean, ms = 10_000): Promise<void> {
+/**
+ * Polls `check` (which may ask a server or a database) every `every` ms until it holds;
+ * resolves with whether it held within `ms`. The caller's own `expect` then says what did
+ * not happen.
+ */
+export async function eventually(
+  check: () => boolean | Promise<boolean>,
+  ms: number,
+  every = 10,
+): Promise<boolean> {
   const until = Date.now() + ms;
-  while (!check()) {
-    if (Date.now() > until) throw new Error(`condition not met within ${ms} ms`);
-    await new Promise((r) => setTimeout(r, 10));
+  while (!(await check())) {
+    if (Date.now() > until) return false;
+    await new Promise((r) => setTimeout(r, every));
   }
+  return true;
+}
+
+/** Polls `check` until it holds; fails after `ms`. */
+export async function waitFor(
+  check: () => boolean | Promise<boolean>,
+  ms = 10_000,
+  every = 10,
+): Promise<void> {
+  if (!(await eventually(check, ms, every))) throw new Error(`condition not met within ${ms} ms`);
 }
