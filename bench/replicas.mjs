@@ -104,6 +104,23 @@ try {
       p99: Math.max(...runs.map((r) => r.latency.p99)),
     };
   };
+  // A replica's write-lock figures, from its GET /metrics (running totals).
+  const lockFigures = async (url) => {
+    const text = await (await fetch(`${url}/metrics`)).text();
+    const read = (name) => Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(text)?.[1] ?? NaN);
+    return {
+      transactions: read('peg_limits_write_transactions_total'),
+      waited: read('peg_limits_write_lock_wait_seconds_total'),
+      held: read('peg_limits_write_lock_held_seconds_total'),
+    };
+  };
+  // Summed over `nodes`, from `before` (figures of each) to now.
+  const lockSpent = async (nodes, before) => {
+    const after = await Promise.all(nodes.map((n) => lockFigures(n.url)));
+    const sum = (k) => after.reduce((t, f, i) => t + f[k] - before[i][k], 0);
+    return { transactions: sum('transactions'), waited: sum('waited'), held: sum('held') };
+  };
+  const locks = { one: [], spread: [] };
   // Three replicas on a fresh database, its first block written.
   const threeReplicas = async (name) => {
     const db = await database(name);
@@ -120,11 +137,14 @@ try {
     },
     async (round) => {
       const three = await threeReplicas(`one${round}`);
+      const before = await Promise.all(three.map((n) => lockFigures(n.url)));
       one.push(summary([await writes(three[0].url, CONNECTIONS)]));
+      locks.one.push(await lockSpent(three, before));
       stop(three);
     },
     async (round, last) => {
       const three = await threeReplicas(`three${round}`);
+      const before = await Promise.all(three.map((n) => lockFigures(n.url)));
       spread.push(
         summary(
           await Promise.all(
@@ -134,6 +154,7 @@ try {
           ),
         ),
       );
+      locks.spread.push(await lockSpent(three, before));
       // The last round's three serve the read and lag figures below.
       if (last) nodes = three;
       else stop(three);
@@ -164,6 +185,17 @@ try {
     'spread over three ÷ through one of three, median of the per-round ratios',
     `${median(ratios).toFixed(2)}× (rounds: ${ratios.map((r) => r.toFixed(2)).join(', ')})`,
   ]);
+  // Where the time of the write lock goes (GET /metrics of each replica, summed over the
+  // three): the share of the run it was held, and a transaction's mean wait and hold.
+  const lockRow = (runs) => {
+    const share = median(runs.map((l) => l.held / SECONDS));
+    const hold = median(runs.map((l) => (l.held / l.transactions) * 1000));
+    const wait = median(runs.map((l) => (l.waited / l.transactions) * 1000));
+    const count = median(runs.map((l) => l.transactions / SECONDS));
+    return `held ${(share * 100).toFixed(0)}% of the run; ${count.toFixed(0)} transactions/s, each waiting ${wait.toFixed(2)} ms for the lock and holding it ${hold.toFixed(2)} ms`;
+  };
+  rows.push(['the write lock, through one of three (medians of the rounds)', lockRow(locks.one)]);
+  rows.push(['the write lock, spread over three (medians of the rounds)', lockRow(locks.spread)]);
   ratio = median(ratios);
   refusedSpread = spread.reduce((n, r) => n + r.refused, 0);
 

@@ -98,6 +98,7 @@ export {
   LogUnavailable,
   type SerialQueue,
   serialQueue,
+  type WriteLockFigures,
 } from './http/log.js';
 export { openApiDocument } from './http/openapi.js';
 export {

@@ -71,6 +71,23 @@ export interface EventLog {
   snapshot(): Promise<void>;
   /** Finishes what was accepted and releases the log. */
   close(): Promise<void>;
+  /**
+   * For a log whose writers share a write lock (replicas on PostgreSQL): what this writer
+   * has spent on it since it opened. Absent for a log with one writer.
+   */
+  readonly writeLock?: WriteLockFigures | undefined;
+}
+
+/** What one writer has spent on a shared write lock since its log opened (running totals). */
+export interface WriteLockFigures {
+  /** Write transactions this writer opened (each took the lock, or tried to). */
+  readonly transactions: number;
+  /** Seconds spent taking the lock and reading the rows committed before it: one round trip, mostly waiting while others hold it. */
+  readonly waitedSeconds: number;
+  /** Seconds this writer held the lock: from the lock's answer to the commit's. */
+  readonly heldSeconds: number;
+  /** Times the lock was not free within the wait allowed (each change refused, `LogBusy`). */
+  readonly timeouts: number;
 }
 
 /**

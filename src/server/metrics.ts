@@ -5,7 +5,13 @@
  * request and persist figures are counted as they happen. Node-only.
  */
 
-import { type EventLog, getLimits, type LimitsState, windowOf } from 'peg-limits';
+import {
+  type EventLog,
+  getLimits,
+  type LimitsState,
+  type WriteLockFigures,
+  windowOf,
+} from 'peg-limits';
 import type * as Prom from 'prom-client';
 import { observeAppends } from './observed-log.js';
 import { loadPeer } from './peers.js';
@@ -35,6 +41,8 @@ export interface MetricsSource {
   position(): number;
   /** Whether the log takes writes now. */
   writable(): boolean;
+  /** What this writer has spent on a write lock it shares with others (replicas), if any. */
+  writeLock?(): WriteLockFigures | undefined;
 }
 
 const EXACT = 'A float64: exact below 2^53 (90 million BTC in satoshis).';
@@ -121,6 +129,37 @@ export async function createMetrics(source: MetricsSource): Promise<ServerMetric
   register.registerMetric(
     requestHistogram(routes, 'peg_limits_http_request_duration_seconds') as unknown as Prom.Metric,
   );
+  // Replicas on PostgreSQL: the write lock they share, as running totals read at each scrape.
+  const lock = source.writeLock;
+  if (lock?.() !== undefined) {
+    const total = (name: string, help: string, read: (f: WriteLockFigures) => number) =>
+      register.registerMetric(
+        collector(name, help, 'counter', () => {
+          const figures = lock();
+          return figures === undefined ? [] : [{ labels: {}, value: read(figures) }];
+        }) as unknown as Prom.Metric,
+      );
+    total(
+      'peg_limits_write_transactions_total',
+      "Write transactions this replica opened, each taking the replicas' write lock (or trying to).",
+      (f) => f.transactions,
+    );
+    total(
+      'peg_limits_write_lock_wait_seconds_total',
+      'Seconds spent taking the write lock and reading the rows committed before it: a round trip, mostly waiting while other replicas hold the lock.',
+      (f) => f.waitedSeconds,
+    );
+    total(
+      'peg_limits_write_lock_held_seconds_total',
+      'Seconds this replica held the write lock, from its answer to the commit. Its rate is the share of time this replica holds it; summed over the replicas, near 1 means writes spread over them wait on each other.',
+      (f) => f.heldSeconds,
+    );
+    total(
+      'peg_limits_write_lock_timeouts_total',
+      'Changes refused (503 write_conflict) because the write lock was not free within the wait allowed.',
+      (f) => f.timeouts,
+    );
+  }
   const persist = new prom.Histogram({
     name: 'peg_limits_persist_duration_seconds',
     help: 'Time to make one accepted change durable: its journal write and flush, or its database commit.',

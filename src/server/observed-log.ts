@@ -33,6 +33,9 @@ export function observeAppends(log: EventLog, observe: (batch: DurableBatch) => 
     get catchingUp() {
       return log.catchingUp;
     },
+    get writeLock() {
+      return log.writeLock;
+    },
     positionOf: (state) => log.positionOf(state),
     async append(events, next, base): Promise<Appended> {
       const started = performance.now();

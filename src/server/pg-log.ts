@@ -149,6 +149,8 @@ export async function openPgLog(options: PgLogOptions): Promise<PgLog> {
   let committedState = state;
   let committedPosition = position;
   const lockWaitMs = Math.max(1, Math.round(options.lockWaitMs ?? DEFAULT_LOCK_WAIT_MS));
+  // What this replica has spent on the write lock (for the metrics).
+  const lock = { transactions: 0, waitedSeconds: 0, heldSeconds: 0, timeouts: 0 };
 
   // Appends, catch-ups and snapshots change or read `state` and `position`: one at a time.
   const lane = serialQueue();
@@ -211,6 +213,8 @@ export async function openPgLog(options: PgLogOptions): Promise<PgLog> {
   // appended under it, with the state after each; `done` settles with the commit.
   interface Transaction {
     readonly rows: Array<{ seq: number; text: string; state: LimitsState }>;
+    /** When the lock's answer came (`performance.now()`). */
+    readonly locked: number;
     readonly done: Promise<void>;
     resolve(): void;
     reject(e: Error): void;
@@ -226,6 +230,9 @@ export async function openPgLog(options: PgLogOptions): Promise<PgLog> {
       throw new LogUnavailable(
         'the database is out of reach: changes are refused until it is back (reads go on)',
       );
+    lock.transactions++;
+    const asked = performance.now();
+    let lockedAt: number | undefined;
     try {
       // One round trip: the lock (its wait bounded by lock_timeout, SQLSTATE 55P03), then the
       // rows after this replica's position, read by a statement of its own after the lock
@@ -233,13 +240,19 @@ export async function openPgLog(options: PgLogOptions): Promise<PgLog> {
       const results = (await c.query(
         `BEGIN; SET LOCAL lock_timeout = ${lockWaitMs}; SELECT pg_advisory_xact_lock(${WRITE_LOCK}); ${readAfter(position)}`,
       )) as unknown as pg.QueryResult[];
+      lockedAt = performance.now();
+      lock.waitedSeconds += (lockedAt - asked) / 1000;
       await catchUp(results[3]!.rows as BatchRow[]);
     } catch (e) {
+      if (lockedAt === undefined) lock.waitedSeconds += (performance.now() - asked) / 1000;
       await c.query('ROLLBACK').catch(() => undefined);
-      if ((e as { code?: string }).code === '55P03')
+      if (lockedAt !== undefined) lock.heldSeconds += (performance.now() - lockedAt) / 1000;
+      if ((e as { code?: string }).code === '55P03') {
+        lock.timeouts++;
         throw new LogBusy(
           `other replicas held the write lock for over ${lockWaitMs / 1000} s; try again`,
         );
+      }
       if (connectionLost(e)) lost(e);
       throw new LogUnavailable(
         `the write lock could not be taken (${(e as Error).message}); nothing was written`,
@@ -252,7 +265,7 @@ export async function openPgLog(options: PgLogOptions): Promise<PgLog> {
       reject = rej;
     });
     done.catch(() => undefined);
-    const t: Transaction = { rows: [], done, resolve, reject };
+    const t: Transaction = { rows: [], locked: lockedAt, done, resolve, reject };
     txn = t;
     // Every change already queued behind this one is computed (in microtasks) before this
     // runs: they all go in this transaction.
@@ -277,6 +290,7 @@ export async function openPgLog(options: PgLogOptions): Promise<PgLog> {
       );
     } catch (e) {
       await c?.query('ROLLBACK').catch(() => undefined);
+      released(t);
       for (const r of t.rows) positions.delete(r.state);
       state = committedState;
       position = committedPosition;
@@ -290,6 +304,7 @@ export async function openPgLog(options: PgLogOptions): Promise<PgLog> {
       );
       return;
     }
+    released(t);
     committedState = state;
     committedPosition = position;
     txn = undefined;
@@ -299,6 +314,11 @@ export async function openPgLog(options: PgLogOptions): Promise<PgLog> {
         snapshotAt(r.state, r.seq).catch((e: unknown) =>
           log?.(`warning: snapshot ${r.seq} failed: ${(e as Error).message}`),
         );
+  }
+
+  // The lock went with the commit or the rollback (counted before anyone is answered).
+  function released(t: Transaction): void {
+    lock.heldSeconds += (performance.now() - t.locked) / 1000;
   }
 
   function lost(e: unknown): void {
@@ -394,6 +414,9 @@ export async function openPgLog(options: PgLogOptions): Promise<PgLog> {
     },
     get catchingUp() {
       return connected && catching;
+    },
+    get writeLock() {
+      return { ...lock };
     },
     append(events, next, base) {
       return serial(async () => {

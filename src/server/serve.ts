@@ -152,6 +152,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
         state: () => service.state,
         position: () => currentPosition(),
         writable: () => eventLog.writable,
+        writeLock: () => eventLog.writeLock,
       });
     } catch (e) {
       if (!(e instanceof MetricsUnavailable)) throw e;

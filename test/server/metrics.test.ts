@@ -239,6 +239,8 @@ describe('GET /metrics', () => {
         .filter((line) => /^(# (HELP|TYPE) )?peg_limits_/.test(line))
         .join('\n');
       expect(ours).toContain('peg_limits_persist_duration_seconds_bucket');
+      // One writer, no shared write lock: none of the replicas' lock figures.
+      expect(ours).not.toContain('peg_limits_write_');
       const clean = check(`${ours}\n`);
       expect(clean.status, clean.stdout + clean.stderr).toBe(0);
       // The whole exposition parses; its only lint problems are three gauges prom-client's

@@ -3,7 +3,8 @@
  * tests from Debian's binaries. Without them these tests say that they skip, and why; under
  * `CI=true` a missing PostgreSQL is a failure (`.ci/run` installs it).
  */
-import { writeFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { existsSync, writeFileSync } from 'node:fs';
 import { createServer as createHttpServer } from 'node:http';
 import { join } from 'node:path';
 import pg from 'pg';
@@ -36,10 +37,12 @@ import {
   tempDir,
   waitFor,
 } from '../support/proc.js';
+import { parseExposition, sampleOf } from '../support/prometheus-text.js';
 
 const TOKEN = 'operator-token-0123456789';
 const CLI = 'dist/cli.js';
 const CAP = 10n ** 15n;
+const PROMTOOL = '/usr/bin/promtool';
 
 if (!POSTGRES_AVAILABLE) console.warn(`SKIPPING the replica tests: ${POSTGRES_MISSING}`);
 
@@ -329,6 +332,70 @@ describe.skipIf(!POSTGRES_AVAILABLE)('replicas over one PostgreSQL', () => {
     const after = await post(a.url, { type: 'blockConnected', height: 101 });
     expect(after.status, after.body).toBe(200);
     expect(after.position).toBe('2');
+  });
+
+  test("GET /metrics counts each replica's write transactions and the time it waited for and held the write lock, and a wait that ran out", async () => {
+    const url = await database();
+    const a = await replica(url, { lockWaitMs: 300 });
+    const b = await replica(url);
+    const figures = async (base: string) => {
+      const text = await (await fetch(`${base}/metrics`)).text();
+      const e = parseExposition(text);
+      return {
+        text,
+        transactions: sampleOf(e, 'peg_limits_write_transactions_total'),
+        waited: sampleOf(e, 'peg_limits_write_lock_wait_seconds_total'),
+        held: sampleOf(e, 'peg_limits_write_lock_held_seconds_total'),
+        timeouts: sampleOf(e, 'peg_limits_write_lock_timeouts_total'),
+      };
+    };
+    const withdrawal = (id: string) => ({
+      type: 'withdrawalRequested',
+      id,
+      account: 'm',
+      amount: 1n,
+      height: 100,
+    });
+    const fresh = await figures(a.url);
+    expect(fresh).toMatchObject({ transactions: 0, waited: 0, held: 0, timeouts: 0 });
+    expect((await post(a.url, { type: 'blockConnected', height: 100 })).status).toBe(200);
+    for (let i = 0; i < 5; i++) {
+      expect((await post(a.url, withdrawal(`m${i}`))).status).toBe(200);
+      expect((await post(b.url, withdrawal(`n${i}`))).status).toBe(200);
+    }
+    const after = await figures(a.url);
+    // One transaction a change here (each waited for its answer before the next was sent).
+    expect(after.transactions).toBe(6);
+    expect(after.waited).toBeGreaterThan(0);
+    expect(after.held).toBeGreaterThan(0);
+    expect(after.timeouts).toBe(0);
+    expect((await figures(b.url)).transactions).toBe(5);
+    // Held by another for longer than a's 300 ms: refused, and counted.
+    const holder = new pg.Client({ connectionString: url });
+    await holder.connect();
+    await holder.query('SELECT pg_advisory_lock($1)', [WRITE_LOCK]);
+    try {
+      expect((await post(a.url, withdrawal('refused'))).status).toBe(503);
+    } finally {
+      await holder.end();
+    }
+    const refused = await figures(a.url);
+    expect(refused.transactions).toBe(7);
+    expect(refused.timeouts).toBe(1);
+    expect(refused.waited! - after.waited!).toBeGreaterThanOrEqual(0.29);
+    expect(refused.held).toBe(after.held);
+    if (existsSync(PROMTOOL)) {
+      const ours = refused.text
+        .split('\n')
+        .filter((line) => /^(# (HELP|TYPE) )?peg_limits_write_/.test(line))
+        .join('\n');
+      const check = spawnSync(PROMTOOL, ['check', 'metrics'], {
+        input: `${ours}\n`,
+        encoding: 'utf8',
+      });
+      expect(check.status, check.stdout + check.stderr).toBe(0);
+    } else if (process.env.CI === 'true')
+      expect.fail(`no ${PROMTOOL} (apt-get install prometheus)`);
   });
 
   test('the database restarted in the middle of traffic: changes refused with 503, reads go on, recovery without a restart', async () => {
