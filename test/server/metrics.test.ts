@@ -18,7 +18,7 @@ import {
 } from '../../src/index.js';
 import { openDataLog } from '../../src/server/data-log.js';
 import { type RunningServer, startServer } from '../../src/server/serve.js';
-import { killGroup, tempDir } from '../support/proc.js';
+import { killGroup, tempDir, waitFor } from '../support/proc.js';
 import { parseExposition, sampleOf } from '../support/prometheus-text.js';
 
 const TOKEN = 'operator-token-0123456789';
@@ -256,15 +256,6 @@ describe('GET /metrics', () => {
   );
 });
 
-/** Polls an async `check` until it holds; fails after `ms`. */
-async function until(check: () => Promise<boolean>, ms: number): Promise<void> {
-  const end = Date.now() + ms;
-  while (!(await check())) {
-    if (Date.now() > end) throw new Error(`condition not met within ${ms} ms`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
-
 /** A free port on loopback. */
 function freePort(): Promise<number> {
   return new Promise((resolve) => {
@@ -313,13 +304,13 @@ describe.skipIf(!HAVE_PROMETHEUS)('Prometheus scraping the service', () => {
       }
     };
     try {
-      await until(async () => (await query()) === '0', 20_000).catch(() => {
+      await waitFor(async () => (await query()) === '0', 20_000, 100).catch(() => {
         throw new Error(`Prometheus never scraped a 0: ${log.slice(-2000)}`);
       });
       expect((await post('/start_throttle', { name: 'ops-1', secret: SECRET }, false)).status).toBe(
         200,
       );
-      await until(async () => (await query()) === '1', 20_000);
+      await waitFor(async () => (await query()) === '1', 20_000, 100);
       expect(await query()).toBe('1');
     } finally {
       killGroup({ child } as unknown as Parameters<typeof killGroup>[0]);
@@ -344,10 +335,49 @@ describe.skipIf(!HAVE_PROMETHEUS)('the operating page', () => {
       encoding: 'utf8',
     });
     expect(rules.status, rules.stdout + rules.stderr).toBe(0);
-    expect(rules.stdout).toMatch(/SUCCESS: 2 rules found/);
+    expect(rules.stdout).toMatch(/SUCCESS: 3 rules found/);
     const config = spawnSync(PROMTOOL, ['check', 'config', join(dir, 'prometheus.yml')], {
       encoding: 'utf8',
     });
     expect(config.status, config.stdout + config.stderr).toBe(0);
+  });
+
+  test('the write-lock alert fires when three replicas hold the lock 90% of the time for 10 minutes, not at 50% (promtool test rules)', () => {
+    const dir = tempDir();
+    writeFileSync(join(dir, 'peg-limits-rules.yml'), block('peg-limits-rules.yml'));
+    // Three replicas' running totals, one sample a minute for 30 minutes: held 0.3 s a
+    // second each (0.9 summed) in one series set, 1/6 s each (0.5 summed) in the other.
+    const series = (job: string, perMinute: number) =>
+      [0, 1, 2]
+        .map(
+          (r) =>
+            `      - series: 'peg_limits_write_lock_held_seconds_total{job="${job}",instance="r${r}"}'\n        values: '0+${perMinute}x30'`,
+        )
+        .join('\n');
+    const alert = (at: string, firing: boolean) => `      - eval_time: ${at}
+        alertname: PegLimitsWriteLockSaturated
+        exp_alerts:${
+          firing
+            ? `
+          - exp_labels:
+              severity: warning
+            exp_annotations:
+              summary: The replicas hold their shared write lock over 80% of the time; send operator writes through one replica.`
+            : ' []'
+        }`;
+    const test = (perMinute: number, checks: string) => `  - interval: 1m
+    input_series:
+${series('busy', perMinute)}
+    alert_rule_test:
+${checks}`;
+    writeFileSync(
+      join(dir, 'tests.yml'),
+      `rule_files:\n  - peg-limits-rules.yml\nevaluation_interval: 1m\ntests:\n${test(18, `${alert('10m', false)}\n${alert('20m', true)}`)}\n${test(10, alert('20m', false))}\n`,
+    );
+    const run = spawnSync(PROMTOOL, ['test', 'rules', join(dir, 'tests.yml')], {
+      encoding: 'utf8',
+    });
+    expect(run.status, run.stdout + run.stderr).toBe(0);
+    expect(run.stdout).toMatch(/SUCCESS/);
   });
 });
