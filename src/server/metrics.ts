@@ -131,35 +131,14 @@ export async function createMetrics(source: MetricsSource): Promise<ServerMetric
   );
   // Replicas on PostgreSQL: the write lock they share, as running totals read at each scrape.
   const lock = source.writeLock;
-  if (lock?.() !== undefined) {
-    const total = (name: string, help: string, read: (f: WriteLockFigures) => number) =>
+  if (lock?.() !== undefined)
+    for (const [name, help, field] of WRITE_LOCK_COUNTERS)
       register.registerMetric(
         collector(name, help, 'counter', () => {
           const figures = lock();
-          return figures === undefined ? [] : [{ labels: {}, value: read(figures) }];
+          return figures === undefined ? [] : [{ labels: {}, value: figures[field] }];
         }) as unknown as Prom.Metric,
       );
-    total(
-      'peg_limits_write_transactions_total',
-      "Write transactions this replica opened, each taking the replicas' write lock (or trying to).",
-      (f) => f.transactions,
-    );
-    total(
-      'peg_limits_write_lock_wait_seconds_total',
-      'Seconds spent taking the write lock and reading the rows committed before it: a round trip, mostly waiting while other replicas hold the lock.',
-      (f) => f.waitedSeconds,
-    );
-    total(
-      'peg_limits_write_lock_held_seconds_total',
-      'Seconds this replica held the write lock, from its answer to the commit. Its rate is the share of time this replica holds it; summed over the replicas, near 1 means writes spread over them wait on each other.',
-      (f) => f.heldSeconds,
-    );
-    total(
-      'peg_limits_write_lock_timeouts_total',
-      'Changes refused (503 write_conflict) because the write lock was not free within the wait allowed.',
-      (f) => f.timeouts,
-    );
-  }
   const persist = new prom.Histogram({
     name: 'peg_limits_persist_duration_seconds',
     help: 'Time to make one accepted change durable: its journal write and flush, or its database commit.',
@@ -192,6 +171,30 @@ export async function createMetrics(source: MetricsSource): Promise<ServerMetric
     render: () => register.metrics(),
   };
 }
+
+// The counters of a replica's write lock: name, help, and the figure each reads.
+const WRITE_LOCK_COUNTERS: ReadonlyArray<readonly [string, string, keyof WriteLockFigures]> = [
+  [
+    'peg_limits_write_transactions_total',
+    "Write transactions this replica opened, each taking the replicas' write lock (or trying to).",
+    'transactions',
+  ],
+  [
+    'peg_limits_write_lock_wait_seconds_total',
+    'Seconds spent taking the write lock and reading the rows committed before it: a round trip, mostly waiting while other replicas hold the lock.',
+    'waitedSeconds',
+  ],
+  [
+    'peg_limits_write_lock_held_seconds_total',
+    'Seconds this replica held the write lock, from its answer to the commit. Its rate is the share of time this replica holds it; summed over the replicas, near 1 means writes spread over them wait on each other.',
+    'heldSeconds',
+  ],
+  [
+    'peg_limits_write_lock_timeouts_total',
+    'Changes refused (503 write_conflict) because the write lock was not free within the wait allowed.',
+    'timeouts',
+  ],
+];
 
 /** The upper bounds of the time histograms, in seconds. */
 const BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5] as const;

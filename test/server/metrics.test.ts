@@ -3,7 +3,7 @@
  * parser of our own, checked by Prometheus's promtool, and scraped by Prometheus itself.
  */
 import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
@@ -20,12 +20,16 @@ import { openDataLog } from '../../src/server/data-log.js';
 import { type RunningServer, startServer } from '../../src/server/serve.js';
 import { killGroup, tempDir, waitFor } from '../support/proc.js';
 import { parseExposition, sampleOf } from '../support/prometheus-text.js';
+import {
+  checkMetrics,
+  HAVE_PROMETHEUS,
+  linesOf,
+  PROMETHEUS,
+  PROMETHEUS_MISSING,
+  PROMTOOL,
+} from '../support/promtool.js';
 
 const TOKEN = 'operator-token-0123456789';
-const PROMTOOL = '/usr/bin/promtool';
-const PROMETHEUS = '/usr/bin/prometheus';
-const PROMETHEUS_MISSING = `no ${PROMETHEUS} or ${PROMTOOL} (apt-get install prometheus)`;
-const HAVE_PROMETHEUS = existsSync(PROMTOOL) && existsSync(PROMETHEUS);
 if (!HAVE_PROMETHEUS) console.warn(`SKIPPING the Prometheus tests: ${PROMETHEUS_MISSING}`);
 
 test('Prometheus is there when CI runs the tests', () => {
@@ -232,21 +236,16 @@ describe('GET /metrics', () => {
     "promtool check metrics: ours are clean; prom-client's default gauges named *_total are all it reports",
     async () => {
       const { text } = await scrape();
-      const check = (input: string) =>
-        spawnSync(PROMTOOL, ['check', 'metrics'], { input, encoding: 'utf8' });
-      const ours = text
-        .split('\n')
-        .filter((line) => /^(# (HELP|TYPE) )?peg_limits_/.test(line))
-        .join('\n');
+      const ours = linesOf(text, 'peg_limits_');
       expect(ours).toContain('peg_limits_persist_duration_seconds_bucket');
       // One writer, no shared write lock: none of the replicas' lock figures.
       expect(ours).not.toContain('peg_limits_write_');
-      const clean = check(`${ours}\n`);
-      expect(clean.status, clean.stdout + clean.stderr).toBe(0);
+      const clean = checkMetrics(`${ours}\n`);
+      expect(clean.status, clean.output).toBe(0);
       // The whole exposition parses; its only lint problems are three gauges prom-client's
       // default metrics name with a counter's suffix.
-      const whole = check(text);
-      const problems = (whole.stdout + whole.stderr).trim().split('\n').sort();
+      const whole = checkMetrics(text);
+      const problems = whole.output.trim().split('\n').sort();
       expect(problems).toEqual([
         'nodejs_active_handles_total non-counter metrics should not have "_total" suffix',
         'nodejs_active_requests_total non-counter metrics should not have "_total" suffix',

@@ -3,8 +3,7 @@
  * tests from Debian's binaries. Without them these tests say that they skip, and why; under
  * `CI=true` a missing PostgreSQL is a failure (`.ci/run` installs it).
  */
-import { spawnSync } from 'node:child_process';
-import { existsSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import { createServer as createHttpServer } from 'node:http';
 import { join } from 'node:path';
 import pg from 'pg';
@@ -38,11 +37,11 @@ import {
   waitFor,
 } from '../support/proc.js';
 import { parseExposition, sampleOf } from '../support/prometheus-text.js';
+import { checkMetrics, HAVE_PROMETHEUS, linesOf, PROMETHEUS_MISSING } from '../support/promtool.js';
 
 const TOKEN = 'operator-token-0123456789';
 const CLI = 'dist/cli.js';
 const CAP = 10n ** 15n;
-const PROMTOOL = '/usr/bin/promtool';
 
 if (!POSTGRES_AVAILABLE) console.warn(`SKIPPING the replica tests: ${POSTGRES_MISSING}`);
 
@@ -103,6 +102,15 @@ describe.skipIf(!POSTGRES_AVAILABLE)('replicas over one PostgreSQL', () => {
       position: r.headers.get('peg-limits-position'),
     };
   }
+
+  /** A withdrawal of 1 at height 100 by account `a`. */
+  const withdrawal = (id: string) => ({
+    type: 'withdrawalRequested',
+    id,
+    account: 'a',
+    amount: 1n,
+    height: 100,
+  });
 
   /** Every withdrawal id in the log, with how many times it appears. */
   async function logged(url: string): Promise<Map<string, number>> {
@@ -232,13 +240,6 @@ describe.skipIf(!POSTGRES_AVAILABLE)('replicas over one PostgreSQL', () => {
     const url = await database();
     const [a, b] = [await replica(url), await replica(url)];
     expect((await post(a.url, { type: 'blockConnected', height: 100 })).status).toBe(200);
-    const withdrawal = (id: string) => ({
-      type: 'withdrawalRequested',
-      id,
-      account: 'a',
-      amount: 1n,
-      height: 100,
-    });
     let staleWithout = 0;
     for (let i = 0; i < 100; i++) {
       const w = await post(a.url, withdrawal(`w${i}`));
@@ -349,13 +350,6 @@ describe.skipIf(!POSTGRES_AVAILABLE)('replicas over one PostgreSQL', () => {
         timeouts: sampleOf(e, 'peg_limits_write_lock_timeouts_total'),
       };
     };
-    const withdrawal = (id: string) => ({
-      type: 'withdrawalRequested',
-      id,
-      account: 'm',
-      amount: 1n,
-      height: 100,
-    });
     const fresh = await figures(a.url);
     expect(fresh).toMatchObject({ transactions: 0, waited: 0, held: 0, timeouts: 0 });
     expect((await post(a.url, { type: 'blockConnected', height: 100 })).status).toBe(200);
@@ -384,18 +378,10 @@ describe.skipIf(!POSTGRES_AVAILABLE)('replicas over one PostgreSQL', () => {
     expect(refused.timeouts).toBe(1);
     expect(refused.waited! - after.waited!).toBeGreaterThanOrEqual(0.29);
     expect(refused.held).toBe(after.held);
-    if (existsSync(PROMTOOL)) {
-      const ours = refused.text
-        .split('\n')
-        .filter((line) => /^(# (HELP|TYPE) )?peg_limits_write_/.test(line))
-        .join('\n');
-      const check = spawnSync(PROMTOOL, ['check', 'metrics'], {
-        input: `${ours}\n`,
-        encoding: 'utf8',
-      });
-      expect(check.status, check.stdout + check.stderr).toBe(0);
-    } else if (process.env.CI === 'true')
-      expect.fail(`no ${PROMTOOL} (apt-get install prometheus)`);
+    if (HAVE_PROMETHEUS) {
+      const check = checkMetrics(`${linesOf(refused.text, 'peg_limits_write_')}\n`);
+      expect(check.status, check.output).toBe(0);
+    } else if (process.env.CI === 'true') expect.fail(PROMETHEUS_MISSING);
   });
 
   test('the database restarted in the middle of traffic: changes refused with 503, reads go on, recovery without a restart', async () => {
