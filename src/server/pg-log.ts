@@ -12,7 +12,8 @@
  * holding it. So no insert can collide, every replica applies one total order, and nothing
  * acknowledged is lost or applied twice. The changes a replica computes while its lock is
  * held go in one transaction (group commit). Followers apply new rows in `seq` order, woken
- * by `LISTEN` and by a short poll. Node-only.
+ * by `LISTEN` and by a short poll: from the rows a commit's notification carries when they
+ * follow on from their position, else read from the table. Node-only.
  */
 
 import {
@@ -66,6 +67,35 @@ const READ_ROWS = 5_000;
 // can run in a simple query beside other statements).
 const readAfter = (position: number) =>
   `SELECT seq, events FROM peg_limits_batches WHERE seq > ${position} ORDER BY seq LIMIT ${READ_ROWS}`;
+
+// What a commit's notification says: its rows (the first `seq`, then each row's text, one
+// a line) when they fit in a notification, else only the newest position, and the others
+// read them. A row's text is compact JSON, without a line break.
+const NOTIFY_BYTES = 7_900;
+function announcement(rows: ReadonlyArray<{ seq: number; text: string }>): string {
+  const last = rows[rows.length - 1]!.seq;
+  let bytes = 0;
+  for (const r of rows) {
+    bytes += Buffer.byteLength(r.text) + 1;
+    if (bytes > NOTIFY_BYTES || r.text.includes('\n')) return `${last}`;
+  }
+  return `${rows[0]!.seq}\n${rows.map((r) => r.text).join('\n')}`;
+}
+
+// The rows a notification carries, or undefined when it names a position only (as every
+// notification of a release before this one does).
+function announced(payload: string | undefined): BatchRow[] | undefined {
+  if (payload === undefined) return undefined;
+  const lines = payload.split('\n');
+  const first = Number(lines[0]);
+  if (lines.length < 2 || !Number.isSafeInteger(first)) return undefined;
+  return lines.slice(1).map((events, i) => ({ seq: String(first + i), events }));
+}
+
+// Whether `rows` (none, or some) are the rows right after `position`, in order, without a gap.
+function following(rows: ReadonlyArray<BatchRow>, position: number): boolean {
+  return rows.every((r, i) => Number(r.seq) === position + 1 + i);
+}
 
 /** Options of {@link openPgLog}. */
 export interface PgLogOptions {
@@ -197,15 +227,31 @@ export async function openPgLog(options: PgLogOptions): Promise<PgLog> {
   }
 
   // Notifications that arrive while a catch-up waits its turn are served by it: one query
-  // for any number of them.
+  // for any number of them, or none when each carried its rows and those follow on from this
+  // replica's position without a gap. `read`: a notification that named a position only
+  // (or the poll, or a reconnection) asks for a query.
   let followWaiting = false;
-  function follow(): void {
-    if (closing || !connected || followWaiting) return;
+  let carried: BatchRow[] = [];
+  let read = false;
+  function follow(rows?: ReadonlyArray<BatchRow>): void {
+    if (closing || !connected) return;
+    if (rows === undefined || carried.length + rows.length > READ_ROWS) {
+      read = true;
+      carried = [];
+    } else carried.push(...rows);
+    if (followWaiting) return;
     followWaiting = true;
     serial(() => {
       followWaiting = false;
+      const got = carried.filter((r) => Number(r.seq) > position);
+      const query = read || !following(got, position);
+      carried = [];
+      read = false;
       // Under the write lock this replica is the newest already, and no one else commits.
-      return txn === undefined ? catchUp() : false;
+      if (txn !== undefined) return false;
+      // Rows it has already (its own commits' among them): nothing to read.
+      if (got.length === 0 && !query) return false;
+      return catchUp(query ? undefined : got);
     }).catch((e: unknown) => lost(e));
   }
 
@@ -285,7 +331,7 @@ export async function openPgLog(options: PgLogOptions): Promise<PgLog> {
       const values = t.rows.map((r) => `(${r.seq}, ${c.escapeLiteral(r.text)})`).join(', ');
       await c.query(
         t.rows.length > 0
-          ? `INSERT INTO peg_limits_batches (seq, events) VALUES ${values}; NOTIFY ${CHANNEL}, '${position}'; COMMIT`
+          ? `INSERT INTO peg_limits_batches (seq, events) VALUES ${values}; NOTIFY ${CHANNEL}, ${c.escapeLiteral(announcement(t.rows))}; COMMIT`
           : 'COMMIT',
       );
     } catch (e) {
@@ -367,7 +413,7 @@ export async function openPgLog(options: PgLogOptions): Promise<PgLog> {
       c.on('error', (e) => lost(e));
       c.on('end', () => lost(Object.assign(new Error('Connection terminated'), { code: '08006' })));
     }
-    listener.on('notification', () => follow());
+    listener.on('notification', (n) => follow(announced(n.payload)));
     await listener.query(`LISTEN ${CHANNEL}`);
     connected = true;
   }
