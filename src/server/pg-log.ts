@@ -186,44 +186,63 @@ export async function openPgLog(options: PgLogOptions): Promise<PgLog> {
   const lane = serialQueue();
   const serial = lane.run;
 
+  // Set when a row cannot be read or applied here (a newer release may have written it): the
+  // replica keeps the state before it, takes no writes and follows no further; said once.
+  // (At start-up the error itself is thrown instead.)
+  let halted: string | undefined;
+  let started = false;
+  function halt(reason: string): void {
+    if (halted !== undefined) return;
+    halted = `${reason}: this replica keeps its state at position ${position} and takes no writes until it runs a release that reads that row`;
+    if (started) log?.(`warning: ${halted}`);
+  }
+
   // Applies the rows after `position`, in order; loads a newer snapshot first when the rows
-  // it would need were pruned. `first`: the answer of that query already (`readAfter`).
+  // it would need were pruned. `first`: the answer of that query already (`readAfter`). The
+  // rows applied before a failure (a row that does not apply, a lost connection) are kept.
   async function catchUp(first?: ReadonlyArray<BatchRow>): Promise<boolean> {
     const c = client;
-    if (c === undefined || !connected) return false;
+    if (c === undefined || !connected || halted !== undefined) return false;
     const before = position;
-    for (let read = first; ; read = undefined) {
-      const rows = read ?? ((await c.query(readAfter(position))).rows as BatchRow[]);
-      if (rows.length === 0) break;
-      if (Number(rows[0]!.seq) !== position + 1) {
-        const snap = await c.query(
-          'SELECT seq, snapshot, parts FROM peg_limits_snapshots WHERE seq > $1 ORDER BY seq DESC LIMIT 1',
-          [position],
-        );
-        if (snap.rows.length === 0)
-          throw new PgLogError(
-            `rows after ${position} are missing and no newer snapshot holds them`,
+    try {
+      for (let read = first; ; read = undefined) {
+        const rows = read ?? ((await c.query(readAfter(position))).rows as BatchRow[]);
+        if (rows.length === 0) break;
+        if (Number(rows[0]!.seq) !== position + 1) {
+          const snap = await c.query(
+            'SELECT seq, snapshot, parts FROM peg_limits_snapshots WHERE seq > $1 ORDER BY seq DESC LIMIT 1',
+            [position],
           );
-        state = await loadSnapshot(c, snap.rows[0]);
-        position = Number(snap.rows[0].seq);
-        continue;
+          if (snap.rows.length === 0)
+            throw new PgLogError(
+              `rows after ${position} are missing and no newer snapshot holds them`,
+            );
+          state = await loadSnapshot(c, snap.rows[0]);
+          position = Number(snap.rows[0].seq);
+          continue;
+        }
+        for (const row of rows) {
+          const seq = Number(row.seq);
+          const r = applyAll(state, parseBatch(row.events as string, seq));
+          if (!r.ok) throw new PgLogError(`batch ${seq} does not apply: ${r.error.message}`);
+          state = r.state;
+          position = seq;
+        }
+        if (rows.length < READ_ROWS) break;
       }
-      for (const row of rows) {
-        const seq = Number(row.seq);
-        const r = applyAll(state, parseBatch(row.events as string, seq));
-        if (!r.ok) throw new PgLogError(`batch ${seq} does not apply: ${r.error.message}`);
-        state = r.state;
-        position = seq;
+      catching = false;
+    } catch (e) {
+      if (e instanceof PgLogError) halt(e.message);
+      throw e;
+    } finally {
+      committedState = state;
+      committedPosition = position;
+      if (position !== before) {
+        positions.set(state, position);
+        for (const fn of listeners) fn(state, position);
       }
-      if (rows.length < READ_ROWS) break;
     }
-    catching = false;
-    committedState = state;
-    committedPosition = position;
-    if (position === before) return false;
-    positions.set(state, position);
-    for (const fn of listeners) fn(state, position);
-    return true;
+    return position !== before;
   }
 
   // Notifications that arrive while a catch-up waits its turn are served by it: one query
@@ -252,7 +271,8 @@ export async function openPgLog(options: PgLogOptions): Promise<PgLog> {
       // Rows it has already (its own commits' among them): nothing to read.
       if (got.length === 0 && !query) return false;
       return catchUp(query ? undefined : got);
-    }).catch((e: unknown) => lost(e));
+      // A row that cannot be applied was said once already (halt).
+    }).catch((e: unknown) => (e instanceof PgLogError ? undefined : lost(e)));
   }
 
   // The write transaction: open from taking the lock until its commit settles. The rows
@@ -272,6 +292,7 @@ export async function openPgLog(options: PgLogOptions): Promise<PgLog> {
   // once, so a transaction lives only as long as the changes queued behind it take.
   async function begin(): Promise<void> {
     const c = client;
+    if (halted !== undefined) throw new LogUnavailable(halted);
     if (c === undefined || !connected)
       throw new LogUnavailable(
         'the database is out of reach: changes are refused until it is back (reads go on)',
@@ -300,6 +321,7 @@ export async function openPgLog(options: PgLogOptions): Promise<PgLog> {
         );
       }
       if (connectionLost(e)) lost(e);
+      if (halted !== undefined) throw new LogUnavailable(halted);
       throw new LogUnavailable(
         `the write lock could not be taken (${(e as Error).message}); nothing was written`,
       );
@@ -418,8 +440,16 @@ export async function openPgLog(options: PgLogOptions): Promise<PgLog> {
     connected = true;
   }
 
-  await attach();
-  await serial(catchUp);
+  try {
+    await attach();
+    await serial(catchUp);
+  } catch (e) {
+    // Not started (a row that cannot be applied, say): nothing is left open.
+    closing = true;
+    for (const c of [client, listener]) await c?.end().catch(() => undefined);
+    throw e;
+  }
+  started = true;
   const poll = setInterval(follow, pollMs);
   poll.unref();
 
@@ -453,9 +483,10 @@ export async function openPgLog(options: PgLogOptions): Promise<PgLog> {
       return position;
     },
     get writable() {
-      return connected;
+      return connected && halted === undefined;
     },
     get unavailable() {
+      if (halted !== undefined) return halted;
       return connected ? undefined : 'the database is out of reach';
     },
     get catchingUp() {

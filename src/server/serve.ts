@@ -394,9 +394,12 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       // A change cannot be written while the log cannot take writes: say so before the body.
       if (storeUnavailable()) {
         answer(
-          problem(503, 'store_unavailable', 'the event log is out of reach; try again shortly', {
-            headers: { 'retry-after': '1' },
-          }),
+          problem(
+            503,
+            'store_unavailable',
+            `the event log takes no writes (${eventLog.unavailable ?? 'out of reach'}); try again shortly`,
+            { headers: { 'retry-after': '1' } },
+          ),
         );
         return;
       }

@@ -334,7 +334,7 @@ describe.skipIf(!HAVE_PROMETHEUS)('the operating page', () => {
       encoding: 'utf8',
     });
     expect(rules.status, rules.stdout + rules.stderr).toBe(0);
-    expect(rules.stdout).toMatch(/SUCCESS: 3 rules found/);
+    expect(rules.stdout).toMatch(/SUCCESS: 4 rules found/);
     const config = spawnSync(PROMTOOL, ['check', 'config', join(dir, 'prometheus.yml')], {
       encoding: 'utf8',
     });
@@ -372,6 +372,47 @@ ${checks}`;
     writeFileSync(
       join(dir, 'tests.yml'),
       `rule_files:\n  - peg-limits-rules.yml\nevaluation_interval: 1m\ntests:\n${test(18, `${alert('10m', false)}\n${alert('20m', true)}`)}\n${test(10, alert('20m', false))}\n`,
+    );
+    const run = spawnSync(PROMTOOL, ['test', 'rules', join(dir, 'tests.yml')], {
+      encoding: 'utf8',
+    });
+    expect(run.status, run.stdout + run.stderr).toBe(0);
+    expect(run.stdout).toMatch(/SUCCESS/);
+  });
+
+  test('the store alert fires once a server has taken no changes for 2 minutes, not for a 1-minute outage (promtool test rules)', () => {
+    const dir = tempDir();
+    writeFileSync(join(dir, 'peg-limits-rules.yml'), block('peg-limits-rules.yml'));
+    // r0: out for a minute (minute 5), back; r1: out from minute 5 on.
+    const alert = (at: string, firing: boolean) => `      - eval_time: ${at}
+        alertname: PegLimitsStoreUnavailable
+        exp_alerts:${
+          firing
+            ? `
+          - exp_labels:
+              severity: page
+              instance: r1
+              job: peg-limits
+            exp_annotations:
+              summary: A server takes no changes (its store is out of reach, or a replica holds a row it cannot apply); its GET /readyz says why.`
+            : ' []'
+        }`;
+    writeFileSync(
+      join(dir, 'tests.yml'),
+      `rule_files:
+  - peg-limits-rules.yml
+evaluation_interval: 1m
+tests:
+  - interval: 1m
+    input_series:
+      - series: 'peg_limits_store_available{job="peg-limits",instance="r0"}'
+        values: '1x4 0 1x10'
+      - series: 'peg_limits_store_available{job="peg-limits",instance="r1"}'
+        values: '1x4 0x10'
+    alert_rule_test:
+${alert('6m', false)}
+${alert('8m', true)}
+`,
     );
     const run = spawnSync(PROMTOOL, ['test', 'rules', join(dir, 'tests.yml')], {
       encoding: 'utf8',

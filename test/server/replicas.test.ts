@@ -258,6 +258,61 @@ describe.skipIf(!POSTGRES_AVAILABLE)('replicas over one PostgreSQL', () => {
     expect(encodeJson(snapshotOf(b.service.state))).toBe(encodeJson(snapshotOf(a.service.state)));
   });
 
+  test('a row this replica cannot apply: it keeps its last state, says so once, is not ready, flags its reads and refuses writes; a replica that starts on it refuses to start', async () => {
+    const url = await database();
+    const lines: string[] = [];
+    const b = await replica(url, { pollMs: 20, logLine: (l) => lines.push(l) });
+    expect((await post(b.url, { type: 'blockConnected', height: 100 })).status).toBe(200);
+    // Rows 2 (good) and 3 (an event this release does not know, as a newer release might
+    // write), then 4 (good), all announced.
+    const c = new pg.Client({ connectionString: url });
+    await c.connect();
+    await c.query('INSERT INTO peg_limits_batches (seq, events) VALUES (2, $1), (3, $2), (4, $3)', [
+      encodeJson([{ type: 'blockConnected', height: 101 }]),
+      '[{"type":"somethingNew","height":102}]',
+      encodeJson([{ type: 'blockConnected', height: 103 }]),
+    ]);
+    await c.query(`NOTIFY peg_limits, '4'`);
+    await c.end();
+    let ready: Response | undefined;
+    await waitFor(async () => {
+      ready = await fetch(`${b.url}/readyz`);
+      return ready.status === 503;
+    }, 5_000);
+    const problem = (await ready!.json()) as { code: string; detail: string };
+    expect(problem.code).toBe('store_unavailable');
+    expect(problem.detail).toMatch(/batch 3 does not apply/);
+    // The rows before it are applied; the state stays there.
+    expect(b.position).toBe(2);
+    expect(b.service.state.tip).toBe(101);
+    const read = await fetch(`${b.url}/limits`);
+    expect(read.status).toBe(200);
+    expect(read.headers.get('peg-limits-store')).toBe('unavailable');
+    expect(read.headers.get('peg-limits-position')).toBe('2');
+    // A write is refused with a 503 that says why, and nothing is inserted.
+    const w = await post(b.url, { type: 'blockConnected', height: 200 });
+    expect(w.status).toBe(503);
+    expect(JSON.parse(w.body).detail).toMatch(/batch 3 does not apply/);
+    // Said once, not at every poll (20 ms here).
+    await new Promise((r) => setTimeout(r, 300));
+    expect(lines.filter((l) => /batch 3/.test(l))).toHaveLength(1);
+    expect(b.position).toBe(2);
+    expect([...(await logged(url)).keys()]).toEqual([]);
+    const rows = new pg.Client({ connectionString: url });
+    await rows.connect();
+    const { rows: count } = await rows.query('SELECT count(*)::int AS n FROM peg_limits_batches');
+    await rows.end();
+    expect(count[0].n).toBe(4);
+    // A replica that starts on this database: a clear error, no server, and the command
+    // exits (nothing left open).
+    await expect(openPgLog({ url, initial: initial() })).rejects.toThrow(/batch 3 does not apply/);
+    const cli = await runToEnd('node', [CLI, 'serve', '--port', '0', '--store', url], {
+      PEG_LIMITS_ADMIN_TOKEN: TOKEN,
+    });
+    expect(cli.code).not.toBe(0);
+    expect(cli.stderr).toMatch(/batch 3 does not apply/);
+  });
+
   test('GET /events works the same on every replica: a change written through one is streamed by another, with its position', async () => {
     const url = await database();
     const [a, b] = [await replica(url), await replica(url)];
