@@ -6,7 +6,9 @@
 // (with and without Peg-Limits-Min-Position), and start-up from a snapshot with 100k
 // withdrawals. Writes through one replica alone, through one of three and spread over
 // three are interleaved in ROUNDS rounds (3) of LOAD_SECONDS (4) with CONNECTIONS (16)
-// writers; PG_EXTRA adds server settings (`-c name=value`). With --readme, writes the
+// writers, each followed on the same replicas by a run at a steady OFFERED (1500) changes
+// a second (open loop: latency at a load both keep up with); PG_EXTRA adds server settings
+// (`-c name=value`). With --readme, writes the
 // table into docs/replicas.md; with --check, exits 1 unless the spread rate is ≥ 0.9× the
 // rate through one of three, nothing is refused, and every read that named its write saw it.
 import { execFileSync } from 'node:child_process';
@@ -60,12 +62,16 @@ const replica = (url) => startChild(['replica', url], children);
 
 const admin = (url, events) => adminEvents(url, events, encodeJson);
 
-function writes(url, connections) {
+// Closed loop (each connection sends its next change once answered) unless `rate` is given:
+// then that many changes a second in all, sent on time whatever the answers do (open loop;
+// autocannon corrects the latencies for changes sent late).
+function writes(url, connections, rate) {
   return autocannon({
     url: `${url}/admin/events`,
     duration: SECONDS,
     connections,
     requests: withdrawalRequests(1),
+    ...(rate === undefined ? {} : { overallRate: rate }),
   });
 }
 
@@ -75,6 +81,7 @@ let refusedSpread = 0;
 let staleAsked = 0;
 const ROUNDS = Number(process.env.ROUNDS ?? 3);
 const CONNECTIONS = Number(process.env.CONNECTIONS ?? 16);
+const OFFERED = Number(process.env.OFFERED ?? 1500);
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 try {
   // Three contenders, interleaved in rounds on fresh databases (the order turns each round):
@@ -121,6 +128,8 @@ try {
     return { transactions: sum('transactions'), waited: sum('waited'), held: sum('held') };
   };
   const locks = { one: [], spread: [] };
+  // The same replicas at a steady OFFERED changes a second (open loop), after the runs above.
+  const offered = { one: [], spread: [] };
   // Three replicas on a fresh database, its first block written.
   const threeReplicas = async (name) => {
     const db = await database(name);
@@ -140,6 +149,7 @@ try {
       const before = await Promise.all(three.map((n) => lockFigures(n.url)));
       one.push(summary([await writes(three[0].url, CONNECTIONS)]));
       locks.one.push(await lockSpent(three, before));
+      offered.one.push(summary([await writes(three[0].url, CONNECTIONS, OFFERED)]));
       stop(three);
     },
     async (round, last) => {
@@ -155,6 +165,19 @@ try {
         ),
       );
       locks.spread.push(await lockSpent(three, before));
+      offered.spread.push(
+        summary(
+          await Promise.all(
+            three.map((r, i) =>
+              writes(
+                r.url,
+                Math.floor(CONNECTIONS / 3) + (i < CONNECTIONS % 3 ? 1 : 0),
+                Math.floor(OFFERED / 3) + (i < OFFERED % 3 ? 1 : 0),
+              ),
+            ),
+          ),
+        ),
+      );
       // The last round's three serve the read and lag figures below.
       if (last) nodes = three;
       else stop(three);
@@ -194,6 +217,16 @@ try {
     const count = median(runs.map((l) => l.transactions / SECONDS));
     return `held ${(share * 100).toFixed(0)}% of the run; ${count.toFixed(0)} transactions/s, each waiting ${wait.toFixed(2)} ms for the lock and holding it ${hold.toFixed(2)} ms`;
   };
+  const offeredRow = (runs) =>
+    `${median(runs.map((r) => r.rate)).toFixed(0)} accepted/s, p50 ${median(runs.map((r) => r.p50))} ms, p99 ${median(runs.map((r) => r.p99))} ms; ${runs.reduce((n, r) => n + r.refused, 0)} refused`;
+  rows.push([
+    `${OFFERED} changes/s offered through one of three (open loop, medians of the rounds)`,
+    offeredRow(offered.one),
+  ]);
+  rows.push([
+    `${OFFERED} changes/s offered spread over three (open loop, medians of the rounds)`,
+    offeredRow(offered.spread),
+  ]);
   rows.push(['the write lock, through one of three (medians of the rounds)', lockRow(locks.one)]);
   rows.push(['the write lock, spread over three (medians of the rounds)', lockRow(locks.spread)]);
   ratio = median(ratios);
