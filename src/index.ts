@@ -100,15 +100,9 @@ export {
   serialQueue,
   type WriteLockFigures,
 } from './http/log.js';
+export type { PathMatch, Route, RouteParams } from './http/messages.js';
 export { openApiDocument } from './http/openapi.js';
-export {
-  matchPath,
-  type PathMatch,
-  ROUTES,
-  type Route,
-  type RouteParams,
-  routeFor,
-} from './http/routes.js';
+export { matchPath, ROUTES, routeFor } from './http/routes.js';
 export {
   createFetchHandler,
   createService,

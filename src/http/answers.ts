@@ -1,72 +1,13 @@
 /**
- * What every route and adapter answers with: the request and response types, the JSON and
- * problem (RFC 9457) answers, and the body and token checks the routes share. Pure.
+ * What every route and adapter answers with: the JSON and problem (RFC 9457) answers, and the
+ * body and token checks the routes share (the request and response types are in
+ * `messages.ts`). Pure.
  */
 
 import type { LimitsError } from '../core/errors.js';
 import { equalInConstantTime } from '../core/keys.js';
-import type { LimitsEvent, LimitsState } from '../core/state.js';
 import { encodeJson, tryDecodeJson } from './json.js';
-import type { PathMatch } from './routes.js';
-
-/** A request as the handler sees it. `path` may carry a query string, which is ignored. */
-export interface HttpRequest {
-  readonly method: string;
-  readonly path: string;
-  /** Header names in any case. */
-  readonly headers?:
-    | Readonly<Record<string, string | ReadonlyArray<string> | undefined>>
-    | undefined;
-  /** The body as text or bytes (UTF-8). */
-  readonly body?: string | Uint8Array | undefined;
-  /**
-   * The path already matched against the route table (by `admitRequest`, whose `match`
-   * an adapter passes on), so that it is matched once per request. When absent, the
-   * handler matches `path` itself.
-   */
-  readonly match?: PathMatch | undefined;
-}
-
-/** A response: status, headers (lower-case names) and body text. */
-export interface HttpResponse {
-  readonly status: number;
-  readonly headers: Readonly<Record<string, string>>;
-  readonly body: string;
-}
-
-/** What {@link handleRequest} returns: the next state, the response, and the events it accepted (to journal). */
-export interface HandleResult {
-  readonly state: LimitsState;
-  readonly response: HttpResponse;
-  readonly events: ReadonlyArray<LimitsEvent>;
-}
-
-/** Options of {@link handleRequest}. */
-export interface HandleOptions {
-  /** The operator token; `POST /admin/events` answers 404 when it is unset or empty. */
-  readonly adminToken?: string | undefined;
-  /**
-   * Which origins a web page may call the public endpoints from: `'*'` (the default) for
-   * any, a list of origins (`https://bridge.example`), or `false` for no CORS headers at
-   * all. `POST /admin/events` never gets CORS headers, whatever this says.
-   */
-  readonly cors?: '*' | ReadonlyArray<string> | false | undefined;
-  /**
-   * Whether the service can take changes now, for `GET /readyz` (SPEC §10); without it the
-   * service is always ready (its state is in memory).
-   */
-  readonly health?: (() => Readiness) | undefined;
-}
-
-/** What `GET /readyz` answers from: ready, or why not. */
-export type Readiness =
-  | { readonly ready: true }
-  | {
-      readonly ready: false;
-      /** `store_unavailable` (the log takes no writes) or `catching_up` (a replica behind). */
-      readonly code: 'store_unavailable' | 'catching_up';
-      readonly reason: string;
-    };
+import type { HttpRequest, HttpResponse } from './messages.js';
 
 /** The largest body `POST /start_throttle` takes. */
 export const MAX_THROTTLE_BODY = 16 * 1024;

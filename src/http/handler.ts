@@ -6,32 +6,31 @@
  */
 
 import type { LimitsState } from '../core/state.js';
-import {
-  type HandleOptions,
-  type HandleResult,
-  type HttpRequest,
-  type HttpResponse,
-  header,
-  invalidToken,
-  notAllowed,
-  notJson,
-  problem,
-  tokenMatches,
-} from './answers.js';
-import { matchPath, type PathMatch, type Route, routeFor } from './routes.js';
+import { header, invalidToken, notAllowed, notJson, problem, tokenMatches } from './answers.js';
+import type {
+  HandleOptions,
+  HandleResult,
+  HttpRequest,
+  HttpResponse,
+  PathMatch,
+  Route,
+} from './messages.js';
+import { matchPath, routeFor } from './routes.js';
 
 export {
-  type HandleOptions,
-  type HandleResult,
   type HttpErrorCode,
-  type HttpRequest,
-  type HttpResponse,
   headerValue,
   MAX_EVENTS_BODY,
   MAX_THROTTLE_BODY,
   problem,
-  type Readiness,
 } from './answers.js';
+export type {
+  HandleOptions,
+  HandleResult,
+  HttpRequest,
+  HttpResponse,
+  Readiness,
+} from './messages.js';
 
 /** What an adapter learns before reading a body: the answer already, or how much to read. */
 export type RequestAdmission =

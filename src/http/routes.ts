@@ -14,10 +14,6 @@ import { getAccountLimits, getLimits, windowOf } from '../core/views.js';
 import {
   CONFLICTS,
   fromError,
-  type HandleOptions,
-  type HandleResult,
-  type HttpRequest,
-  type HttpResponse,
   json,
   MAX_EVENTS_BODY,
   MAX_THROTTLE_BODY,
@@ -26,37 +22,15 @@ import {
 } from './answers.js';
 import { eventsFromJson } from './codec.js';
 import { DASHBOARD_HTML } from './dashboard.js';
+import type {
+  HandleResult,
+  HttpRequest,
+  HttpResponse,
+  PathMatch,
+  Route,
+  RouteParams,
+} from './messages.js';
 import { openApiDocument } from './openapi.js';
-
-/** The parameters a path pattern captured (`{account}` → `params.account`), still encoded. */
-export type RouteParams = Readonly<Record<string, string>>;
-
-/** One resource and method of the service. */
-export interface Route {
-  /** The method it answers; a `GET` route answers `HEAD` too (the same answer, no body). */
-  readonly method: 'GET' | 'POST';
-  /**
-   * The path: literal segments and `{name}` parameters (one whole segment each). It is the
-   * OpenAPI document's path and the metrics' route label: never a raw path.
-   */
-  readonly pattern: string;
-  /**
-   * `public`: anyone may call it, and a page on another origin too (CORS, as configured).
-   * `operator`: the bearer token is checked before the body is read; never CORS; the route
-   * does not exist (404) when no operator token is configured. `ops`: for the operators'
-   * tools (health, metrics): anyone may call it, never CORS (SPEC §10).
-   */
-  readonly access: 'public' | 'operator' | 'ops';
-  /** The largest body it takes, in bytes; 0 when it reads none (any body is ignored). */
-  readonly maxBody: number;
-  /** Answers the request on `state` (a read returns `state` itself and no events). */
-  readonly handle: (
-    state: LimitsState,
-    request: HttpRequest,
-    params: RouteParams,
-    options: HandleOptions,
-  ) => HandleResult;
-}
 
 const unchanged = (state: LimitsState, response: HttpResponse): HandleResult => ({
   state,
@@ -315,17 +289,6 @@ export const ROUTES: ReadonlyArray<Route> = [
 
 const HEALTHY: HttpResponse = /* @__PURE__ */ json(200, { status: 'ok' });
 const READY: HttpResponse = /* @__PURE__ */ json(200, { status: 'ready' });
-
-/** A path matched against the table: the routes at its pattern (one per method) and its parameters. */
-export interface PathMatch {
-  readonly pattern: string;
-  readonly routes: ReadonlyArray<Route>;
-  readonly params: RouteParams;
-  /** The methods the path answers, as an `Allow` header says them (`GET, HEAD`; `POST`). */
-  readonly allow: string;
-  /** The methods its routes have (what a CORS preflight allows, with `OPTIONS`). */
-  readonly methods: string;
-}
 
 interface Compiled {
   readonly pattern: string;

@@ -1,0 +1,108 @@
+/**
+ * The HTTP contract of the service, as types only: the request and response every route and
+ * adapter speaks, what the handler returns, its options, readiness, and a route of the
+ * table with the path matched against it. The route table (`routes.ts`), the answers
+ * (`answers.ts`) and the handler (`handler.ts`) build on these. Pure.
+ */
+
+import type { LimitsEvent, LimitsState } from '../core/state.js';
+
+/** A request as the handler sees it. `path` may carry a query string, which is ignored. */
+export interface HttpRequest {
+  readonly method: string;
+  readonly path: string;
+  /** Header names in any case. */
+  readonly headers?:
+    | Readonly<Record<string, string | ReadonlyArray<string> | undefined>>
+    | undefined;
+  /** The body as text or bytes (UTF-8). */
+  readonly body?: string | Uint8Array | undefined;
+  /**
+   * The path already matched against the route table (by `admitRequest`, whose `match`
+   * an adapter passes on), so that it is matched once per request. When absent, the
+   * handler matches `path` itself.
+   */
+  readonly match?: PathMatch | undefined;
+}
+
+/** A response: status, headers (lower-case names) and body text. */
+export interface HttpResponse {
+  readonly status: number;
+  readonly headers: Readonly<Record<string, string>>;
+  readonly body: string;
+}
+
+/** What {@link handleRequest} returns: the next state, the response, and the events it accepted (to journal). */
+export interface HandleResult {
+  readonly state: LimitsState;
+  readonly response: HttpResponse;
+  readonly events: ReadonlyArray<LimitsEvent>;
+}
+
+/** Options of {@link handleRequest}. */
+export interface HandleOptions {
+  /** The operator token; `POST /admin/events` answers 404 when it is unset or empty. */
+  readonly adminToken?: string | undefined;
+  /**
+   * Which origins a web page may call the public endpoints from: `'*'` (the default) for
+   * any, a list of origins (`https://bridge.example`), or `false` for no CORS headers at
+   * all. `POST /admin/events` never gets CORS headers, whatever this says.
+   */
+  readonly cors?: '*' | ReadonlyArray<string> | false | undefined;
+  /**
+   * Whether the service can take changes now, for `GET /readyz` (SPEC §10); without it the
+   * service is always ready (its state is in memory).
+   */
+  readonly health?: (() => Readiness) | undefined;
+}
+
+/** What `GET /readyz` answers from: ready, or why not. */
+export type Readiness =
+  | { readonly ready: true }
+  | {
+      readonly ready: false;
+      /** `store_unavailable` (the log takes no writes) or `catching_up` (a replica behind). */
+      readonly code: 'store_unavailable' | 'catching_up';
+      readonly reason: string;
+    };
+
+/** The parameters a path pattern captured (`{account}` → `params.account`), still encoded. */
+export type RouteParams = Readonly<Record<string, string>>;
+
+/** One resource and method of the service. */
+export interface Route {
+  /** The method it answers; a `GET` route answers `HEAD` too (the same answer, no body). */
+  readonly method: 'GET' | 'POST';
+  /**
+   * The path: literal segments and `{name}` parameters (one whole segment each). It is the
+   * OpenAPI document's path and the metrics' route label: never a raw path.
+   */
+  readonly pattern: string;
+  /**
+   * `public`: anyone may call it, and a page on another origin too (CORS, as configured).
+   * `operator`: the bearer token is checked before the body is read; never CORS; the route
+   * does not exist (404) when no operator token is configured. `ops`: for the operators'
+   * tools (health, metrics): anyone may call it, never CORS (SPEC §10).
+   */
+  readonly access: 'public' | 'operator' | 'ops';
+  /** The largest body it takes, in bytes; 0 when it reads none (any body is ignored). */
+  readonly maxBody: number;
+  /** Answers the request on `state` (a read returns `state` itself and no events). */
+  readonly handle: (
+    state: LimitsState,
+    request: HttpRequest,
+    params: RouteParams,
+    options: HandleOptions,
+  ) => HandleResult;
+}
+
+/** A path matched against the table: the routes at its pattern (one per method) and its parameters. */
+export interface PathMatch {
+  readonly pattern: string;
+  readonly routes: ReadonlyArray<Route>;
+  readonly params: RouteParams;
+  /** The methods the path answers, as an `Allow` header says them (`GET, HEAD`; `POST`). */
+  readonly allow: string;
+  /** The methods its routes have (what a CORS preflight allows, with `OPTIONS`). */
+  readonly methods: string;
+}
