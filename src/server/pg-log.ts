@@ -271,8 +271,9 @@ export async function openPgLog(options: PgLogOptions): Promise<PgLog> {
       // Rows it has already (its own commits' among them): nothing to read.
       if (got.length === 0 && !query) return false;
       return catchUp(query ? undefined : got);
+    })
       // A row that cannot be applied was said once already (halt).
-    }).catch((e: unknown) => (e instanceof PgLogError ? undefined : lost(e)));
+      .catch((e: unknown) => (e instanceof PgLogError ? undefined : lost(e)));
   }
 
   // The write transaction: open from taking the lock until its commit settles. The rows
