@@ -76,6 +76,12 @@ export interface EventLog {
    * has spent on it since it opened. Absent for a log with one writer.
    */
   readonly writeLock?: WriteLockFigures | undefined;
+  /**
+   * For a log whose writers tell each other of their commits through the database (replicas
+   * on PostgreSQL): the share (0 to 1) of the database's queue of notifications in use, or
+   * undefined while it cannot be read. Absent for a log with one writer.
+   */
+  readonly notificationQueue?: (() => Promise<number | undefined>) | undefined;
 }
 
 /** What one writer has spent on a shared write lock since its log opened (running totals). */

@@ -43,6 +43,8 @@ export interface MetricsSource {
   writable(): boolean;
   /** What this writer has spent on a write lock it shares with others (replicas), if any. */
   writeLock?(): WriteLockFigures | undefined;
+  /** The share of the database's notification queue in use (replicas), if the log has one. */
+  readonly notificationQueue?: (() => Promise<number | undefined>) | undefined;
 }
 
 const EXACT = 'A float64: exact below 2^53 (90 million BTC in satoshis).';
@@ -139,6 +141,21 @@ export async function createMetrics(source: MetricsSource): Promise<ServerMetric
           return figures === undefined ? [] : [{ labels: {}, value: figures[field] }];
         }) as unknown as Prom.Metric,
       );
+  // Replicas on PostgreSQL: every replica that listens must read each commit's notification
+  // before the database can drop it; one that stops reading (hung, or a session idle in a
+  // transaction that listens) makes the queue grow, and when it is full commits fail.
+  const queue = source.notificationQueue;
+  if (queue !== undefined)
+    new prom.Gauge({
+      name: 'peg_limits_notification_queue_usage',
+      help: "The share (0 to 1) of PostgreSQL's notification queue in use (pg_notification_queue_usage()). It grows while a session that listens does not read (a hung replica); at 1 every commit that notifies fails, so every change is refused.",
+      registers: [register],
+      async collect() {
+        this.reset();
+        const value = await queue();
+        if (value !== undefined) this.set(value);
+      },
+    });
   const persist = new prom.Histogram({
     name: 'peg_limits_persist_duration_seconds',
     help: 'Time to make one accepted change durable: its journal write and flush, or its database commit.',

@@ -36,6 +36,7 @@ export function observeAppends(log: EventLog, observe: (batch: DurableBatch) => 
     get writeLock() {
       return log.writeLock;
     },
+    notificationQueue: log.notificationQueue,
     positionOf: (state) => log.positionOf(state),
     async append(events, next, base): Promise<Appended> {
       const started = performance.now();

@@ -496,6 +496,18 @@ export async function openPgLog(options: PgLogOptions): Promise<PgLog> {
     get writeLock() {
       return { ...lock };
     },
+    // Asked on the listening connection, which is idle between notifications (the other one
+    // may be inside a write transaction).
+    async notificationQueue() {
+      const l = listener;
+      if (l === undefined || !connected) return undefined;
+      try {
+        const r = await l.query('SELECT pg_notification_queue_usage() AS usage');
+        return Number(r.rows[0].usage);
+      } catch {
+        return undefined;
+      }
+    },
     append(events, next, base) {
       return serial(async () => {
         // Not under the lock yet (no catch-up came first, or it failed): take it now.

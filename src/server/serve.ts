@@ -153,6 +153,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
         position: () => currentPosition(),
         writable: () => eventLog.writable,
         writeLock: () => eventLog.writeLock,
+        notificationQueue: eventLog.notificationQueue,
       });
     } catch (e) {
       if (!(e instanceof MetricsUnavailable)) throw e;

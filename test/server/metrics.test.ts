@@ -238,8 +238,9 @@ describe('GET /metrics', () => {
       const { text } = await scrape();
       const ours = linesOf(text, 'peg_limits_');
       expect(ours).toContain('peg_limits_persist_duration_seconds_bucket');
-      // One writer, no shared write lock: none of the replicas' lock figures.
+      // One writer, no shared write lock and no notifications: none of the replicas' figures.
       expect(ours).not.toContain('peg_limits_write_');
+      expect(ours).not.toContain('peg_limits_notification_queue_usage');
       const clean = checkMetrics(`${ours}\n`);
       expect(clean.status, clean.output).toBe(0);
       // The whole exposition parses; its only lint problems are three gauges prom-client's
@@ -334,7 +335,7 @@ describe.skipIf(!HAVE_PROMETHEUS)('the operating page', () => {
       encoding: 'utf8',
     });
     expect(rules.status, rules.stdout + rules.stderr).toBe(0);
-    expect(rules.stdout).toMatch(/SUCCESS: 4 rules found/);
+    expect(rules.stdout).toMatch(/SUCCESS: 5 rules found/);
     const config = spawnSync(PROMTOOL, ['check', 'config', join(dir, 'prometheus.yml')], {
       encoding: 'utf8',
     });
@@ -372,6 +373,44 @@ ${checks}`;
     writeFileSync(
       join(dir, 'tests.yml'),
       `rule_files:\n  - peg-limits-rules.yml\nevaluation_interval: 1m\ntests:\n${test(18, `${alert('10m', false)}\n${alert('20m', true)}`)}\n${test(10, alert('20m', false))}\n`,
+    );
+    const run = spawnSync(PROMTOOL, ['test', 'rules', join(dir, 'tests.yml')], {
+      encoding: 'utf8',
+    });
+    expect(run.status, run.stdout + run.stderr).toBe(0);
+    expect(run.stdout).toMatch(/SUCCESS/);
+  });
+
+  test('the notification-queue alert fires when the queue has been over 10% full for 5 minutes, not at 5% (promtool test rules)', () => {
+    const dir = tempDir();
+    writeFileSync(join(dir, 'peg-limits-rules.yml'), block('peg-limits-rules.yml'));
+    // Three replicas read the same queue; one series at 20% from minute 3 on, one at 5%.
+    const test = (usage: number, firing: boolean) => `  - interval: 1m
+    input_series:
+${[0, 1, 2]
+  .map(
+    (r) =>
+      `      - series: 'peg_limits_notification_queue_usage{job="peg-limits",instance="r${r}"}'\n        values: '0x2 ${usage}x20'`,
+  )
+  .join('\n')}
+    alert_rule_test:
+      - eval_time: 6m
+        alertname: PegLimitsNotificationQueueFilling
+        exp_alerts: []
+      - eval_time: 10m
+        alertname: PegLimitsNotificationQueueFilling
+        exp_alerts:${
+          firing
+            ? `
+          - exp_labels:
+              severity: page
+            exp_annotations:
+              summary: PostgreSQL's notification queue is over 10% full, so a session that listens is not reading (a hung replica?); when it is full every change is refused.`
+            : ' []'
+        }`;
+    writeFileSync(
+      join(dir, 'tests.yml'),
+      `rule_files:\n  - peg-limits-rules.yml\nevaluation_interval: 1m\ntests:\n${test(0.2, true)}\n${test(0.05, false)}\n`,
     );
     const run = spawnSync(PROMTOOL, ['test', 'rules', join(dir, 'tests.yml')], {
       encoding: 'utf8',

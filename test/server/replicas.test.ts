@@ -490,6 +490,50 @@ describe.skipIf(!POSTGRES_AVAILABLE)('replicas over one PostgreSQL', () => {
     } else if (process.env.CI === 'true') expect.fail(PROMETHEUS_MISSING);
   });
 
+  test("GET /metrics shows how full PostgreSQL's notification queue is: a session that listens inside an open transaction makes it grow, and it drains when that session commits", async () => {
+    // A server of its own: the queue is the whole server's, shared by every database on it.
+    const own = startPostgres();
+    const url = own.url;
+    const a = await replica(url);
+    const usage = async () =>
+      sampleOf(
+        parseExposition(await (await fetch(`${a.url}/metrics`)).text()),
+        'peg_limits_notification_queue_usage',
+      );
+    expect(await usage()).toBe(0);
+    // A session that listens and stays in a transaction reads no notification until it ends,
+    // so the database keeps every one after it (as for a replica that hangs).
+    const idle = new pg.Client({ connectionString: url });
+    await idle.connect();
+    try {
+      await idle.query('LISTEN peg_limits');
+      await idle.query('BEGIN');
+      await idle.query('SELECT 1');
+      expect((await post(a.url, { type: 'blockConnected', height: 100 })).status).toBe(200);
+      // About 80 KB of notifications (ten 8 KB pages of the queue): 100 changes of 10
+      // withdrawals each, every one announced with its rows.
+      for (let i = 0; i < 100; i++) {
+        const batch = Array.from({ length: 10 }, (_, j) => withdrawal(`q${i}-${j}`));
+        expect((await post(a.url, batch)).status).toBe(200);
+      }
+      const full = await usage();
+      expect(full).toBeGreaterThan(0);
+      if (HAVE_PROMETHEUS) {
+        const text = await (await fetch(`${a.url}/metrics`)).text();
+        const check = checkMetrics(`${linesOf(text, 'peg_limits_notification_')}\n`);
+        expect(check.status, check.output).toBe(0);
+      } else if (process.env.CI === 'true') expect.fail(PROMETHEUS_MISSING);
+      await idle.query('COMMIT');
+      // Once it has read them the queue can be dropped (the database frees whole pages).
+      await waitFor(async () => (await usage()) === 0, 10_000);
+    } finally {
+      await idle.end();
+      await a.close();
+      running.splice(running.indexOf(a), 1);
+      own.destroy();
+    }
+  });
+
   test('the database restarted in the middle of traffic: changes refused with 503, reads go on, recovery without a restart', async () => {
     const url = await database();
     const [a, b] = [await replica(url), await replica(url)];
