@@ -497,15 +497,23 @@ export async function openPgLog(options: PgLogOptions): Promise<PgLog> {
       return { ...lock };
     },
     // Asked on the listening connection, which is idle between notifications (the other one
-    // may be inside a write transaction).
+    // may be inside a write transaction); a scrape waits for it at most a second.
     async notificationQueue() {
       const l = listener;
       if (l === undefined || !connected) return undefined;
+      let timer: ReturnType<typeof setTimeout> | undefined;
       try {
-        const r = await l.query('SELECT pg_notification_queue_usage() AS usage');
-        return Number(r.rows[0].usage);
+        const r = await Promise.race([
+          l.query('SELECT pg_notification_queue_usage() AS usage'),
+          new Promise<undefined>((resolve) => {
+            timer = setTimeout(() => resolve(undefined), 1_000);
+          }),
+        ]);
+        return r === undefined ? undefined : Number(r.rows[0].usage);
       } catch {
         return undefined;
+      } finally {
+        clearTimeout(timer);
       }
     },
     append(events, next, base) {
