@@ -326,6 +326,21 @@ describe.skipIf(!HAVE_PROMETHEUS)('the operating page', () => {
     expect(at, marker).toBeGreaterThan(0);
     return page.slice(at + 8, page.indexOf('```', at + 8));
   };
+  // Runs \`promtool test rules\` on the page's rules and \`tests\` (the entries under
+  // \`tests:\`, one minute between evaluations) and expects every one to pass.
+  const testRules = (tests: string) => {
+    const dir = tempDir();
+    writeFileSync(join(dir, 'peg-limits-rules.yml'), block('peg-limits-rules.yml'));
+    writeFileSync(
+      join(dir, 'tests.yml'),
+      `rule_files:\n  - peg-limits-rules.yml\nevaluation_interval: 1m\ntests:\n${tests}\n`,
+    );
+    const run = spawnSync(PROMTOOL, ['test', 'rules', join(dir, 'tests.yml')], {
+      encoding: 'utf8',
+    });
+    expect(run.status, run.stdout + run.stderr).toBe(0);
+    expect(run.stdout).toMatch(/SUCCESS/);
+  };
 
   test('its alert rules pass promtool check rules, and its scrape configuration promtool check config', () => {
     const dir = tempDir();
@@ -343,8 +358,6 @@ describe.skipIf(!HAVE_PROMETHEUS)('the operating page', () => {
   });
 
   test('the write-lock alert fires when three replicas hold the lock 90% of the time for 10 minutes, not at 50% (promtool test rules)', () => {
-    const dir = tempDir();
-    writeFileSync(join(dir, 'peg-limits-rules.yml'), block('peg-limits-rules.yml'));
     // Three replicas' running totals, one sample a minute for 30 minutes: held 0.3 s a
     // second each (0.9 summed) in one series set, 1/6 s each (0.5 summed) in the other.
     const series = (job: string, perMinute: number) =>
@@ -370,20 +383,12 @@ describe.skipIf(!HAVE_PROMETHEUS)('the operating page', () => {
 ${series('busy', perMinute)}
     alert_rule_test:
 ${checks}`;
-    writeFileSync(
-      join(dir, 'tests.yml'),
-      `rule_files:\n  - peg-limits-rules.yml\nevaluation_interval: 1m\ntests:\n${test(18, `${alert('10m', false)}\n${alert('20m', true)}`)}\n${test(10, alert('20m', false))}\n`,
+    testRules(
+      `${test(18, `${alert('10m', false)}\n${alert('20m', true)}`)}\n${test(10, alert('20m', false))}`,
     );
-    const run = spawnSync(PROMTOOL, ['test', 'rules', join(dir, 'tests.yml')], {
-      encoding: 'utf8',
-    });
-    expect(run.status, run.stdout + run.stderr).toBe(0);
-    expect(run.stdout).toMatch(/SUCCESS/);
   });
 
   test('the notification-queue alert fires when the queue has been over 10% full for 5 minutes, not at 5% (promtool test rules)', () => {
-    const dir = tempDir();
-    writeFileSync(join(dir, 'peg-limits-rules.yml'), block('peg-limits-rules.yml'));
     // Three replicas read the same queue; one series at 20% from minute 3 on, one at 5%.
     const test = (usage: number, firing: boolean) => `  - interval: 1m
     input_series:
@@ -408,20 +413,10 @@ ${[0, 1, 2]
               summary: PostgreSQL's notification queue is over 10% full, so a session that listens is not reading (a hung replica?); when it is full every change is refused.`
             : ' []'
         }`;
-    writeFileSync(
-      join(dir, 'tests.yml'),
-      `rule_files:\n  - peg-limits-rules.yml\nevaluation_interval: 1m\ntests:\n${test(0.2, true)}\n${test(0.05, false)}\n`,
-    );
-    const run = spawnSync(PROMTOOL, ['test', 'rules', join(dir, 'tests.yml')], {
-      encoding: 'utf8',
-    });
-    expect(run.status, run.stdout + run.stderr).toBe(0);
-    expect(run.stdout).toMatch(/SUCCESS/);
+    testRules(`${test(0.2, true)}\n${test(0.05, false)}`);
   });
 
   test('the store alert fires once a server has taken no changes for 2 minutes, not for a 1-minute outage (promtool test rules)', () => {
-    const dir = tempDir();
-    writeFileSync(join(dir, 'peg-limits-rules.yml'), block('peg-limits-rules.yml'));
     // r0: out for a minute (minute 5), back; r1: out from minute 5 on.
     const alert = (at: string, firing: boolean) => `      - eval_time: ${at}
         alertname: PegLimitsStoreUnavailable
@@ -436,13 +431,7 @@ ${[0, 1, 2]
               summary: A server takes no changes (its store is out of reach, or a replica holds a row it cannot apply); its GET /readyz says why.`
             : ' []'
         }`;
-    writeFileSync(
-      join(dir, 'tests.yml'),
-      `rule_files:
-  - peg-limits-rules.yml
-evaluation_interval: 1m
-tests:
-  - interval: 1m
+    testRules(`  - interval: 1m
     input_series:
       - series: 'peg_limits_store_available{job="peg-limits",instance="r0"}'
         values: '1x4 0 1x10'
@@ -450,13 +439,6 @@ tests:
         values: '1x4 0x10'
     alert_rule_test:
 ${alert('6m', false)}
-${alert('8m', true)}
-`,
-    );
-    const run = spawnSync(PROMTOOL, ['test', 'rules', join(dir, 'tests.yml')], {
-      encoding: 'utf8',
-    });
-    expect(run.status, run.stdout + run.stderr).toBe(0);
-    expect(run.stdout).toMatch(/SUCCESS/);
+${alert('8m', true)}`);
   });
 });
