@@ -2,7 +2,7 @@
  * `GET /events` (SPEC §10): the stream of changes, its cap, its slow subscribers, and the
  * client's `subscribe`.
  */
-import { connect } from 'node:net';
+import { connect, type Socket } from 'node:net';
 import { afterEach, describe, expect, test } from 'vitest';
 import { createLimitsClient, createLimitsState, encodeJson, type Limits } from '../../src/index.js';
 import { openDataLog } from '../../src/server/data-log.js';
@@ -16,7 +16,10 @@ afterEach(async () => {
   for (const s of running.splice(0)) await s.close();
 });
 
-async function serve(limits: Partial<ServerLimits> = {}): Promise<RunningServer> {
+async function serve(
+  limits: Partial<ServerLimits> = {},
+  logLine?: (line: string) => void,
+): Promise<RunningServer> {
   const s = await startServer({
     log: await openDataLog({
       dir: tempDir(),
@@ -26,6 +29,7 @@ async function serve(limits: Partial<ServerLimits> = {}): Promise<RunningServer>
     adminToken: TOKEN,
     metrics: false,
     limits,
+    logLine,
   });
   running.push(s);
   return s;
@@ -185,6 +189,53 @@ describe('GET /events', () => {
     reader.stop();
     stalled.destroy();
   }, 60_000);
+
+  test('a subscriber with a backlog is dropped for its size, never closed as a stalled connection however long it waits; a client that pipelines and never reads is', async () => {
+    const lines: string[] = [];
+    const limits = {
+      requestTimeoutMs: 200,
+      headersTimeoutMs: 200,
+      checkIntervalMs: 50,
+      maxPipelined: 1_000,
+    };
+    const s = await serve(limits, (line) => lines.push(line));
+    // What the rule for stalled connections says when it closes some.
+    const stalledClosed = () =>
+      lines.filter((l) => /^closed \d+ connection\(s\): answers unread/.test(l));
+    // Events and answers of about 2 MiB (10,000 account entries).
+    const accountCaps: Record<string, { pegCap: bigint }> = {};
+    for (let i = 0; i < 10_000; i++)
+      accountCaps[`account-${String(i).padStart(5, '0')}`] = { pegCap: BIG };
+    await post(s, [{ type: 'limitsSet', limits: { accountCaps } }]);
+    const { port } = new URL(s.url);
+    const sockets: Socket[] = [];
+    const paused = async (request: string) => {
+      const socket = connect(Number(port), '127.0.0.1');
+      sockets.push(socket);
+      socket.on('error', () => undefined);
+      await new Promise<void>((r) => socket.once('connect', () => r()));
+      socket.write(request);
+      socket.pause(); // never reads (and may not notice that the server closed it)
+    };
+    // A stream that does not read: once the kernel's buffers are full, what each change adds
+    // waits in the server, and the stream is dropped at the next change past 1 MiB. Each change
+    // is followed by a pause longer than the request time-out and a check, so the backlog waits
+    // that long at least once before the drop. (Bounded: 100 changes, 200 MiB in all.)
+    await paused('GET /events HTTP/1.1\r\nHost: x\r\n\r\n');
+    await waitFor(() => s.streams === 1, 5_000);
+    for (let h = 1; h <= 100 && s.streams === 1; h++) {
+      await post(s, [{ type: 'blockConnected', height: h }]);
+      await new Promise((r) => setTimeout(r, limits.requestTimeoutMs + 4 * limits.checkIntervalMs));
+    }
+    expect(s.streams, 'the stream was dropped for its backlog').toBe(0);
+    expect(stalledClosed()).toEqual([]);
+    // The rule is live: a client that pipelines 60 reads of a 2 MiB answer and reads none of
+    // them is closed once its answers have waited the request time-out.
+    await paused('GET /limits HTTP/1.1\r\nHost: x\r\n\r\n'.repeat(60));
+    await waitFor(() => stalledClosed().length > 0, 30_000);
+    expect(stalledClosed()).toEqual(['closed 1 connection(s): answers unread for 200 ms']);
+    for (const socket of sockets) socket.destroy();
+  }, 90_000);
 
   test('createLimitsClient().subscribe hears the current limits and every change, reconnects after a failure, and stops', async () => {
     const s = await serve();
