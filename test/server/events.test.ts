@@ -79,6 +79,24 @@ async function listen(url: string, headers: Record<string, string> = {}, path = 
   return { response: r, got, comments, stop: () => controller.abort() };
 }
 
+/** A client that sends `request` (raw HTTP) to `s` and never reads what comes back. */
+async function nonReader(s: RunningServer, request: string): Promise<Socket> {
+  const socket = connect(Number(new URL(s.url).port), '127.0.0.1');
+  socket.on('error', () => undefined);
+  await new Promise<void>((r) => socket.once('connect', () => r()));
+  socket.write(request);
+  socket.pause(); // never reads (and may not notice that the server closed it)
+  return socket;
+}
+
+/** Sets `count` account entries (about 210 bytes each in a limits body), to make events large. */
+async function largeEntries(s: RunningServer, count: number): Promise<void> {
+  const accountCaps: Record<string, { pegCap: bigint; perWithdrawalCap: bigint }> = {};
+  for (let i = 0; i < count; i++)
+    accountCaps[`account-${String(i).padStart(5, '0')}`] = { pegCap: BIG, perWithdrawalCap: BIG };
+  await post(s, [{ type: 'limitsSet', limits: { accountCaps } }]);
+}
+
 describe('GET /events', () => {
   test('the current limits first, then one limits event per change within 500 ms, ids the log positions, int64 exact, CORS like the public routes', async () => {
     const s = await serve();
@@ -168,16 +186,8 @@ describe('GET /events', () => {
   test('a subscriber that does not read is dropped once 1 MiB waits for it; the others go on', async () => {
     const s = await serve();
     // Large events: 5,000 account entries, about 1 MiB a body.
-    const accountCaps: Record<string, { pegCap: bigint; perWithdrawalCap: bigint }> = {};
-    for (let i = 0; i < 5_000; i++)
-      accountCaps[`account-${String(i).padStart(5, '0')}`] = { pegCap: BIG, perWithdrawalCap: BIG };
-    await post(s, [{ type: 'limitsSet', limits: { accountCaps } }]);
-    const { port } = new URL(s.url);
-    const stalled = connect(Number(port), '127.0.0.1');
-    stalled.on('error', () => undefined);
-    await new Promise<void>((r) => stalled.once('connect', () => r()));
-    stalled.write('GET /events HTTP/1.1\r\nHost: x\r\n\r\n');
-    stalled.pause(); // never reads
+    await largeEntries(s, 5_000);
+    const stalled = await nonReader(s, 'GET /events HTTP/1.1\r\nHost: x\r\n\r\n');
     const reader = await listen(s.url);
     await waitFor(() => s.streams === 2, 5_000);
     for (let h = 1; h <= 60 && s.streams === 2; h++)
@@ -203,25 +213,13 @@ describe('GET /events', () => {
     const stalledClosed = () =>
       lines.filter((l) => /^closed \d+ connection\(s\): answers unread/.test(l));
     // Events and answers of about 2 MiB (10,000 account entries).
-    const accountCaps: Record<string, { pegCap: bigint }> = {};
-    for (let i = 0; i < 10_000; i++)
-      accountCaps[`account-${String(i).padStart(5, '0')}`] = { pegCap: BIG };
-    await post(s, [{ type: 'limitsSet', limits: { accountCaps } }]);
-    const { port } = new URL(s.url);
+    await largeEntries(s, 10_000);
     const sockets: Socket[] = [];
-    const paused = async (request: string) => {
-      const socket = connect(Number(port), '127.0.0.1');
-      sockets.push(socket);
-      socket.on('error', () => undefined);
-      await new Promise<void>((r) => socket.once('connect', () => r()));
-      socket.write(request);
-      socket.pause(); // never reads (and may not notice that the server closed it)
-    };
     // A stream that does not read: once the kernel's buffers are full, what each change adds
     // waits in the server, and the stream is dropped at the next change past 1 MiB. Each change
     // is followed by a pause longer than the request time-out and a check, so the backlog waits
     // that long at least once before the drop. (Bounded: 100 changes, 200 MiB in all.)
-    await paused('GET /events HTTP/1.1\r\nHost: x\r\n\r\n');
+    sockets.push(await nonReader(s, 'GET /events HTTP/1.1\r\nHost: x\r\n\r\n'));
     await waitFor(() => s.streams === 1, 5_000);
     for (let h = 1; h <= 100 && s.streams === 1; h++) {
       await post(s, [{ type: 'blockConnected', height: h }]);
@@ -231,7 +229,7 @@ describe('GET /events', () => {
     expect(stalledClosed()).toEqual([]);
     // The rule is live: a client that pipelines 60 reads of a 2 MiB answer and reads none of
     // them is closed once its answers have waited the request time-out.
-    await paused('GET /limits HTTP/1.1\r\nHost: x\r\n\r\n'.repeat(60));
+    sockets.push(await nonReader(s, 'GET /limits HTTP/1.1\r\nHost: x\r\n\r\n'.repeat(60)));
     await waitFor(() => stalledClosed().length > 0, 30_000);
     expect(stalledClosed()).toEqual(['closed 1 connection(s): answers unread for 200 ms']);
     for (const socket of sockets) socket.destroy();
