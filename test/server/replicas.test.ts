@@ -293,6 +293,9 @@ describe.skipIf(!POSTGRES_AVAILABLE)('replicas over one PostgreSQL', () => {
     const w = await post(b.url, { type: 'blockConnected', height: 200 });
     expect(w.status).toBe(503);
     expect(JSON.parse(w.body).detail).toMatch(/batch 3 does not apply/);
+    // GET /metrics says it too (SPEC §10: 1 only when changes can be written).
+    const metrics = parseExposition(await (await fetch(`${b.url}/metrics`)).text());
+    expect(sampleOf(metrics, 'peg_limits_store_available')).toBe(0);
     // Said once, not at every poll (20 ms here).
     await new Promise((r) => setTimeout(r, 300));
     expect(lines.filter((l) => /batch 3/.test(l))).toHaveLength(1);
