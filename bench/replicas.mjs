@@ -127,6 +127,17 @@ try {
     const sum = (k) => after.reduce((t, f, i) => t + f[k] - before[i][k], 0);
     return { transactions: sum('transactions'), waited: sum('waited'), held: sum('held') };
   };
+  // Writes spread over `three`: the connections (and the open-loop rate, if given) shared out
+  // as evenly as they divide (16 connections: 6 + 5 + 5).
+  const part = (total, i) => Math.floor(total / 3) + (i < total % 3 ? 1 : 0);
+  const spreadWrites = async (three, rate) =>
+    summary(
+      await Promise.all(
+        three.map((r, i) =>
+          writes(r.url, part(CONNECTIONS, i), rate === undefined ? undefined : part(rate, i)),
+        ),
+      ),
+    );
   const locks = { one: [], spread: [] };
   // The same replicas at a steady OFFERED changes a second (open loop), after the runs above.
   const offered = { one: [], spread: [] };
@@ -155,29 +166,9 @@ try {
     async (round, last) => {
       const three = await threeReplicas(`three${round}`);
       const before = await Promise.all(three.map((n) => lockFigures(n.url)));
-      spread.push(
-        summary(
-          await Promise.all(
-            three.map((r, i) =>
-              writes(r.url, Math.floor(CONNECTIONS / 3) + (i < CONNECTIONS % 3 ? 1 : 0)),
-            ),
-          ),
-        ),
-      );
+      spread.push(await spreadWrites(three));
       locks.spread.push(await lockSpent(three, before));
-      offered.spread.push(
-        summary(
-          await Promise.all(
-            three.map((r, i) =>
-              writes(
-                r.url,
-                Math.floor(CONNECTIONS / 3) + (i < CONNECTIONS % 3 ? 1 : 0),
-                Math.floor(OFFERED / 3) + (i < OFFERED % 3 ? 1 : 0),
-              ),
-            ),
-          ),
-        ),
-      );
+      offered.spread.push(await spreadWrites(three, OFFERED));
       // The last round's three serve the read and lag figures below.
       if (last) nodes = three;
       else stop(three);
