@@ -326,8 +326,8 @@ describe.skipIf(!HAVE_PROMETHEUS)('the operating page', () => {
     expect(at, marker).toBeGreaterThan(0);
     return page.slice(at + 8, page.indexOf('```', at + 8));
   };
-  // Runs \`promtool test rules\` on the page's rules and \`tests\` (the entries under
-  // \`tests:\`, one minute between evaluations) and expects every one to pass.
+  // Runs `promtool test rules` on the page's rules and `tests` (the entries under
+  // `tests:`, one minute between evaluations) and expects every one to pass.
   const testRules = (tests: string) => {
     const dir = tempDir();
     writeFileSync(join(dir, 'peg-limits-rules.yml'), block('peg-limits-rules.yml'));
