@@ -3,7 +3,6 @@
  * folder (one writer) and the log on PostgreSQL (many writers; the rules about other
  * writers run on it alone).
  */
-import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import {
   applyAll,
@@ -177,7 +176,6 @@ if (!POSTGRES_AVAILABLE)
   console.warn(`SKIPPING the PostgreSQL event-log contract: ${POSTGRES_MISSING}`);
 
 let db: TestPostgres | undefined;
-let databases = 0;
 beforeAll(() => {
   if (POSTGRES_AVAILABLE) db = startPostgres();
 });
@@ -186,12 +184,7 @@ afterAll(() => db?.destroy());
 eventLogContract(
   'PostgreSQL',
   async () => {
-    const name = `contract${databases++}`;
-    const c = new pg.Client({ connectionString: db!.url });
-    await c.connect();
-    await c.query(`CREATE DATABASE ${name}`);
-    await c.end();
-    const url = db!.url.replace('/postgres?', `/${name}?`);
+    const url = await db!.database();
     return { shared: true, open: () => openPgLog({ url, initial: initial(), pollMs: 50 }) };
   },
   { shared: true, skip: !POSTGRES_AVAILABLE },

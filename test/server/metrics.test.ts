@@ -4,7 +4,6 @@
  */
 import { spawn, spawnSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import {
@@ -18,7 +17,7 @@ import {
 } from '../../src/index.js';
 import { openDataLog } from '../../src/server/data-log.js';
 import { type RunningServer, startServer } from '../../src/server/serve.js';
-import { killGroup, tempDir, waitFor } from '../support/proc.js';
+import { freePort, killGroup, tempDir, waitFor } from '../support/proc.js';
 import { parseExposition, sampleOf } from '../support/prometheus-text.js';
 import {
   checkMetrics,
@@ -255,17 +254,6 @@ describe('GET /metrics', () => {
     },
   );
 });
-
-/** A free port on loopback. */
-function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const s = createServer();
-    s.listen(0, '127.0.0.1', () => {
-      const port = (s.address() as { port: number }).port;
-      s.close(() => resolve(port));
-    });
-  });
-}
 
 describe.skipIf(!HAVE_PROMETHEUS)('Prometheus scraping the service', () => {
   test('after a throttle start, its query API says peg_limits_throttle_active is 1', async () => {

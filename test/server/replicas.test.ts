@@ -22,6 +22,7 @@ import { openDataLog } from '../../src/server/data-log.js';
 import { openPgLog, type PgLogOptions, WRITE_LOCK } from '../../src/server/pg-log.js';
 import { type RunningServer, startServer } from '../../src/server/serve.js';
 import {
+  loggedWithdrawals,
   POSTGRES_AVAILABLE,
   POSTGRES_MISSING,
   startPostgres,
@@ -54,7 +55,6 @@ const initial = (): LimitsState =>
 
 describe.skipIf(!POSTGRES_AVAILABLE)('replicas over one PostgreSQL', () => {
   let db: TestPostgres;
-  let n = 0;
   const running: RunningServer[] = [];
   const procs: Proc[] = [];
 
@@ -70,14 +70,7 @@ describe.skipIf(!POSTGRES_AVAILABLE)('replicas over one PostgreSQL', () => {
   }, 60_000);
 
   /** A fresh, empty database on the private server. */
-  async function database(): Promise<string> {
-    const name = `t${n++}`;
-    const c = new pg.Client({ connectionString: db.url });
-    await c.connect();
-    await c.query(`CREATE DATABASE ${name}`);
-    await c.end();
-    return db.url.replace('/postgres?', `/${name}?`);
-  }
+  const database = () => db.database();
 
   async function replica(url: string, extra: Partial<PgLogOptions> = {}, alertUrls: string[] = []) {
     const s = await startServer({
@@ -113,17 +106,7 @@ describe.skipIf(!POSTGRES_AVAILABLE)('replicas over one PostgreSQL', () => {
   });
 
   /** Every withdrawal id in the log, with how many times it appears. */
-  async function logged(url: string): Promise<Map<string, number>> {
-    const c = new pg.Client({ connectionString: url });
-    await c.connect();
-    const { rows } = await c.query('SELECT events FROM peg_limits_batches ORDER BY seq');
-    await c.end();
-    const ids = new Map<string, number>();
-    for (const row of rows)
-      for (const e of decodeJson(row.events) as Array<{ type: string; id?: string }>)
-        if (e.type === 'withdrawalRequested') ids.set(e.id!, (ids.get(e.id!) ?? 0) + 1);
-    return ids;
-  }
+  const logged = loggedWithdrawals;
 
   test('three replicas: concurrent writes and throttle starts on all three, one total order, identical states', async () => {
     const url = await database();

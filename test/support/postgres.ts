@@ -7,6 +7,8 @@ import { execFileSync } from 'node:child_process';
 import { chmodSync, existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import pg from 'pg';
+import { decodeJson } from '../../src/index.js';
 
 const BIN = process.env.PG_BIN ?? '/usr/lib/postgresql/15/bin';
 
@@ -37,6 +39,8 @@ export interface TestPostgres {
   start(): void;
   /** Stops it and removes its folder. */
   destroy(): void;
+  /** Creates a fresh, empty database on it; resolves with its connection string. */
+  database(): Promise<string>;
 }
 
 let port = 54_000 + (process.pid % 900);
@@ -61,8 +65,10 @@ export function startPostgres(): TestPostgres {
     }
   };
   start();
+  const url = `postgres://postgres@localhost/postgres?host=${encodeURIComponent(dir)}&port=${p}`;
+  let databases = 0;
   return {
-    url: `postgres://postgres@localhost/postgres?host=${encodeURIComponent(dir)}&port=${p}`,
+    url,
     dir,
     stop,
     start,
@@ -70,5 +76,26 @@ export function startPostgres(): TestPostgres {
       stop();
       rmSync(dir, { recursive: true, force: true });
     },
+    async database() {
+      const name = `t${databases++}`;
+      const c = new pg.Client({ connectionString: url });
+      await c.connect();
+      await c.query(`CREATE DATABASE ${name}`);
+      await c.end();
+      return url.replace('/postgres?', `/${name}?`);
+    },
   };
+}
+
+/** Every withdrawal id in the log at `url`, with how many times it appears. */
+export async function loggedWithdrawals(url: string): Promise<Map<string, number>> {
+  const c = new pg.Client({ connectionString: url });
+  await c.connect();
+  const { rows } = await c.query('SELECT events FROM peg_limits_batches ORDER BY seq');
+  await c.end();
+  const ids = new Map<string, number>();
+  for (const row of rows)
+    for (const e of decodeJson(row.events) as Array<{ type: string; id?: string }>)
+      if (e.type === 'withdrawalRequested') ids.set(e.id!, (ids.get(e.id!) ?? 0) + 1);
+  return ids;
 }

@@ -1,6 +1,7 @@
 /** Helpers to run `peg-limits serve` as a real process. */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtempSync } from 'node:fs';
+import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
@@ -115,4 +116,15 @@ export async function waitFor(
   every = 10,
 ): Promise<void> {
   if (!(await eventually(check, ms, every))) throw new Error(`condition not met within ${ms} ms`);
+}
+
+/** A port on loopback that was free a moment ago (for a program that takes a fixed port). */
+export function freePort(): Promise<number> {
+  return new Promise((resolve) => {
+    const s = createServer();
+    s.listen(0, '127.0.0.1', () => {
+      const port = (s.address() as { port: number }).port;
+      s.close(() => resolve(port));
+    });
+  });
 }
