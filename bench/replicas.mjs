@@ -4,15 +4,17 @@
 // through one replica and spread over three, the lag from a commit on one replica to the
 // change being visible on another, reads through another replica right after a write
 // (with and without Peg-Limits-Min-Position), and start-up from a snapshot with 100k
-// withdrawals. Writes through one replica alone, through one of three and spread over
-// three are interleaved in ROUNDS rounds (3) of LOAD_SECONDS (4) with CONNECTIONS (16)
+// withdrawals. Writes through one replica alone, through one of three, through HAProxy
+// in front of three (docs/replicas.md's configuration; left out without haproxy) and
+// spread over three are interleaved in ROUNDS rounds (3) of LOAD_SECONDS (4) with CONNECTIONS (16)
 // writers, each followed on the same replicas by a run at a steady OFFERED (1500) changes
 // a second (open loop: latency at a load both keep up with); PG_EXTRA adds server settings
 // (`-c name=value`). With --readme, writes the
 // table into docs/replicas.md; with --check, exits 1 unless the spread rate is ≥ 0.9× the
 // rate through one of three, nothing is refused, and every read that named its write saw it.
-import { execFileSync } from 'node:child_process';
-import { chmodSync, existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { execFileSync, spawn } from 'node:child_process';
+import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import autocannon from 'autocannon';
@@ -60,6 +62,42 @@ async function database(name) {
 
 const replica = (url) => startChild(['replica', url], children);
 
+// HAProxy in front of three replicas, with the configuration of docs/replicas.md (changes
+// to the first, reads to all), its addresses replaced by theirs and a free port.
+const HAPROXY = '/usr/sbin/haproxy';
+const haproxy = existsSync(HAPROXY);
+if (!haproxy) console.error(`no ${HAPROXY} (apt-get install haproxy): no row through HAProxy`);
+const freePort = () =>
+  new Promise((resolve) => {
+    const s = createServer();
+    s.listen(0, '127.0.0.1', () => {
+      const { port } = s.address();
+      s.close(() => resolve(port));
+    });
+  });
+async function balancer(three) {
+  const page = readFileSync('docs/replicas.md', 'utf8');
+  const at = page.indexOf('```haproxy\n# peg-limits.cfg');
+  const port = await freePort();
+  const config = join(dir, `haproxy-${port}.cfg`);
+  writeFileSync(
+    config,
+    page
+      .slice(at + '```haproxy\n'.length, page.indexOf('```', at + 10))
+      .replace('bind :8080', `bind 127.0.0.1:${port}`)
+      .replace(/10\.0\.0\.(\d):8080/g, (_, i) => three[i - 1].url.replace('http://', '')),
+  );
+  const child = spawn(HAPROXY, ['-db', '-f', config], { stdio: 'ignore' });
+  children.push(child);
+  const url = `http://127.0.0.1:${port}`;
+  for (;;) {
+    const r = await fetch(`${url}/healthz`).catch(() => undefined);
+    if (r?.ok) break;
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  return { url, child };
+}
+
 const admin = (url, events) => adminEvents(url, events, encodeJson);
 
 // Closed loop (each connection sends its next change once answered) unless `rate` is given:
@@ -84,13 +122,15 @@ const CONNECTIONS = Number(process.env.CONNECTIONS ?? 16);
 const OFFERED = Number(process.env.OFFERED ?? 1500);
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 try {
-  // Three contenders, interleaved in rounds on fresh databases (the order turns each round):
+  // Four contenders, interleaved in rounds on fresh databases (the order turns each round):
   // writes through one replica running alone; through one of three (the two others follow
-  // every row, as in a deployment of three: the baseline of the ratio); and spread over the
-  // three (16 connections: 6 + 5 + 5). The ratio is per round.
+  // every row, as in a deployment of three: the baseline of the ratio); through HAProxy in
+  // front of three (when it is installed); and spread over the three (16 connections:
+  // 6 + 5 + 5). The ratios are per round.
   const alone = [];
   const one = [];
   const spread = [];
+  const viaBalancer = [];
   let nodes;
   const stop = (started) => {
     for (const n of started) {
@@ -163,6 +203,13 @@ try {
       offered.one.push(summary([await writes(three[0].url, CONNECTIONS, OFFERED)]));
       stop(three);
     },
+    async (round) => {
+      if (!haproxy) return;
+      const three = await threeReplicas(`balanced${round}`);
+      const front = await balancer(three);
+      viaBalancer.push(summary([await writes(front.url, CONNECTIONS)]));
+      stop([front, ...three]);
+    },
     async (round, last) => {
       const three = await threeReplicas(`three${round}`);
       const before = await Promise.all(three.map((n) => lockFigures(n.url)));
@@ -177,7 +224,8 @@ try {
   for (let round = 0; round < ROUNDS; round++) {
     const last = round === ROUNDS - 1;
     // The spread run goes last in the last round; before that the order turns.
-    const order = last ? [0, 1, 2] : [round % 3, (round + 1) % 3, (round + 2) % 3];
+    const k = contenders.length;
+    const order = contenders.map((_, j) => (last ? j : (round + j) % k));
     for (const k of order) await contenders[k](round, last);
   }
   const ratios = one.map((o, i) => spread[i].rate / o.rate);
@@ -195,6 +243,13 @@ try {
     `accepted changes/s, spread over three replicas, ${CONNECTIONS} connections (median of ${ROUNDS} rounds)`,
     fmt(spread),
   ]);
+  if (viaBalancer.length > 0) {
+    const through = one.map((o, i) => viaBalancer[i].rate / o.rate);
+    rows.push([
+      `accepted changes/s, through HAProxy to one of three replicas (docs/replicas.md), ${CONNECTIONS} connections (median of ${ROUNDS} rounds)`,
+      `${fmt(viaBalancer)}; ${median(through).toFixed(2)}× the rate through one directly`,
+    ]);
+  }
   rows.push([
     'spread over three ÷ through one of three, median of the per-round ratios',
     `${median(ratios).toFixed(2)}× (rounds: ${ratios.map((r) => r.toFixed(2)).join(', ')})`,
