@@ -162,7 +162,8 @@ describe.skipIf(!ready)('three replicas behind HAProxy', () => {
     }
     await reader.cancel();
     expect(text).toContain(`id: ${made.position}\nevent: limits\n`);
-    // Round robin: nine reads are three on each replica.
+    // Round robin: nine reads reach each replica.
+    const before = await Promise.all([0, 1, 2].map(figures));
     for (let i = 0; i < 9; i++) {
       const r = await fetch(`${base}/limits`, {
         headers: { 'peg-limits-min-position': String(made.position) },
@@ -170,6 +171,8 @@ describe.skipIf(!ready)('three replicas behind HAProxy', () => {
       expect(r.status).toBe(200);
       expect(Number(r.headers.get('peg-limits-position'))).toBeGreaterThanOrEqual(made.position);
     }
+    const after = await Promise.all([0, 1, 2].map(figures));
+    after.forEach((f, i) => expect(f.reads, `r${i + 1}`).toBeGreaterThan(before[i]!.reads));
   });
 
   test('r1 killed between changes: r2 takes every change after it, r3 none, nothing lost or doubled; r1 back takes them back', async () => {
