@@ -90,9 +90,10 @@ async function balancer(three) {
   const child = spawn(HAPROXY, ['-db', '-f', config], { stdio: 'ignore' });
   children.push(child);
   const url = `http://127.0.0.1:${port}`;
-  for (;;) {
+  for (const until = Date.now() + 10_000; ; ) {
     const r = await fetch(`${url}/healthz`).catch(() => undefined);
     if (r?.ok) break;
+    if (Date.now() > until) throw new Error(`HAProxy did not answer on ${url} within 10 s`);
     await new Promise((r) => setTimeout(r, 20));
   }
   return { url, child };
