@@ -20,6 +20,7 @@ import { join } from 'node:path';
 import autocannon from 'autocannon';
 import pg from 'pg';
 import { applyAll, createLimitsState, encodeJson, snapshotOf } from '../dist/index.js';
+import { haproxyConfig } from '../test/support/doc-blocks.mjs';
 import { admin as adminEvents, startChild, withdrawalRequests, writeReadmeTable } from './util.mjs';
 
 const BIN = process.env.PG_BIN ?? '/usr/lib/postgresql/15/bin';
@@ -76,16 +77,15 @@ const freePort = () =>
     });
   });
 async function balancer(three) {
-  const page = readFileSync('docs/replicas.md', 'utf8');
-  const at = page.indexOf('```haproxy\n# peg-limits.cfg');
   const port = await freePort();
   const config = join(dir, `haproxy-${port}.cfg`);
   writeFileSync(
     config,
-    page
-      .slice(at + '```haproxy\n'.length, page.indexOf('```', at + 10))
-      .replace('bind :8080', `bind 127.0.0.1:${port}`)
-      .replace(/10\.0\.0\.(\d):8080/g, (_, i) => three[i - 1].url.replace('http://', '')),
+    haproxyConfig(
+      readFileSync('docs/replicas.md', 'utf8'),
+      port,
+      three.map((r) => r.url.replace('http://', '')),
+    ),
   );
   const child = spawn(HAPROXY, ['-db', '-f', config], { stdio: 'ignore' });
   children.push(child);

@@ -10,6 +10,7 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { encodeJson } from '../../src/index.js';
+import { haproxyConfig } from '../support/doc-blocks.mjs';
 import {
   loggedWithdrawals,
   POSTGRES_AVAILABLE,
@@ -45,18 +46,6 @@ test('HAProxy and PostgreSQL are there when CI runs the tests', () => {
   }
 });
 
-/** The HAProxy configuration of docs/replicas.md, on loopback: the balancer and replicas' ports. */
-function documentedConfig(balancer: number, replicas: ReadonlyArray<number>): string {
-  const page = readFileSync('docs/replicas.md', 'utf8');
-  const at = page.indexOf('```haproxy\n# peg-limits.cfg');
-  expect(at, 'docs/replicas.md has the HAProxy configuration').toBeGreaterThan(0);
-  const text = page.slice(at + '```haproxy\n'.length, page.indexOf('```', at + 10));
-  expect(text).toContain('bind :8080');
-  return text
-    .replace('bind :8080', `bind 127.0.0.1:${balancer}`)
-    .replace(/10\.0\.0\.(\d):8080/g, (_, i: string) => `127.0.0.1:${replicas[Number(i) - 1]}`);
-}
-
 describe.skipIf(!ready)('three replicas behind HAProxy', () => {
   let db: TestPostgres;
   let url: string;
@@ -85,7 +74,14 @@ describe.skipIf(!ready)('three replicas behind HAProxy', () => {
     const dir = tempDir();
     const config = join(dir, 'peg-limits.cfg');
     const port = await freePort();
-    writeFileSync(config, documentedConfig(port, ports));
+    writeFileSync(
+      config,
+      haproxyConfig(
+        readFileSync('docs/replicas.md', 'utf8'),
+        port,
+        ports.map((p) => `127.0.0.1:${p}`),
+      ),
+    );
     const check = spawnSync(HAPROXY, ['-c', '-f', config], { encoding: 'utf8' });
     expect(check.status, check.stdout + check.stderr).toBe(0);
     // -db: in the foreground, its notes on stderr.

@@ -17,6 +17,7 @@ import {
 } from '../../src/index.js';
 import { openDataLog } from '../../src/server/data-log.js';
 import { type RunningServer, startServer } from '../../src/server/serve.js';
+import { fencedBlock } from '../support/doc-blocks.mjs';
 import { freePort, killGroup, tempDir, waitFor } from '../support/proc.js';
 import { parseExposition, sampleOf } from '../support/prometheus-text.js';
 import {
@@ -309,11 +310,7 @@ describe.skipIf(!HAVE_PROMETHEUS)('Prometheus scraping the service', () => {
 
 describe.skipIf(!HAVE_PROMETHEUS)('the operating page', () => {
   const page = readFileSync('docs/operating.md', 'utf8');
-  const block = (marker: string) => {
-    const at = page.indexOf(`\`\`\`yaml\n# ${marker}`);
-    expect(at, marker).toBeGreaterThan(0);
-    return page.slice(at + 8, page.indexOf('```', at + 8));
-  };
+  const block = (marker: string) => fencedBlock(page, 'yaml', marker);
   // Runs `promtool test rules` on the page's rules and `tests` (the entries under
   // `tests:`, one minute between evaluations) and expects every one to pass.
   const testRules = (tests: string) => {
