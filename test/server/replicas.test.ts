@@ -69,9 +69,6 @@ describe.skipIf(!POSTGRES_AVAILABLE)('replicas over one PostgreSQL', () => {
     db?.destroy();
   }, 60_000);
 
-  /** A fresh, empty database on the private server. */
-  const database = () => db.database();
-
   async function replica(url: string, extra: Partial<PgLogOptions> = {}, alertUrls: string[] = []) {
     const s = await startServer({
       log: await openPgLog({ url, initial: initial(), ...extra }),
@@ -105,11 +102,8 @@ describe.skipIf(!POSTGRES_AVAILABLE)('replicas over one PostgreSQL', () => {
     height: 100,
   });
 
-  /** Every withdrawal id in the log, with how many times it appears. */
-  const logged = loggedWithdrawals;
-
   test('three replicas: concurrent writes and throttle starts on all three, one total order, identical states', async () => {
-    const url = await database();
+    const url = await db.database();
     const replicas = [await replica(url), await replica(url), await replica(url)];
     expect((await post(replicas[0]!.url, { type: 'blockConnected', height: 100 })).status).toBe(
       200,
@@ -143,7 +137,7 @@ describe.skipIf(!POSTGRES_AVAILABLE)('replicas over one PostgreSQL', () => {
     };
     await Promise.all([0, 1, 2, 3, 4, 5].map(writer).concat(throttler()));
     // Every acknowledged change is in the log, exactly once.
-    const ids = await logged(url);
+    const ids = await loggedWithdrawals(url);
     expect(acked).toHaveLength(240);
     for (const id of acked) expect(ids.get(id), id).toBe(1);
     expect(ids.size).toBe(240);
@@ -161,7 +155,7 @@ describe.skipIf(!POSTGRES_AVAILABLE)('replicas over one PostgreSQL', () => {
   });
 
   test('two replicas that start on an empty database at the same moment both come up', async () => {
-    const url = await database();
+    const url = await db.database();
     const [a, b] = await Promise.all([replica(url), replica(url)]);
     expect((await post(a.url, { type: 'blockConnected', height: 5 })).status).toBe(200);
     await waitFor(() => b.service.state.tip === 5);
@@ -169,7 +163,7 @@ describe.skipIf(!POSTGRES_AVAILABLE)('replicas over one PostgreSQL', () => {
   });
 
   test('a follower sees a commit quickly, and every answer says its position', async () => {
-    const url = await database();
+    const url = await db.database();
     const [a, b] = [await replica(url), await replica(url)];
     const lags: number[] = [];
     for (let h = 1; h <= 50; h++) {
@@ -192,7 +186,7 @@ describe.skipIf(!POSTGRES_AVAILABLE)('replicas over one PostgreSQL', () => {
   });
 
   test('a notification carries its rows: a follower applies them without a query; a gap, a position alone (an older release) or a batch too big for one is read from the table', async () => {
-    const url = await database();
+    const url = await db.database();
     // No poll in the time of the test: only notifications wake the follower.
     const b = await replica(url, { pollMs: 600_000 });
     const block = (height: number) => encodeJson([{ type: 'blockConnected', height }]);
@@ -242,7 +236,7 @@ describe.skipIf(!POSTGRES_AVAILABLE)('replicas over one PostgreSQL', () => {
   });
 
   test('a row this replica cannot apply: it keeps its last state, says so once, is not ready, flags its reads and refuses writes; a replica that starts on it refuses to start', async () => {
-    const url = await database();
+    const url = await db.database();
     const lines: string[] = [];
     const b = await replica(url, { pollMs: 20, logLine: (l) => lines.push(l) });
     expect((await post(b.url, { type: 'blockConnected', height: 100 })).status).toBe(200);
@@ -283,7 +277,7 @@ describe.skipIf(!POSTGRES_AVAILABLE)('replicas over one PostgreSQL', () => {
     await new Promise((r) => setTimeout(r, 300));
     expect(lines.filter((l) => /batch 3/.test(l))).toHaveLength(1);
     expect(b.position).toBe(2);
-    expect([...(await logged(url)).keys()]).toEqual([]);
+    expect([...(await loggedWithdrawals(url)).keys()]).toEqual([]);
     const rows = new pg.Client({ connectionString: url });
     await rows.connect();
     const { rows: count } = await rows.query('SELECT count(*)::int AS n FROM peg_limits_batches');
@@ -300,7 +294,7 @@ describe.skipIf(!POSTGRES_AVAILABLE)('replicas over one PostgreSQL', () => {
   });
 
   test('GET /events works the same on every replica: a change written through one is streamed by another, with its position', async () => {
-    const url = await database();
+    const url = await db.database();
     const [a, b] = [await replica(url), await replica(url)];
     const controller = new AbortController();
     const r = await fetch(`${b.url}/events`, { signal: controller.signal });
@@ -329,7 +323,7 @@ describe.skipIf(!POSTGRES_AVAILABLE)('replicas over one PostgreSQL', () => {
   });
 
   test('read your writes: a read through another replica that names the write position sees it, 100 times out of 100; the client asks by itself', async () => {
-    const url = await database();
+    const url = await db.database();
     const [a, b] = [await replica(url), await replica(url)];
     expect((await post(a.url, { type: 'blockConnected', height: 100 })).status).toBe(200);
     let staleWithout = 0;
@@ -370,7 +364,7 @@ describe.skipIf(!POSTGRES_AVAILABLE)('replicas over one PostgreSQL', () => {
   });
 
   test('group commit: changes queued on one replica while it commits go in one transaction', async () => {
-    const url = await database();
+    const url = await db.database();
     const a = await replica(url);
     expect((await post(a.url, { type: 'blockConnected', height: 100 })).status).toBe(200);
     const answers = await Promise.all(
@@ -398,7 +392,7 @@ describe.skipIf(!POSTGRES_AVAILABLE)('replicas over one PostgreSQL', () => {
   });
 
   test('the write lock: held by another for over 2 s, a change is refused 503 write_conflict with Retry-After; reads go on; released, writes go on', async () => {
-    const url = await database();
+    const url = await db.database();
     const a = await replica(url);
     expect((await post(a.url, { type: 'blockConnected', height: 100 })).status).toBe(200);
     const holder = new pg.Client({ connectionString: url });
@@ -428,7 +422,7 @@ describe.skipIf(!POSTGRES_AVAILABLE)('replicas over one PostgreSQL', () => {
   });
 
   test("GET /metrics counts each replica's write transactions and the time it waited for and held the write lock, and a wait that ran out", async () => {
-    const url = await database();
+    const url = await db.database();
     const a = await replica(url, { lockWaitMs: 300 });
     const b = await replica(url);
     const figures = async (base: string) => {
@@ -521,7 +515,7 @@ describe.skipIf(!POSTGRES_AVAILABLE)('replicas over one PostgreSQL', () => {
   });
 
   test('the database restarted in the middle of traffic: changes refused with 503, reads go on, recovery without a restart', async () => {
-    const url = await database();
+    const url = await db.database();
     const [a, b] = [await replica(url), await replica(url)];
     expect((await post(a.url, { type: 'blockConnected', height: 100 })).status).toBe(200);
     await waitFor(() => b.service.state.tip === 100);
@@ -556,7 +550,7 @@ describe.skipIf(!POSTGRES_AVAILABLE)('replicas over one PostgreSQL', () => {
   });
 
   test('SIGKILL a replica in the middle of writes, many rounds: the others go on, the restarted one catches up, nothing acknowledged is lost', async () => {
-    const url = await database();
+    const url = await db.database();
     const start = () => childReplica(url, ['--snapshot-every', '40']);
     const nodes = [await start(), await start(), await start()];
     expect((await post(nodes[0]!.url, { type: 'blockConnected', height: 100 })).status).toBe(200);
@@ -661,7 +655,7 @@ describe.skipIf(!POSTGRES_AVAILABLE)('replicas over one PostgreSQL', () => {
 
   /** Every acknowledged id is in the log once; every replica reaches one position and one state. */
   async function allAgree(url: string, nodes: Proc[], acked: Set<string>): Promise<void> {
-    const ids = await logged(url);
+    const ids = await loggedWithdrawals(url);
     for (const id of acked) expect(ids.get(id), id).toBe(1);
     for (const [id, n] of ids) expect(n, id).toBe(1);
     let seen: Array<string | null> = [];
@@ -684,7 +678,7 @@ describe.skipIf(!POSTGRES_AVAILABLE)('replicas over one PostgreSQL', () => {
   }
 
   test('SIGKILL the replica that holds the write lock, mid-transaction, three rounds: its connection frees the lock, the others go on, nothing acknowledged is lost', async () => {
-    const url = await database();
+    const url = await db.database();
     const nodes = [await childReplica(url), await childReplica(url), await childReplica(url)];
     expect((await post(nodes[0]!.url, { type: 'blockConnected', height: 100 })).status).toBe(200);
     const acked = new Set<string>();
@@ -708,7 +702,7 @@ describe.skipIf(!POSTGRES_AVAILABLE)('replicas over one PostgreSQL', () => {
   });
 
   test('the database restarted under a replica that holds the write lock: its transaction is rolled back, nothing acknowledged is lost or doubled, and every replica goes on without a restart', async () => {
-    const url = await database();
+    const url = await db.database();
     const nodes = [await childReplica(url), await childReplica(url), await childReplica(url)];
     expect((await post(nodes[0]!.url, { type: 'blockConnected', height: 100 })).status).toBe(200);
     const acked = new Set<string>();
@@ -745,7 +739,7 @@ describe.skipIf(!POSTGRES_AVAILABLE)('replicas over one PostgreSQL', () => {
   });
 
   test('a change is computed on the newest state of the log, even before a follower has heard of it', async () => {
-    const url = await database();
+    const url = await db.database();
     const a = await replica(url);
     expect((await post(a.url, { type: 'blockConnected', height: 100 })).status).toBe(200);
     await waitFor(() => a.position === 1);
@@ -771,7 +765,7 @@ describe.skipIf(!POSTGRES_AVAILABLE)('replicas over one PostgreSQL', () => {
   });
 
   test('each alert is sent once per change, by the replica that wrote it', async () => {
-    const url = await database();
+    const url = await db.database();
     const got: string[] = [];
     const hook = createHttpServer((req, res) => {
       let body = '';
@@ -805,7 +799,7 @@ describe.skipIf(!POSTGRES_AVAILABLE)('replicas over one PostgreSQL', () => {
   });
 
   test('a snapshot row is written in part rows of a slice each, and a new replica reads it back whole', async () => {
-    const url = await database();
+    const url = await db.database();
     const a = await replica(url, { snapshotEvery: 3, snapshotSlice: 50 });
     const withdrawals = Array.from({ length: 420 }, (_, i) => ({
       type: 'withdrawalRequested',
@@ -836,7 +830,7 @@ describe.skipIf(!POSTGRES_AVAILABLE)('replicas over one PostgreSQL', () => {
   });
 
   test('a database of schema version 1 (whole snapshot rows) is upgraded and read', async () => {
-    const url = await database();
+    const url = await db.database();
     const c = new pg.Client({ connectionString: url });
     await c.connect();
     await c.query('CREATE TABLE peg_limits_meta (key text PRIMARY KEY, value text NOT NULL)');
@@ -869,7 +863,7 @@ describe.skipIf(!POSTGRES_AVAILABLE)('replicas over one PostgreSQL', () => {
   });
 
   test('snapshot rows every N batches, old rows pruned, and a new replica starts from the newest snapshot', async () => {
-    const url = await database();
+    const url = await db.database();
     const a = await replica(url, { snapshotEvery: 5, keepBatches: 3 });
     for (let h = 1; h <= 23; h++)
       expect((await post(a.url, { type: 'blockConnected', height: h })).status).toBe(200);
@@ -906,7 +900,7 @@ describe.skipIf(!POSTGRES_AVAILABLE)('replicas over one PostgreSQL', () => {
   });
 
   test('migrate-journal moves a data folder into an empty database, and replicas go on from it', async () => {
-    const url = await database();
+    const url = await db.database();
     const dir = tempDir();
     const config = join(dir, 'config.json');
     writeFileSync(
