@@ -3,8 +3,9 @@
 // private server started here (Debian's binaries): accepted operator changes per second
 // through one replica and spread over three, the lag from a commit on one replica to the
 // change being visible on another, reads through another replica right after a write
-// (with and without Peg-Limits-Min-Position), and start-up from a snapshot with 100k
-// withdrawals. Writes through one replica alone, through one of three, through HAProxy
+// (with and without Peg-Limits-Min-Position), start-up from a snapshot with 100k
+// withdrawals, and (on Linux, from /proc) the CPU each accepted change costs the replicas,
+// PostgreSQL and the load together, through one of three and spread over three. Writes through one replica alone, through one of three, through HAProxy
 // in front of three (docs/replicas.md's configuration; left out without haproxy) and
 // spread over three are interleaved in ROUNDS rounds (3) of LOAD_SECONDS (4) with CONNECTIONS (16)
 // writers, each followed on the same replicas by a run at a steady OFFERED (1500) changes
@@ -13,9 +14,17 @@
 // table into docs/replicas.md; with --check, exits 1 unless the spread rate is ≥ 0.9× the
 // rate through one of three, nothing is refused, and every read that named its write saw it.
 import { execFileSync, spawn } from 'node:child_process';
-import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  existsSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { createServer } from 'node:net';
-import { tmpdir } from 'node:os';
+import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import autocannon from 'autocannon';
 import pg from 'pg';
@@ -62,6 +71,63 @@ async function database(name) {
 }
 
 const replica = (url) => startChild(['replica', url], children);
+
+// CPU time from /proc (Linux; the row is left out elsewhere): the seconds a process has run,
+// user and system, and every PostgreSQL process's, so that a run's cores can be shared out
+// among the replicas, the database and this process (the load).
+const PROC = existsSync('/proc/self/stat');
+const HZ = (() => {
+  try {
+    return Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' })) || 100;
+  } catch {
+    return 100;
+  }
+})();
+const cpuSeconds = (pid) => {
+  try {
+    const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+    return (Number(f[11]) + Number(f[12])) / HZ;
+  } catch {
+    return 0; // gone
+  }
+};
+const postgresCpu = () => {
+  const by = new Map();
+  for (const pid of readdirSync('/proc')) {
+    if (!/^\d+$/.test(pid)) continue;
+    try {
+      if (readFileSync(`/proc/${pid}/comm`, 'utf8').trim() === 'postgres')
+        by.set(pid, cpuSeconds(pid));
+    } catch {}
+  }
+  return by;
+};
+// What `nodes` (replicas), PostgreSQL and this process have run so far; `cpuSpent(before,
+// rate)` turns two of these into cores and CPU per accepted change.
+const cpuNow = (nodes) =>
+  PROC
+    ? {
+        at: performance.now(),
+        replicas: nodes.map((n) => cpuSeconds(n.child.pid)),
+        database: postgresCpu(),
+        load: cpuSeconds(process.pid),
+      }
+    : undefined;
+const cpuSpent = (before, nodes, rate) => {
+  const after = cpuNow(nodes);
+  if (before === undefined || after === undefined) return undefined;
+  const seconds = (after.at - before.at) / 1000;
+  let database = 0;
+  for (const [pid, s] of after.database) database += s - (before.database.get(pid) ?? 0);
+  const replicas = after.replicas.map((s, i) => (s - before.replicas[i]) / seconds);
+  const cores = {
+    replicas,
+    database: database / seconds,
+    load: (after.load - before.load) / seconds,
+  };
+  const all = replicas.reduce((t, c) => t + c, 0) + cores.database + cores.load;
+  return { ...cores, all, perChange: (all / rate) * 1e6 };
+};
 
 // HAProxy in front of three replicas, with the configuration of docs/replicas.md (changes
 // to the first, reads to all), its addresses replaced by theirs and a free port.
@@ -180,6 +246,8 @@ try {
       ),
     );
   const locks = { one: [], spread: [] };
+  // CPU over the same runs (from /proc; none elsewhere).
+  const cpu = { one: [], spread: [] };
   // The same replicas at a steady OFFERED changes a second (open loop), after the runs above.
   const offered = { one: [], spread: [] };
   // Three replicas on a fresh database, its first block written.
@@ -199,7 +267,9 @@ try {
     async (round) => {
       const three = await threeReplicas(`one${round}`);
       const before = await Promise.all(three.map((n) => lockFigures(n.url)));
+      const cpuBefore = cpuNow(three);
       one.push(summary([await writes(three[0].url, CONNECTIONS)]));
+      cpu.one.push(cpuSpent(cpuBefore, three, one.at(-1).rate));
       locks.one.push(await lockSpent(three, before));
       offered.one.push(summary([await writes(three[0].url, CONNECTIONS, OFFERED)]));
       stop(three);
@@ -214,7 +284,9 @@ try {
     async (round, last) => {
       const three = await threeReplicas(`three${round}`);
       const before = await Promise.all(three.map((n) => lockFigures(n.url)));
+      const cpuBefore = cpuNow(three);
       spread.push(await spreadWrites(three));
+      cpu.spread.push(cpuSpent(cpuBefore, three, spread.at(-1).rate));
       locks.spread.push(await lockSpent(three, before));
       offered.spread.push(await spreadWrites(three, OFFERED));
       // The last round's three serve the read and lag figures below.
@@ -276,6 +348,17 @@ try {
   ]);
   rows.push(['the write lock, through one of three (medians of the rounds)', lockRow(locks.one)]);
   rows.push(['the write lock, spread over three (medians of the rounds)', lockRow(locks.spread)]);
+  // Where the cores went (from /proc): CPU per accepted change, and the cores of each part,
+  // in the round whose CPU per change is the median.
+  const cpuRow = (runs) => {
+    const r = [...runs].sort((a, b) => a.perChange - b.perChange)[Math.floor(runs.length / 2)];
+    const cores = (x) => x.toFixed(2);
+    return `${r.perChange.toFixed(0)} µs of CPU per accepted change; cores: replicas ${r.replicas.map(cores).join(' + ')}, PostgreSQL ${cores(r.database)}, the load ${cores(r.load)} (${cores(r.all)} of ${availableParallelism()})`;
+  };
+  if (cpu.one.every(Boolean) && cpu.spread.every(Boolean) && cpu.one.length > 0) {
+    rows.push(['CPU, through one of three (the median round)', cpuRow(cpu.one)]);
+    rows.push(['CPU, spread over three (the median round)', cpuRow(cpu.spread)]);
+  }
   ratio = median(ratios);
   refusedSpread = spread.reduce((n, r) => n + r.refused, 0);
 
