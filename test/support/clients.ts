@@ -6,7 +6,7 @@
 import { spawn, spawnSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { request as httpRequest } from 'node:http';
-import { connect } from 'node:net';
+import { connect, type Socket } from 'node:net';
 import { join } from 'node:path';
 import { tempDir } from './proc.js';
 
@@ -169,6 +169,32 @@ export const fetchClient: Client = async (base, r) => {
 const MiB_PER_TURN = 1024 * 1024;
 
 /**
+ * Writes the chunks `next` gives (until it gives none) as fast as the connection takes them,
+ * but at most 1 MiB per turn of the event loop, so that the socket's reader sees what the
+ * server answers while it writes. A write the kernel takes at once returns true, so a loop
+ * of writes alone could send 16 MiB (the server's drain budget after an early answer) on
+ * loopback before it ever looks at the answer; the server then resets the connection, and
+ * an answer not read by then is lost with it (the next write fails and the socket closes).
+ */
+export function writeInTurns(socket: Socket, next: () => Uint8Array | string | undefined): void {
+  const pump = () => {
+    let turn = 0;
+    while (!socket.destroyed) {
+      const chunk = next();
+      if (chunk === undefined) return;
+      if (!socket.write(chunk)) return; // 'drain' goes on
+      turn += chunk.length;
+      if (turn >= MiB_PER_TURN) {
+        setImmediate(pump);
+        return;
+      }
+    }
+  };
+  socket.on('drain', pump);
+  pump();
+}
+
+/**
  * A raw socket that writes the head and then the body as fast as the connection takes it,
  * reading all along, and stops writing once it has read a status line.
  */
@@ -186,24 +212,11 @@ export const raw: Client = (base, r) =>
       socket.write(head);
       const all = body(r.size);
       let at = 0;
-      // At most 1 MiB per turn of the event loop, then it reads: a write the kernel takes at
-      // once returns true, so a loop of writes alone could send 16 MiB (the server's drain
-      // budget) on loopback before it ever looks at the answer.
-      const pump = () => {
-        let turn = 0;
-        while (!answered && !socket.destroyed && at < all.length) {
-          const chunk = all.subarray(at, at + 65_536);
-          at += chunk.length;
-          if (!socket.write(chunk)) return;
-          turn += chunk.length;
-          if (turn >= MiB_PER_TURN) {
-            setImmediate(pump);
-            return;
-          }
-        }
-      };
-      socket.on('drain', pump);
-      pump();
+      writeInTurns(socket, () => {
+        if (answered || at >= all.length) return undefined;
+        at += 65_536;
+        return all.subarray(at - 65_536, at);
+      });
     });
     socket.on('data', (c: Buffer) => {
       received += c.toString('latin1');
