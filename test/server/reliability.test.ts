@@ -17,6 +17,7 @@ import {
   type LimitsState,
 } from '../../src/index.js';
 import { openDataLog } from '../../src/server/data-log.js';
+import { writeInTurns } from '../support/clients.js';
 import { readDataSnapshot } from '../support/data-snapshot.js';
 import { killGroup, type Proc, spawnServer, tempDir, waitFor } from '../support/proc.js';
 
@@ -324,13 +325,10 @@ describe('slow and hostile clients', () => {
         s.write(
           `POST /admin/events HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nAuthorization: Bearer ${TOKEN}\r\nTransfer-Encoding: chunked\r\n\r\n`,
         );
-        // As fast as TCP takes it: what the kernel accepted bounds what the server absorbed.
+        // As fast as TCP takes it (reading all along): what the kernel accepted bounds what
+        // the server absorbed.
         const chunk = `10000\r\n${'['.repeat(0x10000)}\r\n`;
-        const pump = () => {
-          while (!s.destroyed && s.write(chunk));
-        };
-        s.on('drain', pump);
-        pump();
+        writeInTurns(s, () => chunk);
       }),
       // An oversized header.
       raw(p.url, (s) =>
@@ -341,11 +339,8 @@ describe('slow and hostile clients', () => {
         s.write(
           'POST /admin/events HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 1000000000\r\n\r\n',
         );
-        const pump = () => {
-          while (!s.destroyed && s.write('['.repeat(0x10000)));
-        };
-        s.on('drain', pump);
-        pump();
+        const chunk = '['.repeat(0x10000);
+        writeInTurns(s, () => chunk);
       }),
       // A pipelining client that never reads its answers, sending as fast as TCP takes it
       // (so it sees the close on a write, whatever the kernel's socket buffers hold).
