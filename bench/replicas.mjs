@@ -5,14 +5,15 @@
 // change being visible on another, reads through another replica right after a write
 // (with and without Peg-Limits-Min-Position), start-up from a snapshot with 100k
 // withdrawals, and (on Linux, from /proc) the CPU each accepted change costs the replicas,
-// PostgreSQL and the load together, through one of three and spread over three. Writes through one replica alone, through one of three, through HAProxy
-// in front of three (docs/replicas.md's configuration; left out without haproxy) and
-// spread over three are interleaved in ROUNDS rounds (3) of LOAD_SECONDS (4) with CONNECTIONS (16)
-// writers, each followed on the same replicas by a run at a steady OFFERED (1500) changes
-// a second (open loop: latency at a load both keep up with); PG_EXTRA adds server settings
-// (`-c name=value`). With --readme, writes the
-// table into docs/replicas.md; with --check, exits 1 unless the spread rate is ≥ 0.9× the
-// rate through one of three, nothing is refused, and every read that named its write saw it.
+// PostgreSQL and the load together, through one of three and spread over three. Writes
+// through one replica alone, through one of three, through HAProxy in front of three
+// (docs/replicas.md's configuration; left out without haproxy) and spread over three are
+// interleaved in ROUNDS rounds (3) of LOAD_SECONDS (4) with CONNECTIONS (16) writers, each
+// followed on the same replicas by a run at a steady OFFERED (1500) changes a second (open
+// loop: latency at a load both keep up with); PG_EXTRA adds server settings (`-c
+// name=value`). With --readme, writes the table into docs/replicas.md; with --check, exits
+// 1 unless the spread rate is ≥ 0.9× the rate through one of three, nothing is refused,
+// and every read that named its write saw it.
 import { execFileSync, spawn } from 'node:child_process';
 import {
   chmodSync,
@@ -103,7 +104,7 @@ const postgresCpu = () => {
   return by;
 };
 // What `nodes` (replicas), PostgreSQL and this process have run so far; `cpuSpent(before,
-// rate)` turns two of these into cores and CPU per accepted change.
+// nodes, rate)` turns `before` and now into cores and CPU per accepted change.
 const cpuNow = (nodes) =>
   PROC
     ? {
@@ -297,8 +298,8 @@ try {
   for (let round = 0; round < ROUNDS; round++) {
     const last = round === ROUNDS - 1;
     // The spread run goes last in the last round; before that the order turns.
-    const k = contenders.length;
-    const order = contenders.map((_, j) => (last ? j : (round + j) % k));
+    const n = contenders.length;
+    const order = contenders.map((_, j) => (last ? j : (round + j) % n));
     for (const k of order) await contenders[k](round, last);
   }
   const ratios = one.map((o, i) => spread[i].rate / o.rate);
