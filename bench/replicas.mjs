@@ -75,7 +75,10 @@ const replica = (url) => startChild(['replica', url], children);
 
 // CPU time from /proc (Linux; the row is left out elsewhere): the seconds a process has run,
 // user and system, and every PostgreSQL process's, so that a run's cores can be shared out
-// among the replicas, the database and this process (the load).
+// among the replicas, the database and this process (the load). With them the seconds a
+// process's main thread (a replica's event loop) spent ready to run but waiting for a core
+// (`schedstat`; 0 where the kernel does not keep it): what a machine whose cores are busy
+// adds to every trip between processes.
 const PROC = existsSync('/proc/self/stat');
 const HZ = (() => {
   try {
@@ -92,25 +95,33 @@ const cpuSeconds = (pid) => {
     return 0; // gone
   }
 };
-const postgresCpu = () => {
+const waitSeconds = (pid) => {
+  try {
+    return Number(readFileSync(`/proc/${pid}/schedstat`, 'utf8').split(' ')[1]) / 1e9 || 0;
+  } catch {
+    return 0; // gone, or no schedstat
+  }
+};
+const usage = (pid) => ({ cpu: cpuSeconds(pid), wait: waitSeconds(pid) });
+const postgresUsage = () => {
   const by = new Map();
   for (const pid of readdirSync('/proc')) {
     if (!/^\d+$/.test(pid)) continue;
     try {
-      if (readFileSync(`/proc/${pid}/comm`, 'utf8').trim() === 'postgres')
-        by.set(pid, cpuSeconds(pid));
+      if (readFileSync(`/proc/${pid}/comm`, 'utf8').trim() === 'postgres') by.set(pid, usage(pid));
     } catch {}
   }
   return by;
 };
 // What `nodes` (replicas), PostgreSQL and this process have run so far; `cpuSpent(before,
-// nodes, rate)` turns `before` and now into cores and CPU per accepted change.
+// nodes, rate)` turns `before` and now into cores, CPU per accepted change, and the seconds
+// a second the replicas and the database waited for a core.
 const cpuNow = (nodes) =>
   PROC
     ? {
         at: performance.now(),
-        replicas: nodes.map((n) => cpuSeconds(n.child.pid)),
-        database: postgresCpu(),
+        replicas: nodes.map((n) => usage(n.child.pid)),
+        database: postgresUsage(),
         load: cpuSeconds(process.pid),
       }
     : undefined;
@@ -118,16 +129,23 @@ const cpuSpent = (before, nodes, rate) => {
   const after = cpuNow(nodes);
   if (before === undefined || after === undefined) return undefined;
   const seconds = (after.at - before.at) / 1000;
-  let database = 0;
-  for (const [pid, s] of after.database) database += s - (before.database.get(pid) ?? 0);
-  const replicas = after.replicas.map((s, i) => (s - before.replicas[i]) / seconds);
+  const database = { cpu: 0, wait: 0 };
+  for (const [pid, u] of after.database) {
+    const b = before.database.get(pid) ?? { cpu: 0, wait: 0 };
+    database.cpu += u.cpu - b.cpu;
+    database.wait += u.wait - b.wait;
+  }
+  const replicas = after.replicas.map((u, i) => (u.cpu - before.replicas[i].cpu) / seconds);
+  const replicasWaited =
+    after.replicas.reduce((t, u, i) => t + u.wait - before.replicas[i].wait, 0) / seconds;
   const cores = {
     replicas,
-    database: database / seconds,
+    database: database.cpu / seconds,
     load: (after.load - before.load) / seconds,
   };
   const all = replicas.reduce((t, c) => t + c, 0) + cores.database + cores.load;
-  return { ...cores, all, perChange: (all / rate) * 1e6 };
+  const waited = { replicas: replicasWaited, database: database.wait / seconds };
+  return { ...cores, all, perChange: (all / rate) * 1e6, waited };
 };
 
 // HAProxy in front of three replicas, with the configuration of docs/replicas.md (changes
@@ -354,7 +372,11 @@ try {
   const cpuRow = (runs) => {
     const r = [...runs].sort((a, b) => a.perChange - b.perChange)[Math.floor(runs.length / 2)];
     const cores = (x) => x.toFixed(2);
-    return `${r.perChange.toFixed(0)} µs of CPU per accepted change; cores: replicas ${r.replicas.map(cores).join(' + ')}, PostgreSQL ${cores(r.database)}, the load ${cores(r.load)} (${cores(r.all)} of ${availableParallelism()})`;
+    const waited =
+      r.waited.replicas > 0
+        ? `; ready to run but waiting for a core: the replicas' event loops ${cores(r.waited.replicas)} s a second, PostgreSQL's processes ${cores(r.waited.database)}`
+        : '';
+    return `${r.perChange.toFixed(0)} µs of CPU per accepted change; cores: replicas ${r.replicas.map(cores).join(' + ')}, PostgreSQL ${cores(r.database)}, the load ${cores(r.load)} (${cores(r.all)} of ${availableParallelism()})${waited}`;
   };
   if (cpu.one.every(Boolean) && cpu.spread.every(Boolean) && cpu.one.length > 0) {
     rows.push(['CPU, through one of three (the median round)', cpuRow(cpu.one)]);
