@@ -9,8 +9,10 @@
 // through one replica alone, through one of three, through HAProxy in front of three
 // (docs/replicas.md's configuration; left out without haproxy) and spread over three are
 // interleaved in ROUNDS rounds (3) of LOAD_SECONDS (4) with CONNECTIONS (16) writers, each
-// followed on the same replicas by a run at a steady OFFERED (1500) changes a second (open
-// loop: latency at a load both keep up with); PG_EXTRA adds server settings (`-c
+// after WARM_SECONDS (3) of writes spread over the same replicas (the alone one: to it), so
+// that what is measured runs compiled, as in a deployment that has run for a while, and
+// each followed on the same replicas by a run at a steady OFFERED (1500) changes a second
+// (open loop: latency at a load both keep up with); PG_EXTRA adds server settings (`-c
 // name=value`). With --readme, writes the table into docs/replicas.md; with --check, exits
 // 1 unless the spread rate is ≥ 0.9× the rate through one of three, nothing is refused,
 // and every read that named its write saw it.
@@ -189,10 +191,10 @@ const admin = (url, events) => adminEvents(url, events, encodeJson);
 // Closed loop (each connection sends its next change once answered) unless `rate` is given:
 // then that many changes a second in all, sent on time whatever the answers do (open loop;
 // autocannon corrects the latencies for changes sent late).
-function writes(url, connections, rate) {
+function writes(url, connections, rate, seconds = SECONDS) {
   return autocannon({
     url: `${url}/admin/events`,
-    duration: SECONDS,
+    duration: seconds,
     connections,
     requests: withdrawalRequests(1),
     ...(rate === undefined ? {} : { overallRate: rate }),
@@ -204,6 +206,10 @@ let ratio = 0;
 let refusedSpread = 0;
 let staleAsked = 0;
 const ROUNDS = Number(process.env.ROUNDS ?? 3);
+// Writes before each measured run: V8 compiles a replica's write path in its first seconds
+// of writes (on threads of its own), and spread over three, three replicas compile it at
+// once inside the run (docs/replicas.md, "Warm replicas").
+const WARM_SECONDS = Number(process.env.WARM_SECONDS ?? 3);
 const CONNECTIONS = Number(process.env.CONNECTIONS ?? 16);
 const OFFERED = Number(process.env.OFFERED ?? 1500);
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
@@ -256,11 +262,16 @@ try {
   // Writes spread over `three`: the connections (and the open-loop rate, if given) shared out
   // as evenly as they divide (16 connections: 6 + 5 + 5).
   const part = (total, i) => Math.floor(total / 3) + (i < total % 3 ? 1 : 0);
-  const spreadWrites = async (three, rate) =>
+  const spreadWrites = async (three, rate, seconds) =>
     summary(
       await Promise.all(
         three.map((r, i) =>
-          writes(r.url, part(CONNECTIONS, i), rate === undefined ? undefined : part(rate, i)),
+          writes(
+            r.url,
+            part(CONNECTIONS, i),
+            rate === undefined ? undefined : part(rate, i),
+            seconds,
+          ),
         ),
       ),
     );
@@ -269,17 +280,20 @@ try {
   const cpu = { one: [], spread: [] };
   // The same replicas at a steady OFFERED changes a second (open loop), after the runs above.
   const offered = { one: [], spread: [] };
-  // Three replicas on a fresh database, its first block written.
+  // Three replicas on a fresh database, its first block written, warmed by writes spread
+  // over them (the same for every contender).
   const threeReplicas = async (name) => {
     const db = await database(name);
     const three = [await replica(db), await replica(db), await replica(db)];
     await admin(three[0].url, [{ type: 'blockConnected', height: 1 }]);
+    if (WARM_SECONDS > 0) await spreadWrites(three, undefined, WARM_SECONDS);
     return three;
   };
   const contenders = [
     async (round) => {
       const a = await replica(await database(`alone${round}`));
       await admin(a.url, [{ type: 'blockConnected', height: 1 }]);
+      if (WARM_SECONDS > 0) await writes(a.url, CONNECTIONS, undefined, WARM_SECONDS);
       alone.push(summary([await writes(a.url, CONNECTIONS)]));
       stop([a]);
     },
@@ -353,7 +367,7 @@ try {
     const hold = median(runs.map((l) => (l.held / l.transactions) * 1000));
     const wait = median(runs.map((l) => (l.waited / l.transactions) * 1000));
     const count = median(runs.map((l) => l.transactions / SECONDS));
-    return `held ${(share * 100).toFixed(0)}% of the run; ${count.toFixed(0)} transactions/s, each waiting ${wait.toFixed(2)} ms for the lock and holding it ${hold.toFixed(2)} ms`;
+    return `held ${(share * 100).toFixed(0)}% of the run (each replica's holds timed by it, from the lock's answer to the commit's, and summed, so they can overlap); ${count.toFixed(0)} transactions/s, each waiting ${wait.toFixed(2)} ms for the lock and holding it ${hold.toFixed(2)} ms`;
   };
   const offeredRow = (runs) =>
     `${median(runs.map((r) => r.rate)).toFixed(0)} accepted/s, p50 ${median(runs.map((r) => r.p50))} ms, p99 ${median(runs.map((r) => r.p99))} ms; ${runs.reduce((n, r) => n + r.refused, 0)} refused`;
