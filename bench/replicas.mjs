@@ -5,7 +5,8 @@
 // change being visible on another, reads through another replica right after a write
 // (with and without Peg-Limits-Min-Position), start-up from a snapshot with 100k
 // withdrawals, and (on Linux, from /proc) the CPU each accepted change costs the replicas,
-// PostgreSQL and the load together, through one of three and spread over three. Writes
+// PostgreSQL and the load together, with how long the replicas and PostgreSQL waited for a
+// core, through one of three and spread over three. Writes
 // through one replica alone, through one of three, through HAProxy in front of three
 // (docs/replicas.md's configuration; left out without haproxy) and spread over three are
 // interleaved in ROUNDS rounds (3) of LOAD_SECONDS (4) with CONNECTIONS (16) writers, each
