@@ -6,17 +6,17 @@
 // (with and without Peg-Limits-Min-Position), start-up from a snapshot with 100k
 // withdrawals, and (on Linux, from /proc) the CPU each accepted change costs the replicas,
 // PostgreSQL and the load together, with how long the replicas and PostgreSQL waited for a
-// core, through one of three and spread over three. Writes
-// through one replica alone, through one of three, through HAProxy in front of three
-// (docs/replicas.md's configuration; left out without haproxy) and spread over three are
-// interleaved in ROUNDS rounds (3) of LOAD_SECONDS (4) with CONNECTIONS (16) writers, each
-// after WARM_SECONDS (3) of writes spread over the same replicas (the alone one: to it), so
-// that what is measured runs compiled, as in a deployment that has run for a while, and
-// each followed on the same replicas by a run at a steady OFFERED (1500) changes a second
-// (open loop: latency at a load both keep up with); PG_EXTRA adds server settings (`-c
-// name=value`). With --readme, writes the table into docs/replicas.md; with --check, exits
-// 1 unless the spread rate is ≥ 0.9× the rate through one of three, nothing is refused,
-// and every read that named its write saw it.
+// core, through one of three and spread over three. Writes through one replica alone,
+// through one of three, through HAProxy in front of three (docs/replicas.md's
+// configuration; left out without haproxy) and spread over three are interleaved in ROUNDS
+// rounds (3) of LOAD_SECONDS (4) with CONNECTIONS (16) writers, each after WARM_SECONDS (3)
+// of writes spread over the same replicas (the alone one: to it), so that what is measured
+// runs compiled, as in a deployment that has run for a while, and each followed on the same
+// replicas by a run at a steady OFFERED (1500) changes a second (open loop: latency at a
+// load both keep up with); PG_EXTRA adds server settings (`-c name=value`). With --readme,
+// writes the table into docs/replicas.md; with --check, exits 1 unless the spread rate is
+// ≥ 0.9× the rate through one of three, nothing is refused, and every read that named its
+// write saw it.
 import { execFileSync, spawn } from 'node:child_process';
 import {
   chmodSync,
