@@ -214,8 +214,9 @@ export const raw: Client = (base, r) =>
       let at = 0;
       writeInTurns(socket, () => {
         if (answered || at >= all.length) return undefined;
-        at += 65_536;
-        return all.subarray(at - 65_536, at);
+        const chunk = all.subarray(at, at + 65_536);
+        at += chunk.length;
+        return chunk;
       });
     });
     socket.on('data', (c: Buffer) => {
