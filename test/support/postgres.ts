@@ -4,7 +4,8 @@
  * the end. `initdb` refuses to run as root, so as root it runs as the `postgres` user.
  */
 import { execFileSync } from 'node:child_process';
-import { chmodSync, existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { chmodSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { type AddressInfo, connect, createServer, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
@@ -33,8 +34,12 @@ export interface TestPostgres {
   /** A connection string for the `pg` client (Unix socket in `dir`). */
   readonly url: string;
   readonly dir: string;
+  /** The path of its Unix socket. */
+  readonly socket: string;
   /** Stops the server (fast shutdown: connections are cut). */
   stop(): void;
+  /** Crashes it: SIGKILL for its postmaster and every process of it, at once. */
+  crash(): void;
   /** Starts it again on the same folder and socket. */
   start(): void;
   /** Stops it and removes its folder. */
@@ -43,15 +48,41 @@ export interface TestPostgres {
   database(): Promise<string>;
 }
 
+/** A standby server that streams from a primary and can be promoted to one. */
+export interface TestStandby extends TestPostgres {
+  /** Promotes it: it leaves recovery and takes writes; returns once it does. */
+  promote(): void;
+}
+
 let port = 54_000 + (process.pid % 900);
 
-/** Creates and starts a private server in a fresh temporary folder. */
-export function startPostgres(): TestPostgres {
+/** A fresh temporary folder that the server's user owns. */
+function serverFolder(): string {
   const dir = mkdtempSync(join(tmpdir(), 'peg-limits-pg-'));
   chmodSync(dir, 0o777);
   if (asRoot) execFileSync('chown', ['postgres:postgres', dir]);
-  const data = join(dir, 'data');
-  run('initdb', ['-D', data, '-A', 'trust', '-U', 'postgres', '--no-sync', '-E', 'UTF8']);
+  return dir;
+}
+
+/** The processes whose parent is `pid` (from `/proc`). */
+function childrenOf(pid: number): number[] {
+  const found: number[] = [];
+  for (const name of readdirSync('/proc')) {
+    if (!/^\d+$/.test(name)) continue;
+    try {
+      // The parent is the second field after the command name, which is in parentheses.
+      const stat = readFileSync(`/proc/${name}/stat`, 'utf8');
+      if (Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]) === pid)
+        found.push(Number(name));
+    } catch {
+      // it ended while we looked
+    }
+  }
+  return found;
+}
+
+/** Starts a server on the data folder `data` inside `dir`. */
+function serve(dir: string, data: string): TestPostgres {
   // The port only names the socket file; nothing listens on TCP.
   const p = port++;
   const options = `-k ${dir} -c listen_addresses='' -p ${p} -c fsync=on -c max_connections=100`;
@@ -70,7 +101,18 @@ export function startPostgres(): TestPostgres {
   return {
     url,
     dir,
+    socket: join(dir, `.s.PGSQL.${p}`),
     stop,
+    crash() {
+      const postmaster = Number(readFileSync(join(data, 'postmaster.pid'), 'utf8').split('\n')[0]);
+      for (const pid of [postmaster, ...childrenOf(postmaster)]) {
+        try {
+          process.kill(pid, 'SIGKILL');
+        } catch {
+          // it had ended
+        }
+      }
+    },
     start,
     destroy() {
       stop();
@@ -83,6 +125,78 @@ export function startPostgres(): TestPostgres {
       await c.query(`CREATE DATABASE ${name}`);
       await c.end();
       return url.replace('/postgres?', `/${name}?`);
+    },
+  };
+}
+
+/** Creates and starts a private server in a fresh temporary folder. */
+export function startPostgres(): TestPostgres {
+  const dir = serverFolder();
+  const data = join(dir, 'data');
+  run('initdb', ['-D', data, '-A', 'trust', '-U', 'postgres', '--no-sync', '-E', 'UTF8']);
+  return serve(dir, data);
+}
+
+/**
+ * Creates a standby of `primary` in a fresh temporary folder (`pg_basebackup -R`: it streams
+ * the primary's WAL over its socket) and starts it. Once the primary sets
+ * `synchronous_standby_names = '*'`, a commit there returns only once this standby has
+ * flushed it.
+ */
+export function startStandby(primary: TestPostgres): TestStandby {
+  const dir = serverFolder();
+  const data = join(dir, 'data');
+  const from = new URL(primary.url);
+  const args = ['-h', primary.dir, '-p', from.searchParams.get('port')!, '-U', 'postgres'];
+  run('pg_basebackup', [...args, '-D', data, '-R', '--checkpoint=fast', '--no-sync']);
+  const server = serve(dir, data);
+  return { ...server, promote: () => run('pg_ctl', ['-D', data, '-w', 'promote']) };
+}
+
+/**
+ * A failover address, as a platform gives one: a TCP port on loopback that passes each
+ * connection through to the Unix socket of the server it points at. `pointAt` cuts every
+ * connection through it and sends new ones to another server.
+ */
+export interface FailoverAddress {
+  /** `url` with its host and port replaced by this address. */
+  urlOf(url: string): string;
+  pointAt(socket: string): void;
+  close(): Promise<void>;
+}
+
+/** Opens a failover address that points at `socket`. */
+export async function failoverAddress(socket: string): Promise<FailoverAddress> {
+  let target = socket;
+  const open = new Set<Socket>();
+  const server = createServer((client) => {
+    const upstream = connect(target);
+    for (const s of [client, upstream]) {
+      open.add(s);
+      s.on('close', () => open.delete(s));
+      s.on('error', () => {
+        client.destroy();
+        upstream.destroy();
+      });
+    }
+    client.pipe(upstream);
+    upstream.pipe(client);
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
+  const { port: at } = server.address() as AddressInfo;
+  return {
+    urlOf(url) {
+      const u = new URL(url);
+      const path = u.pathname;
+      return `postgres://${u.username}@127.0.0.1:${at}${path}`;
+    },
+    pointAt(next) {
+      target = next;
+      for (const s of open) s.destroy();
+    },
+    close() {
+      for (const s of open) s.destroy();
+      return new Promise((r) => server.close(() => r()));
     },
   };
 }
