@@ -50,6 +50,10 @@ export {
   PgLogError,
 } from './pg-tables.js';
 
+/** The newest position the database holds: its newest row, or its newest snapshot's. */
+const NEWEST_SEQ =
+  'SELECT GREATEST((SELECT max(seq) FROM peg_limits_batches), (SELECT max(seq) FROM peg_limits_snapshots)) AS newest';
+
 /** The key of the advisory lock a replica holds from catching up to committing its rows. */
 export const WRITE_LOCK = 7_417_003;
 /** How long a write waits for other replicas to release the write lock, unless configured. */
@@ -186,14 +190,14 @@ export async function openPgLog(options: PgLogOptions): Promise<PgLog> {
   const lane = serialQueue();
   const serial = lane.run;
 
-  // Set when a row cannot be read or applied here (a newer release may have written it): the
-  // replica keeps the state before it, takes no writes and follows no further; said once.
-  // (At start-up the error itself is thrown instead.)
+  // Set when a row cannot be read or applied here (a newer release may have written it), or
+  // when the database turns out to be behind this replica: the replica keeps its state, takes
+  // no writes and follows no further; said once. (At start-up the error itself is thrown.)
   let halted: string | undefined;
   let started = false;
-  function halt(reason: string): void {
+  function halt(reason: string, until = 'until it runs a release that reads that row'): void {
     if (halted !== undefined) return;
-    halted = `${reason}: this replica keeps its state at position ${position} and takes no writes until it runs a release that reads that row`;
+    halted = `${reason}: this replica keeps its state at position ${position} and takes no writes ${until}`;
     if (started) log?.(`warning: ${halted}`);
   }
 
@@ -438,6 +442,15 @@ export async function openPgLog(options: PgLogOptions): Promise<PgLog> {
     }
     listener.on('notification', (n) => follow(announced(n.payload)));
     await listener.query(`LISTEN ${CHANNEL}`);
+    // A database whose newest row is older than what this replica applied has lost commits
+    // (a failover to a standby that did not have them): writing on would leave a gap in the
+    // log and a state that no replica started from the database can have.
+    const newest = Number((await client.query(NEWEST_SEQ)).rows[0].newest);
+    if (newest < committedPosition)
+      halt(
+        `the database's newest row is ${newest}, behind this replica's position ${committedPosition} (commits it applied are not in the database, as after a failover to a standby that did not have them)`,
+        'until it is restarted, to start from what the database holds',
+      );
     connected = true;
   }
 

@@ -801,6 +801,42 @@ describe.skipIf(!POSTGRES_AVAILABLE)('replicas over one PostgreSQL', () => {
     }
   });
 
+  test('a database behind this replica (rows it applied are gone, as after a failover to a standby that did not have them): once reconnected it takes no writes, is not ready and says why, once', async () => {
+    const url = await db.database();
+    const lines: string[] = [];
+    const a = await replica(url, { logLine: (l) => lines.push(l) });
+    expect((await post(a.url, { type: 'blockConnected', height: 100 })).status).toBe(200);
+    for (let i = 0; i < 4; i++) expect((await post(a.url, withdrawal(`w${i}`))).status).toBe(200);
+    expect(a.position).toBe(5);
+    // The database loses rows 4 and 5, and every connection to it, as in such a failover.
+    const c = new pg.Client({ connectionString: url });
+    await c.connect();
+    await c.query('DELETE FROM peg_limits_batches WHERE seq > 3');
+    await c.query(
+      'SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()',
+    );
+    await c.end();
+    const behind = /the database's newest row is 3, behind this replica's position 5/;
+    let ready: { code: string; detail: string } | undefined;
+    await waitFor(async () => {
+      const r = await fetch(`${a.url}/readyz`);
+      ready = r.status === 503 ? ((await r.json()) as typeof ready) : undefined;
+      return behind.test(ready?.detail ?? '');
+    }, 5_000);
+    expect(ready!.code).toBe('store_unavailable');
+    // A write is refused with a 503 that says why, and nothing is inserted; reads go on,
+    // flagged, from the replica's own state.
+    const w = await post(a.url, withdrawal('w9'));
+    expect(w.status).toBe(503);
+    expect(JSON.parse(w.body).detail).toMatch(behind);
+    const read = await fetch(`${a.url}/limits`);
+    expect(read.status).toBe(200);
+    expect(read.headers.get('peg-limits-store')).toBe('unavailable');
+    expect(read.headers.get('peg-limits-position')).toBe('5');
+    expect([...(await loggedWithdrawals(url)).keys()]).toEqual(['w0', 'w1']);
+    expect(lines.filter((l) => behind.test(l))).toHaveLength(1);
+  });
+
   test('a change is computed on the newest state of the log, even before a follower has heard of it', async () => {
     const url = await db.database();
     const a = await replica(url);
