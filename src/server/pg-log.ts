@@ -27,9 +27,9 @@ import {
   serialQueue,
 } from 'peg-limits';
 import type pg from 'pg';
+import { connectClient } from './pg-connect.js';
 import {
   CHANNEL,
-  connectClient,
   connectionLost,
   DEFAULT_KEEP_BATCHES,
   DEFAULT_PG_SNAPSHOT_EVERY,

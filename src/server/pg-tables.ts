@@ -1,8 +1,8 @@
 /**
  * The tables of the event log on PostgreSQL (SPEC §8): the schema and its version, the
- * snapshot rows written and read in parts, the connection to the database (with the `pg`
- * driver loaded only when used), and the move of a data folder into an empty database.
- * The log itself, its write lock and its followers, is `pg-log.ts`. Node-only.
+ * snapshot rows written and read in parts, and the move of a data folder into an empty
+ * database. The connection is `pg-connect.ts`; the log itself, its write lock and its
+ * followers, is `pg-log.ts`. Node-only.
  */
 
 import {
@@ -15,7 +15,7 @@ import {
   stateFromSnapshot,
 } from 'peg-limits';
 import type pg from 'pg';
-import { loadPeer } from './peers.js';
+import { connectClient, PgLogError } from './pg-connect.js';
 
 /** The schema version this release creates and reads. */
 export const PG_SCHEMA_VERSION = 2;
@@ -34,10 +34,8 @@ export const DEFAULT_SNAPSHOT_SLICE = 2_000;
 // Any fixed number: the key of the advisory lock that serialises schema creation.
 const SCHEMA_LOCK = 7_417_001;
 
-/** A database that cannot be used: the message says why. */
-export class PgLogError extends Error {
-  override readonly name = 'PgLogError';
-}
+// The log's error, defined beside the connection, is imported from here as well.
+export { PgLogError };
 
 // The schema, created once, idempotently, under an advisory lock so that replicas starting
 // together do not race.
@@ -195,34 +193,6 @@ export async function writeSnapshotRows(
     if (ownTransaction) await client.query('ROLLBACK').catch(() => undefined);
     throw e;
   }
-}
-
-/**
- * The `pg` driver, loaded when a log on PostgreSQL is first opened: it is an optional peer
- * dependency, so a page or a signer that only wants the core never installs it.
- *
- * @throws PgLogError naming the package when it is not installed
- */
-function loadPg(): Promise<typeof pg> {
-  return loadPeer<typeof pg>(
-    'pg',
-    () => import('pg'),
-    (hint) => new PgLogError(`the log on PostgreSQL needs ${hint}`),
-  );
-}
-
-export async function connectClient(url: string): Promise<pg.Client> {
-  const { Client } = await loadPg();
-  // Named for the process, so that an operator (and a test) can see in `pg_stat_activity`
-  // and `pg_locks` which replica holds the write lock; a name in the URL comes first.
-  const client = new Client({
-    connectionString: url,
-    application_name: `peg-limits ${process.pid}`,
-  });
-  // Until the caller wires its own handler, a lost connection must not crash the process.
-  client.on('error', () => undefined);
-  await client.connect();
-  return client;
 }
 
 /**
