@@ -34,7 +34,8 @@ export const USAGE = `usage: peg-limits serve [options]
   --config file.json        limits, history, throttle profile and keys of an empty data folder
   --data ./peg-limits-data  the data folder (snapshot.json and journal.jsonl)
   --store postgres://…      share the event log with other replicas on PostgreSQL instead
-                            (also PEG_LIMITS_STORE)
+                            (also PEG_LIMITS_STORE); a primary and its standbys: list them,
+                            postgres://u@db1,db2/limits?target_session_attrs=read-write
   --snapshot-every N        journaled events between two snapshots (default ${DEFAULT_SNAPSHOT_EVERY});
                             with --store, batches between two snapshot rows (default ${DEFAULT_PG_SNAPSHOT_EVERY})
   --keep-batches ${DEFAULT_KEEP_BATCHES}      with --store: batch rows kept behind the newest snapshot

@@ -27,7 +27,7 @@ import {
   serialQueue,
 } from 'peg-limits';
 import type pg from 'pg';
-import { connectClient } from './pg-connect.js';
+import { connectClient, serversOf } from './pg-connect.js';
 import {
   CHANNEL,
   connectionLost,
@@ -157,6 +157,8 @@ export async function openPgLog(options: PgLogOptions): Promise<PgLog> {
   let backoff = 100;
   let reconnectTimer: ReturnType<typeof setTimeout> | undefined;
 
+  // A connection string this release cannot read fails at once, not after the wait below.
+  serversOf(url);
   // Start-up: wait for the database for a while (it may be starting too).
   const until = Date.now() + (options.connectTimeoutMs ?? 15_000);
   for (;;) {

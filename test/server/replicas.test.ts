@@ -747,59 +747,86 @@ describe.skipIf(!POSTGRES_AVAILABLE)('replicas over one PostgreSQL', () => {
     await allAgree(url, nodes, acked);
   });
 
-  test('a failover to a synchronous standby under writes: the standby promoted, every replica takes writes again through the failover address without a restart, nothing acknowledged is lost or doubled', async () => {
-    const primary = startPostgres();
-    let standby: TestStandby | undefined;
-    let address: FailoverAddress | undefined;
-    const nodes: Proc[] = [];
-    try {
-      const direct = await primary.database();
-      standby = startStandby(primary);
-      // From now on a commit on the primary returns only once the standby has it.
-      const c = new pg.Client({ connectionString: primary.url });
-      await c.connect();
-      await c.query("ALTER SYSTEM SET synchronous_standby_names = '*'");
-      await c.query('SELECT pg_reload_conf()');
-      await waitFor(
-        async () =>
-          (await c.query('SELECT sync_state FROM pg_stat_replication')).rows[0]?.sync_state ===
-          'sync',
-      );
-      address = await failoverAddress(primary.socket);
-      const url = address.urlOf(direct);
-      for (let i = 0; i < 3; i++) nodes.push(await childReplica(url));
-      expect((await post(nodes[0]!.url, { type: 'blockConnected', height: 100 })).status).toBe(200);
-      const acked = new Set<string>();
-      const stop = writeStorm(nodes, acked, 'f');
-      await waitFor(() => acked.size >= 50, 10_000);
-      // The standby falls behind (the primary's WAL sender stopped), then the primary
-      // crashes: a change acknowledged meanwhile would be missing from the standby, so with
-      // a synchronous standby none may be acknowledged.
-      const sender = (await c.query('SELECT pid FROM pg_stat_replication')).rows[0].pid;
-      await c.end();
-      process.kill(sender, 'SIGSTOP');
-      const stalled = acked.size;
-      await new Promise((r) => setTimeout(r, 500));
-      primary.crash();
-      const atCrash = acked.size;
-      // The standby is promoted and the address follows it.
-      const promoted = performance.now();
-      standby.promote();
-      address.pointAt(standby.socket);
-      await everyOneWrites(nodes, acked);
-      console.log(
-        `failover: ${stalled} changes acknowledged before the standby stalled, ${atCrash - stalled} while it was stalled; every replica took a change ${(performance.now() - promoted).toFixed(0)} ms after the promotion began`,
-      );
-      await stop();
-      expect(stalled).toBeGreaterThanOrEqual(50);
-      await allAgree(url, nodes, acked);
-    } finally {
-      for (const n of nodes) killGroup(n);
-      await address?.close();
-      standby?.destroy();
-      primary.destroy();
-    }
-  });
+  test.each([
+    'a list of both servers, the standby first, with target_session_attrs=read-write',
+    'a failover address',
+  ])(
+    'a failover to a synchronous standby under writes, the replicas reaching the database through %s: the standby promoted, every replica takes writes again without a restart, nothing acknowledged is lost or doubled',
+    async (way) => {
+      const listed = way.startsWith('a list');
+      const primary = startPostgres();
+      let standby: TestStandby | undefined;
+      let address: FailoverAddress | undefined;
+      const nodes: Proc[] = [];
+      try {
+        const direct = await primary.database();
+        standby = startStandby(primary);
+        // From now on a commit on the primary returns only once the standby has it.
+        const c = new pg.Client({ connectionString: primary.url });
+        await c.connect();
+        await c.query("ALTER SYSTEM SET synchronous_standby_names = '*'");
+        await c.query('SELECT pg_reload_conf()');
+        await waitFor(
+          async () =>
+            (await c.query('SELECT sync_state FROM pg_stat_replication')).rows[0]?.sync_state ===
+            'sync',
+        );
+        // The standby is listed first: read-only until promoted, it is passed over.
+        const portOf = (server: TestPostgres) => new URL(server.url).searchParams.get('port');
+        address = listed ? undefined : await failoverAddress(primary.socket);
+        const url = listed
+          ? direct
+              .replace(
+                /host=[^&]*/,
+                `host=${encodeURIComponent(standby.dir)},${encodeURIComponent(primary.dir)}`,
+              )
+              .replace(
+                /port=\d+/,
+                `port=${portOf(standby)},${portOf(primary)}&target_session_attrs=read-write`,
+              )
+          : address!.urlOf(direct);
+        for (let i = 0; i < 3; i++) nodes.push(await childReplica(url));
+        expect((await post(nodes[0]!.url, { type: 'blockConnected', height: 100 })).status).toBe(
+          200,
+        );
+        const acked = new Set<string>();
+        const stop = writeStorm(nodes, acked, 'f');
+        await waitFor(() => acked.size >= 50, 10_000);
+        // The standby falls behind (the primary's WAL sender stopped), then the primary
+        // crashes: a change acknowledged meanwhile would be missing from the standby, so with
+        // a synchronous standby none may be acknowledged.
+        const sender = (await c.query('SELECT pid FROM pg_stat_replication')).rows[0].pid;
+        await c.end();
+        process.kill(sender, 'SIGSTOP');
+        const stalled = acked.size;
+        await new Promise((r) => setTimeout(r, 500));
+        primary.crash();
+        const atCrash = acked.size;
+        // The standby is promoted and the address follows it.
+        const promoting = performance.now();
+        standby.promote();
+        const promoted = performance.now();
+        address?.pointAt(standby.socket);
+        await everyOneWrites(nodes, acked);
+        console.log(
+          `failover through ${listed ? 'a list of servers' : 'an address'}: ${stalled} changes acknowledged before the standby stalled, ${atCrash - stalled} while it was stalled; promoted in ${(promoted - promoting).toFixed(0)} ms, then every replica took a change within ${(performance.now() - promoted).toFixed(0)} ms`,
+        );
+        await stop();
+        expect(stalled).toBeGreaterThanOrEqual(50);
+        // The log as the promoted standby holds it (the test's own client reads one host).
+        await allAgree(
+          standby.url.replace('/postgres?', `${new URL(direct).pathname}?`),
+          nodes,
+          acked,
+        );
+      } finally {
+        for (const n of nodes) killGroup(n);
+        await address?.close();
+        standby?.destroy();
+        primary.destroy();
+      }
+    },
+  );
 
   test('a database behind this replica (rows it applied are gone, as after a failover to a standby that did not have them): once reconnected it takes no writes, is not ready and says why, once', async () => {
     const url = await db.database();

@@ -81,14 +81,17 @@ function childrenOf(pid: number): number[] {
   return found;
 }
 
-/** Starts a server on the data folder `data` inside `dir`. */
-function serve(dir: string, data: string): TestPostgres {
+/** Starts a server on the data folder `data` inside `dir`, with extra `-c` settings. */
+function serve(dir: string, data: string, settings = ''): TestPostgres {
   // The port only names the socket file; nothing listens on TCP.
   const p = port++;
-  const options = `-k ${dir} -c listen_addresses='' -p ${p} -c fsync=on -c max_connections=100`;
+  const options = `-k ${dir} -c listen_addresses='' -p ${p} -c fsync=on -c max_connections=100 ${settings}`;
   const start = () =>
     run('pg_ctl', ['-D', data, '-o', options, '-l', join(dir, 'log'), '-w', 'start']);
+  let crashed = false;
   const stop = () => {
+    // A crashed server's pid file names processes that are gone: nothing to stop.
+    if (crashed) return;
     try {
       run('pg_ctl', ['-D', data, '-m', 'fast', '-w', 'stop']);
     } catch {
@@ -104,6 +107,7 @@ function serve(dir: string, data: string): TestPostgres {
     socket: join(dir, `.s.PGSQL.${p}`),
     stop,
     crash() {
+      crashed = true;
       const postmaster = Number(readFileSync(join(data, 'postmaster.pid'), 'utf8').split('\n')[0]);
       for (const pid of [postmaster, ...childrenOf(postmaster)]) {
         try {
@@ -149,7 +153,10 @@ export function startStandby(primary: TestPostgres): TestStandby {
   const from = new URL(primary.url);
   const args = ['-h', primary.dir, '-p', from.searchParams.get('port')!, '-U', 'postgres'];
   run('pg_basebackup', [...args, '-D', data, '-R', '--checkpoint=fast', '--no-sync']);
-  const server = serve(dir, data);
+  // A standby retries its WAL source every 5 s by default, and a promotion can wait that
+  // long (measured: 5.1 s in about half the runs, 0.11 s in the others); with 200 ms,
+  // 0.11-0.31 s in six runs out of six.
+  const server = serve(dir, data, '-c wal_retrieve_retry_interval=200ms');
   return { ...server, promote: () => run('pg_ctl', ['-D', data, '-w', 'promote']) };
 }
 
