@@ -112,7 +112,7 @@ const WANTED: ReadonlySet<string> = new Set(['any', 'read-write', 'primary']);
  */
 export function serversOf(url: string): PgServers {
   const m = /^([a-z][a-z0-9+.-]*:\/\/)([^/?#]*)([^?#]*)(?:\?([^#]*))?(#.*)?$/i.exec(url);
-  if (m === null) return { urls: [url], names: [url], wants: 'any' };
+  if (m === null) return { urls: [url], names: ['the database'], wants: 'any' };
   const [, scheme, authority, path, query, fragment] = m as unknown as string[];
   const at = authority!.lastIndexOf('@');
   const user = authority!.slice(0, at + 1);
@@ -123,6 +123,7 @@ export function serversOf(url: string): PgServers {
     throw new PgLogError(
       `target_session_attrs=${wants} is not supported here: use any, read-write or primary`,
     );
+  const kind = wants as SessionWanted;
   const given = params.has('target_session_attrs');
   params.delete('target_session_attrs');
   const rebuild = (host: string, p: URLSearchParams) => {
@@ -134,14 +135,14 @@ export function serversOf(url: string): PgServers {
     return {
       urls: [given ? rebuild(hosts, params) : url],
       names: [hosts === '' ? (params.get('host') ?? 'localhost') : hosts],
-      wants: wants as SessionWanted,
+      wants: kind,
     };
   if (hosts.includes(',')) {
     const list = hosts.split(',');
     return {
       urls: list.map((h) => rebuild(h, params)),
       names: list,
-      wants: wants as SessionWanted,
+      wants: kind,
     };
   }
   const ports = params.get('port')?.split(',') ?? [];
@@ -159,5 +160,5 @@ export function serversOf(url: string): PgServers {
     urls.push(rebuild(hosts, p));
     names.push(port === undefined ? host : `${host}:${port}`);
   });
-  return { urls, names, wants: wants as SessionWanted };
+  return { urls, names, wants: kind };
 }
