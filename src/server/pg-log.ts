@@ -27,7 +27,7 @@ import {
   serialQueue,
 } from 'peg-limits';
 import type pg from 'pg';
-import { connectClient, serversOf } from './pg-connect.js';
+import { connectClient, PgLogError, serversOf } from './pg-connect.js';
 import {
   CHANNEL,
   connectionLost,
@@ -36,18 +36,17 @@ import {
   DEFAULT_SNAPSHOT_SLICE,
   ensureSchema,
   loadSnapshot,
-  PgLogError,
   parseBatch,
   writeSnapshotRows,
 } from './pg-tables.js';
 
+export { PgLogError } from './pg-connect.js';
 export {
   DEFAULT_KEEP_BATCHES,
   DEFAULT_PG_SNAPSHOT_EVERY,
   DEFAULT_SNAPSHOT_SLICE,
   migrateToPg,
   PG_SCHEMA_VERSION,
-  PgLogError,
 } from './pg-tables.js';
 
 /** The newest position the database holds: its newest row, or its newest snapshot's. */

@@ -34,9 +34,6 @@ export const DEFAULT_SNAPSHOT_SLICE = 2_000;
 // Any fixed number: the key of the advisory lock that serialises schema creation.
 const SCHEMA_LOCK = 7_417_001;
 
-// The log's error, defined beside the connection, is imported from here as well.
-export { PgLogError };
-
 // The schema, created once, idempotently, under an advisory lock so that replicas starting
 // together do not race.
 export async function ensureSchema(client: pg.Client): Promise<void> {

@@ -758,11 +758,12 @@ describe.skipIf(!POSTGRES_AVAILABLE)('replicas over one PostgreSQL', () => {
       let standby: TestStandby | undefined;
       let address: FailoverAddress | undefined;
       const nodes: Proc[] = [];
+      const c = new pg.Client({ connectionString: primary.url });
       try {
         const direct = await primary.database();
+        const name = new URL(direct).pathname.slice(1);
         standby = startStandby(primary);
         // From now on a commit on the primary returns only once the standby has it.
-        const c = new pg.Client({ connectionString: primary.url });
         await c.connect();
         await c.query("ALTER SYSTEM SET synchronous_standby_names = '*'");
         await c.query('SELECT pg_reload_conf()');
@@ -772,18 +773,10 @@ describe.skipIf(!POSTGRES_AVAILABLE)('replicas over one PostgreSQL', () => {
             'sync',
         );
         // The standby is listed first: read-only until promoted, it is passed over.
-        const portOf = (server: TestPostgres) => new URL(server.url).searchParams.get('port');
+        const sockets = [standby, primary].map((s) => encodeURIComponent(s.dir)).join(',');
         address = listed ? undefined : await failoverAddress(primary.socket);
         const url = listed
-          ? direct
-              .replace(
-                /host=[^&]*/,
-                `host=${encodeURIComponent(standby.dir)},${encodeURIComponent(primary.dir)}`,
-              )
-              .replace(
-                /port=\d+/,
-                `port=${portOf(standby)},${portOf(primary)}&target_session_attrs=read-write`,
-              )
+          ? `postgres://postgres@localhost/${name}?host=${sockets}&port=${standby.port},${primary.port}&target_session_attrs=read-write`
           : address!.urlOf(direct);
         for (let i = 0; i < 3; i++) nodes.push(await childReplica(url));
         expect((await post(nodes[0]!.url, { type: 'blockConnected', height: 100 })).status).toBe(
@@ -814,12 +807,9 @@ describe.skipIf(!POSTGRES_AVAILABLE)('replicas over one PostgreSQL', () => {
         await stop();
         expect(stalled).toBeGreaterThanOrEqual(50);
         // The log as the promoted standby holds it (the test's own client reads one host).
-        await allAgree(
-          standby.url.replace('/postgres?', `${new URL(direct).pathname}?`),
-          nodes,
-          acked,
-        );
+        await allAgree(standby.urlOf(name), nodes, acked);
       } finally {
+        await c.end().catch(() => undefined);
         for (const n of nodes) killGroup(n);
         await address?.close();
         standby?.destroy();
