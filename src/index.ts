@@ -5,6 +5,8 @@
  * @packageDocumentation
  */
 export { type Amount, formatAmount, MAX_AMOUNT, MIN_AMOUNT, parseAmount } from './core/amount.js';
+export { type ChainBounds, checkChainBounds, DEFAULT_CHAIN_BOUNDS } from './core/bounds.js';
+export { CHANGE_EVENT_TYPES } from './core/changes.js';
 export {
   type Admission,
   admitDeposits,
@@ -17,8 +19,22 @@ export {
   whenAvailable,
 } from './core/checks.js';
 export { LimitsError, type LimitsErrorCode, type Result } from './core/errors.js';
-export { generateThrottleSecret, hashThrottleSecret } from './core/keys.js';
+export {
+  generateOperatorToken,
+  generateThrottleSecret,
+  hashOperatorToken,
+  hashThrottleSecret,
+  isTokenHash,
+  MIN_TOKEN_LENGTH,
+} from './core/keys.js';
 export type { Caps, CapsInput, LimitsConfig, ResolvedCaps } from './core/limits.js';
+export {
+  type LoosenedField,
+  type Loosening,
+  loosenings,
+  loosens,
+} from './core/loosening.js';
+export { isScope, SCOPES, type Scope, scopeOf, scopesOf } from './core/scopes.js';
 export {
   SNAPSHOT_FORMAT,
   SNAPSHOT_VERSION,
@@ -41,6 +57,8 @@ export {
   type LimitsEvent,
   type LimitsOptions,
   type LimitsState,
+  type PendingChange,
+  type SettledChange,
   type ThrottleKey,
   type ThrottleProfile,
   type Withdrawal,
@@ -53,6 +71,7 @@ export {
   getLimits,
   type HeightSum,
   type Limits,
+  pendingChanges,
   type WindowView,
   windowOf,
 } from './core/views.js';

@@ -5,12 +5,12 @@
  * while every earlier state stays untouched.
  */
 import type { Amount } from './amount.js';
+import type { Height, PendingChange, SettledChange } from './events.js';
 import type { Caps } from './limits.js';
 import { type Owner, ownerToken, type PMap } from './pmap.js';
 import type { Ring, SumNode } from './ring.js';
 
-/** Block height: a non-negative safe integer. */
-export type Height = number;
+export type { Height } from './events.js';
 
 /**
  * The caps that throttle mode imposes (SPEC §3). Defaults are those of the sBTC bridge:
@@ -80,6 +80,10 @@ export interface LimitsState {
   readonly books: PMap<Book>;
   /** @internal Each account's pegged-in total last observed (absent = 0). */
   readonly accountPegged: PMap<Amount>;
+  /** @internal The pending changes, oldest (lowest id) first. */
+  readonly changes: ReadonlyArray<PendingChange>;
+  /** @internal The id the next pending change gets. */
+  readonly nextChangeId: number;
   /** What makes the type opaque: no value made elsewhere is a state. */
   readonly [opaque]: 'LimitsState';
 }
@@ -142,6 +146,8 @@ export type Draft = { -readonly [K in keyof StateFields]: StateFields[K] } & {
   fresh: Set<Generation> | undefined;
   /** Books looked up or changed during this call (NO_BOOK: none; DROPPED_BOOK: removed). */
   bookCache: Map<string, Book | typeof NO_BOOK | typeof DROPPED_BOOK> | undefined;
+  /** What became of pending changes during this call, in order (made on the first). */
+  settled: SettledChange[] | undefined;
   owner: Owner;
   changed: boolean;
 };
@@ -169,12 +175,15 @@ export function draftOf(state: LimitsState, single = false): Draft {
     generations: state.generations,
     books: state.books,
     accountPegged: state.accountPegged,
+    changes: state.changes,
+    nextChangeId: state.nextChangeId,
     gensOwned: false,
     pending: undefined,
     homes: undefined,
     foundHome: undefined,
     fresh: undefined,
     bookCache: undefined,
+    settled: undefined,
     owner: ownerToken(single),
     changed: false,
   };

@@ -31,7 +31,12 @@ export type LimitsErrorCode =
   | 'invalid_request'
   | 'invalid_credentials'
   | 'key_revoked'
-  | 'invalid_snapshot';
+  | 'invalid_snapshot'
+  | 'chain_bound_exceeded'
+  | 'invalid_change'
+  | 'invalid_change_id'
+  | 'change_loosens_nothing'
+  | 'change_not_found';
 
 /**
  * An error with a stable snake_case `code`, a message that says what was wrong and where,

@@ -113,3 +113,47 @@ export function verifyThrottleSecret(secretHash: string | undefined, secret: str
 export function isSecretHash(value: unknown): value is string {
   return typeof value === 'string' && HASH_FORMAT.test(value);
 }
+
+/** The fewest characters an operator token may have (the same 128 bits as a secret). */
+export const MIN_TOKEN_LENGTH = MIN_SECRET_LENGTH;
+
+const TOKEN_HASH_FORMAT = /^sha256:[0-9a-f]{64}$/;
+
+function hex(bytes: Uint8Array): string {
+  let out = '';
+  for (const b of bytes) out += b.toString(16).padStart(2, '0');
+  return out;
+}
+
+/**
+ * Generates an operator token: 32 random bytes (256 bits) as 43 URL-safe characters. Give
+ * it to the operator; configure only {@link hashOperatorToken} of it.
+ *
+ * @example
+ * ```ts
+ * const token = generateOperatorToken(); // 'Rk1v…' (43 characters)
+ * hashOperatorToken(token);              // 'sha256:9f86d0…' (64 hex digits)
+ * ```
+ */
+export function generateOperatorToken(): string {
+  return base64url(randomBytes(32));
+}
+
+/**
+ * The hash a service keeps of an operator token: `sha256:` and the lowercase hex SHA-256 of
+ * the token. Tokens are random, so no salt is needed, and a service finds an operator by
+ * the hash of the token it is given, with one SHA-256 whoever calls.
+ *
+ * @example
+ * ```ts
+ * hashOperatorToken('abc'); // 'sha256:ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad'
+ * ```
+ */
+export function hashOperatorToken(token: string): string {
+  return `sha256:${hex(sha256(encoder.encode(token)))}`;
+}
+
+/** True when `value` has the form {@link hashOperatorToken} gives. */
+export function isTokenHash(value: unknown): value is string {
+  return typeof value === 'string' && TOKEN_HASH_FORMAT.test(value);
+}

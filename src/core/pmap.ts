@@ -311,3 +311,42 @@ export function mapForEach<V>(map: PMap<V>, fn: (value: V, key: string) => void)
     else for (let i = node.kids.length - 1; i >= 0; i--) stack.push(node.kids[i]!);
   }
 }
+
+// Every key under a node (a subtree that differs from its counterpart).
+function keysUnder<V>(node: Node<V> | undefined, fn: (key: string) => void): void {
+  if (node === undefined) return;
+  if (node.kind === 0) fn(node.key);
+  else if (node.kind === 1) for (const leaf of node.leaves) fn(leaf.key);
+  else for (const kid of node.kids) keysUnder(kid, fn);
+}
+
+function diffNodes<V>(
+  a: Node<V> | undefined,
+  b: Node<V> | undefined,
+  fn: (key: string) => void,
+): void {
+  if (a === b) return;
+  if (a === undefined || b === undefined || a.kind !== 2 || b.kind !== 2) {
+    keysUnder(a, fn);
+    keysUnder(b, fn);
+    return;
+  }
+  const bits = a.bitmap | b.bitmap;
+  for (let rest = bits; rest !== 0; rest &= rest - 1) {
+    const bit = rest & -rest;
+    const ka = (a.bitmap & bit) === 0 ? undefined : a.kids[popcount(a.bitmap & (bit - 1))];
+    const kb = (b.bitmap & bit) === 0 ? undefined : b.kids[popcount(b.bitmap & (bit - 1))];
+    diffNodes(ka, kb, fn);
+  }
+}
+
+/**
+ * Calls `fn` with every key whose value may differ between two maps: each key added,
+ * removed or set to another value, and possibly keys of the same value that sit in a
+ * branch that changed (the caller compares the values). Subtrees the two maps share are
+ * skipped, so two versions of one map cost O(changed keys × log₃₂ n), however large it is.
+ * A key may be given twice.
+ */
+export function mapDiffKeys<V>(a: PMap<V>, b: PMap<V>, fn: (key: string) => void): void {
+  diffNodes(a.root, b.root, fn);
+}

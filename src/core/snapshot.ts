@@ -4,7 +4,10 @@
  * history, never the number of events seen.
  */
 import type { Amount } from './amount.js';
+import { restoreChange } from './changes.js';
+import { asState, type StateFields } from './draft.js';
 import { describe, joinPath, LimitsError } from './errors.js';
+import type { PendingChange } from './events.js';
 import { CAP_FIELDS, type Caps, isRecord, rejectUnknownFields } from './limits.js';
 import { mapForEach, mapWalk } from './pmap.js';
 import {
@@ -21,8 +24,11 @@ import { forEachWithdrawal, withdrawalWalk } from './withdrawals.js';
 
 /** The `format` every snapshot carries. */
 export const SNAPSHOT_FORMAT = 'peg-limits/snapshot';
-/** The snapshot version this release writes and reads. */
-export const SNAPSHOT_VERSION = 1;
+/**
+ * The snapshot version this release writes. It reads this one and version 1 (written before
+ * pending changes existed: it holds none).
+ */
+export const SNAPSHOT_VERSION = 2;
 
 /**
  * Everything a state knows, as plain data: amounts are `bigint` (so `encodeJson` writes
@@ -48,6 +54,10 @@ export interface Snapshot {
   readonly throttleInitiator: string | null;
   /** The withdrawals held (inside the history), sorted by height, then id. */
   readonly withdrawals: ReadonlyArray<Withdrawal>;
+  /** The pending changes, by id. */
+  readonly changes: ReadonlyArray<PendingChange>;
+  /** The id the next pending change gets. */
+  readonly nextChangeId: number;
 }
 
 const TOP_FIELDS = [
@@ -64,7 +74,11 @@ const TOP_FIELDS = [
   'throttleKeys',
   'throttleInitiator',
   'withdrawals',
+  'changes',
+  'nextChangeId',
 ];
+// What version 1 lacks.
+const V1_FIELDS = TOP_FIELDS.filter((f) => f !== 'changes' && f !== 'nextChangeId');
 const WITHDRAWAL_FIELDS = ['id', 'account', 'amount', 'height', 'rejected'];
 const KEY_FIELDS = ['name', 'secretHash', 'revoked'];
 const PROFILE_FIELDS = ['perWithdrawalCap', 'rollingWithdrawalBlocks', 'rollingWithdrawalCap'];
@@ -197,6 +211,8 @@ function snapshotHead(state: LimitsState): Snapshot {
     throttleKeys: keys.sort((a, b) => byKey(a.name, b.name)),
     throttleInitiator: state.throttleInitiator,
     withdrawals: [],
+    changes: state.changes.map((c) => ({ ...c, approvals: [...c.approvals] })),
+    nextChangeId: state.nextChangeId,
   };
 }
 
@@ -295,13 +311,15 @@ function reasonOf(e: LimitsError): string {
 }
 
 function restore(value: unknown): LimitsState {
-  const s = record(value, '', TOP_FIELDS);
+  const given = isRecord(value) ? value.version : undefined;
+  const version = typeof given === 'bigint' ? Number(given) : given;
+  const s = record(value, '', version === 1 ? V1_FIELDS : TOP_FIELDS);
   if (s.format !== SNAPSHOT_FORMAT)
     invalid('format', `expected "${SNAPSHOT_FORMAT}", got ${describe(s.format)}`);
-  if (s.version !== SNAPSHOT_VERSION && s.version !== BigInt(SNAPSHOT_VERSION))
+  if (version !== SNAPSHOT_VERSION && version !== 1)
     invalid(
       'version',
-      `this release reads version ${SNAPSHOT_VERSION}, got ${describe(s.version)}`,
+      `this release reads versions 1 and ${SNAPSHOT_VERSION}, got ${describe(s.version)}`,
     );
   const historyBlocks = height(s.historyBlocks, 'historyBlocks');
   const limits = record(s.limits, 'limits', CAP_FIELDS);
@@ -401,17 +419,42 @@ function restore(value: unknown): LimitsState {
     );
 
   const r = applyAll(state, events);
-  if (!r.ok) {
-    const m = /^\[(\d+)\](?:\.(.*))?$/.exec(r.error.path ?? '');
-    const base = m === null ? '' : (paths[Number(m[1])] ?? '');
-    const field = m?.[2];
-    // Where the event stands for one snapshot field, that field is at fault; where it stands
-    // for a snapshot entry (a withdrawal, a key), the entry's field of the same name.
-    const path = field === undefined || !/\]$/.test(base) ? base : `${base}.${field}`;
-    let reason = r.error.message.replace(/^event \d+: /, '');
-    if (field !== undefined && reason.startsWith(`${field}: `))
-      reason = reason.slice(field.length + 2);
-    invalid(path, reason);
+  if (r.ok) return withChanges(r.state, s, version === 1);
+  const m = /^\[(\d+)\](?:\.(.*))?$/.exec(r.error.path ?? '');
+  const base = m === null ? '' : (paths[Number(m[1])] ?? '');
+  const field = m?.[2];
+  // Where the event stands for one snapshot field, that field is at fault; where it stands
+  // for a snapshot entry (a withdrawal, a key), the entry's field of the same name.
+  const path = field === undefined || !/\]$/.test(base) ? base : `${base}.${field}`;
+  let reason = r.error.message.replace(/^event \d+: /, '');
+  if (field !== undefined && reason.startsWith(`${field}: `))
+    reason = reason.slice(field.length + 2);
+  invalid(path, reason);
+}
+
+// The pending changes, put in place once the rest is restored (they are not replayed: the
+// state they were proposed on is gone; each is validated again when it applies).
+function withChanges(state: LimitsState, s: Record<string, unknown>, v1: boolean): LimitsState {
+  if (v1) return state;
+  const next = height(s.nextChangeId, 'nextChangeId');
+  if (next < 1) invalid('nextChangeId', 'expected a positive integer');
+  const changes: PendingChange[] = [];
+  for (const [i, item] of list(s.changes, 'changes').entries()) {
+    const at = `changes[${i}]`;
+    let change: PendingChange;
+    try {
+      change = restoreChange(item, state.historyBlocks, state.tip);
+    } catch (e) {
+      if (!(e instanceof LimitsError)) throw e;
+      const path = e.path === undefined || e.path === '' ? at : `${at}.${e.path}`;
+      invalid(path, reasonOf(e));
+    }
+    const last = changes[changes.length - 1];
+    if (last !== undefined && change.id <= last.id)
+      invalid(`${at}.id`, 'changes are listed by id, each once');
+    if (change.id >= next)
+      invalid(`${at}.id`, `the id ${change.id} is not below nextChangeId ${next}`);
+    changes.push(change);
   }
-  return r.state;
+  return asState({ ...(state as StateFields), changes, nextChangeId: next });
 }

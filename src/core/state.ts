@@ -8,7 +8,7 @@
  * one `apply`/`applyAll` may be changed in place while every earlier state stays untouched.
  * An event that fails discards the whole draft: the input state is never touched.
  */
-import { type Amount, requireCap } from './amount.js';
+import { requireCap } from './amount.js';
 import { flushBooks, openBook } from './books.js';
 import {
   blockConnected,
@@ -17,19 +17,26 @@ import {
   withdrawalRequested,
 } from './chain.js';
 import {
+  applyDue,
+  type Batches,
+  cancelAll,
+  changeApproved,
+  changeCancelled,
+  changeProposed,
+} from './changes.js';
+import {
   asState,
   DROPPED_BOOK,
   type Draft,
   draftOf,
-  type Height,
   type LimitsState,
   type ThrottleProfile,
 } from './draft.js';
 import { describe, fail, joinPath, LimitsError } from './errors.js';
+import type { LimitsEvent, SettledChange } from './events.js';
 import {
   accountCapsEntries,
   type Caps,
-  type CapsInput,
   isEmptyCaps,
   isRecord,
   type LimitsConfig,
@@ -49,40 +56,21 @@ import {
 } from './throttle.js';
 import { flushWithdrawals } from './withdrawals.js';
 
-export type { Height, LimitsState, ThrottleKey, ThrottleProfile, Withdrawal } from './draft.js';
+export type { LimitsState, ThrottleKey, ThrottleProfile, Withdrawal } from './draft.js';
+export type { Height, LimitsEvent, PendingChange, SettledChange } from './events.js';
 export { DEFAULT_THROTTLE_PROFILE } from './throttle.js';
 
 /** The default number of blocks of retained history (two weeks of Bitcoin blocks). */
 export const DEFAULT_HISTORY_BLOCKS = 2016;
 
-/** Every event of SPEC §2. Amounts are bigint, heights are numbers. */
-export type LimitsEvent =
-  | { readonly type: 'limitsSet'; readonly limits: LimitsConfig }
-  | { readonly type: 'accountLimitsSet'; readonly account: string; readonly limits: CapsInput }
-  | { readonly type: 'blockConnected'; readonly height: Height }
-  | { readonly type: 'chainReorganized'; readonly height: Height }
-  | {
-      readonly type: 'withdrawalRequested';
-      readonly id: string;
-      readonly account: string;
-      readonly amount: Amount;
-      readonly height: Height;
-    }
-  | { readonly type: 'withdrawalRejected'; readonly id: string }
-  | {
-      readonly type: 'peggedTotalObserved';
-      readonly total: Amount;
-      readonly account?: string | undefined;
-    }
-  | { readonly type: 'throttleKeyAdded'; readonly name: string; readonly secretHash: string }
-  | { readonly type: 'throttleKeyRevoked'; readonly name: string }
-  | { readonly type: 'throttleKeyReactivated'; readonly name: string }
-  | { readonly type: 'throttleStarted'; readonly initiator: string }
-  | { readonly type: 'throttleEnded' };
-
 /** The result of {@link apply} and {@link applyAll}. */
 export type ApplyResult =
-  | { readonly ok: true; readonly state: LimitsState }
+  | {
+      readonly ok: true;
+      readonly state: LimitsState;
+      /** What became of pending changes on the way (applied, dropped, cancelled), in order. */
+      readonly settled: ReadonlyArray<SettledChange>;
+    }
   | { readonly ok: false; readonly error: LimitsError };
 
 /** Options of {@link createLimitsState}. */
@@ -145,6 +133,8 @@ export function createLimitsState(options: LimitsOptions = {}): LimitsState {
     ],
     books: emptyMap(),
     accountPegged: emptyMap(),
+    changes: [],
+    nextChangeId: 1,
   });
   const draft = draftOf(base);
   try {
@@ -184,8 +174,30 @@ function freeze(d: Draft): LimitsState {
     generations: d.generations,
     books: d.books,
     accountPegged: d.accountPegged,
+    changes: d.changes,
+    nextChangeId: d.nextChangeId,
   });
 }
+
+// Makes the draft afresh from `state`, with a new owner token: nothing the draft made so far
+// is changed in place after this, so `state` (and any state it was made from) stays valid.
+function adopt(d: Draft, state: LimitsState): void {
+  const settled = d.settled;
+  Object.assign(d, draftOf(state, d.owner.single));
+  d.settled = settled;
+  d.changed = true;
+}
+
+// What the rules of pending changes need: a batch applied inside an event, on its own.
+const batches: Batches = {
+  trial(d, events) {
+    const before = freeze(d);
+    adopt(d, before);
+    const r = run(before, events, true);
+    return r.ok ? { ok: true, before, after: r.state } : r;
+  },
+  adopt,
+};
 
 // ---------------------------------------------------------------------------------------
 // Handlers: each validates, then changes the draft; a LimitsError thrown anywhere discards
@@ -251,7 +263,7 @@ type EventHandler = (d: Draft, e: Record<string, unknown>) => void;
 const handlers = new Map<string, EventHandler>([
   ['limitsSet', (d, e) => setLimits(d, e.limits, 'limits')],
   ['accountLimitsSet', accountLimitsSet],
-  ['blockConnected', blockConnected],
+  ['blockConnected', connect],
   ['chainReorganized', chainReorganized],
   ['withdrawalRequested', withdrawalRequested],
   ['withdrawalRejected', withdrawalRejected],
@@ -259,9 +271,24 @@ const handlers = new Map<string, EventHandler>([
   ['throttleKeyAdded', throttleKeyAdded],
   ['throttleKeyRevoked', throttleKeyRevocation(true)],
   ['throttleKeyReactivated', throttleKeyRevocation(false)],
-  ['throttleStarted', throttleStarted],
+  [
+    'throttleStarted',
+    (d, e) => {
+      throttleStarted(d, e);
+      cancelAll(d);
+    },
+  ],
   ['throttleEnded', throttleEnded],
+  ['changeProposed', (d, e) => changeProposed(d, e, batches)],
+  ['changeApproved', (d, e) => changeApproved(d, e, batches)],
+  ['changeCancelled', changeCancelled],
 ]);
+
+// A block may bring pending changes due: they apply inside it.
+function connect(d: Draft, e: Record<string, unknown>): void {
+  blockConnected(d, e);
+  if (d.changes.length !== 0) applyDue(d, batches);
+}
 
 function step(d: Draft, value: unknown): void {
   const event = value as Record<string, unknown>;
@@ -274,7 +301,7 @@ function step(d: Draft, value: unknown): void {
   }
   // The two events of every block first: a replay is mostly these.
   if (event.type === 'withdrawalRequested') withdrawalRequested(d, event);
-  else if (event.type === 'blockConnected') blockConnected(d, event);
+  else if (event.type === 'blockConnected') connect(d, event);
   else {
     const handler = handlers.get(event.type);
     if (handler === undefined)
@@ -309,8 +336,14 @@ function run(state: LimitsState, events: Iterable<unknown>, indexed: boolean): A
       error: new LimitsError('invalid_event', `could not read the event: ${message}`),
     };
   }
-  return { ok: true, state: d.changed ? freeze(d) : state };
+  return {
+    ok: true,
+    state: d.changed ? freeze(d) : state,
+    settled: d.settled ?? NOTHING_SETTLED,
+  };
 }
+
+const NOTHING_SETTLED: ReadonlyArray<SettledChange> = [];
 
 /**
  * Applies one event, returning the new state or an error; never changes `state`.

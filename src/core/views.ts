@@ -6,7 +6,7 @@ import type { Amount } from './amount.js';
 import { type Caps, isAccountName, type ResolvedCaps, resolveCaps } from './limits.js';
 import { mapForEach, mapGet } from './pmap.js';
 import { forEachSum, type SumNode } from './ring.js';
-import type { LimitsState } from './state.js';
+import type { LimitsState, PendingChange } from './state.js';
 import { seenEntry, seenGlobal } from './throttle.js';
 import { accountTree, windowSpan, withdrawnIn } from './window.js';
 
@@ -273,4 +273,19 @@ export function windowOf(state: LimitsState, account?: string): WindowView | und
         : { height: release, amount: oldest.amount },
     throttleModeInitiator: state.throttleInitiator,
   };
+}
+
+/**
+ * The pending changes: batches that loosen the limits, waiting for their height or their
+ * quorum, oldest first. They are not in force: every other view shows what is.
+ *
+ * @example
+ * ```ts
+ * pendingChanges(state);
+ * // [{ id: 1, events: [{ type: 'limitsSet', … }], proposedBy: 'gov-1', proposedAt: 870000,
+ * //    delayBlocks: 6, effectiveAt: 870006, quorum: 2, approvals: ['gov-1'] }]
+ * ```
+ */
+export function pendingChanges(state: LimitsState): ReadonlyArray<PendingChange> {
+  return state.changes;
 }

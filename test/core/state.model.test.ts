@@ -17,6 +17,7 @@ import {
 import {
   applyBoth,
   capsArb,
+  changeStepsArb,
   expectSameAsModel,
   type Step,
   stepArb,
@@ -78,6 +79,12 @@ const commands = fc.commands([stepArb(HISTORY).map((s) => new StepCommand(s))], 
   size: 'large',
 });
 
+// Weighted towards pending changes, so that changes apply, are dropped and are cancelled
+// in every run (with the steps above alone, a drop is rare).
+const changeCommands = fc.commands([changeStepsArb(HISTORY).map((s) => new StepCommand(s))], {
+  maxCommands: 60,
+});
+
 const initialCaps = capsArb(HISTORY).filter(
   (c) => new NaiveModel(HISTORY, PROFILE, NaiveModel.caps({})).capsError(c) === undefined,
 );
@@ -85,6 +92,21 @@ const initialCaps = capsArb(HISTORY).filter(
 describe('the state against the naive model', () => {
   test.prop([initialCaps, commands], { numRuns: 100 })(
     'every view, check and whenAvailable agrees with a recompute from the plain list, after every command',
+    (caps, cmds) => {
+      const setup = () => {
+        const model = new NaiveModel(HISTORY, PROFILE, NaiveModel.caps(caps));
+        const start = createLimitsState({ historyBlocks: HISTORY, limits: caps });
+        return {
+          model,
+          real: { state: applyBoth(start, model, { type: 'blockConnected', height: 1000 }) },
+        };
+      };
+      fc.modelRun(setup, cmds);
+    },
+  );
+
+  test.prop([initialCaps, changeCommands], { numRuns: 60 })(
+    'pending changes wait, apply, are dropped and are cancelled as the model says, after every command',
     (caps, cmds) => {
       const setup = () => {
         const model = new NaiveModel(HISTORY, PROFILE, NaiveModel.caps(caps));

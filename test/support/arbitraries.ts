@@ -11,8 +11,10 @@ import {
   effectiveLimits,
   getAccountLimits,
   getLimits,
+  hashThrottleSecret,
   type LimitsEvent,
   type LimitsState,
+  pendingChanges,
   whenAvailable,
   windowOf,
 } from '../../src/index.js';
@@ -80,7 +82,56 @@ export type Step =
   | { kind: 'pegged'; total: bigint; account: string | undefined }
   | { kind: 'throttle'; initiator: string }
   | { kind: 'unthrottle' }
+  | { kind: 'key'; op: 'add' | 'revoke' | 'reactivate'; name: string }
+  | { kind: 'propose'; events: ChangeStep[]; delay: number | null; quorum: number; by: string }
+  | { kind: 'approve'; pick: number; by: string }
+  | { kind: 'keyRace' }
+  | { kind: 'cancel'; pick: number; by: string }
   | { kind: 'raw'; event: LimitsEvent };
+
+/** An event a pending change may hold, as a step. */
+export type ChangeStep =
+  | { kind: 'account'; account: string; caps: CapsInput }
+  | { kind: 'global'; caps: CapsInput; accounts: Record<string, CapsInput> }
+  | { kind: 'unthrottle' }
+  | { kind: 'key'; op: 'add' | 'revoke' | 'reactivate'; name: string };
+
+/** The secret hash the key steps register (any valid hash will do). */
+export const KEY_HASH = hashThrottleSecret('a-throttle-secret-of-enough-length');
+export const OPERATORS = ['gov-1', 'gov-2', 'gov-3'] as const;
+
+export function keyStepArb(): fc.Arbitrary<Extract<Step, { kind: 'key' }>> {
+  return fc.record({
+    kind: fc.constant('key' as const),
+    op: fc.constantFrom('add' as const, 'add' as const, 'revoke' as const, 'reactivate' as const),
+    name: fc.constantFrom('ops-1', 'ops-2', 'ops-3'),
+  });
+}
+
+/** An event a pending change may hold: mostly limits, sometimes keys or the end of throttle mode. */
+export function changeStepArb(history: number): fc.Arbitrary<ChangeStep> {
+  const account = fc.constantFrom(...ACCOUNTS);
+  return fc.oneof(
+    {
+      weight: 4,
+      arbitrary: fc.record({
+        kind: fc.constant('account' as const),
+        account,
+        caps: capsArb(history),
+      }),
+    },
+    {
+      weight: 3,
+      arbitrary: fc.record({
+        kind: fc.constant('global' as const),
+        caps: capsArb(history),
+        accounts: fc.dictionary(account, capsArb(history), { maxKeys: 2 }),
+      }),
+    },
+    { weight: 1, arbitrary: fc.record({ kind: fc.constant('unthrottle' as const) }) },
+    { weight: 2, arbitrary: keyStepArb() },
+  );
+}
 
 export function stepArb(history: number): fc.Arbitrary<Step> {
   const account = fc.constantFrom(...ACCOUNTS);
@@ -137,6 +188,43 @@ export function stepArb(history: number): fc.Arbitrary<Step> {
       }),
     },
     { weight: 1, arbitrary: fc.record({ kind: fc.constant('unthrottle' as const) }) },
+    { weight: 2, arbitrary: keyStepArb() },
+    {
+      weight: 3,
+      arbitrary: fc.record({
+        kind: fc.constant('propose' as const),
+        events: fc.array(changeStepArb(history), { minLength: 1, maxLength: 2 }),
+        delay: fc.oneof(
+          { weight: 6, arbitrary: fc.integer({ min: 1, max: 4 }) },
+          { weight: 2, arbitrary: fc.constant(null) },
+          { weight: 1, arbitrary: fc.integer({ min: -1, max: 0 }) },
+        ),
+        quorum: fc.oneof(
+          { weight: 3, arbitrary: fc.constant(0) },
+          { weight: 3, arbitrary: fc.integer({ min: 2, max: 3 }) },
+          { weight: 1, arbitrary: fc.constant(1) },
+        ),
+        by: fc.constantFrom(...OPERATORS),
+      }),
+    },
+    {
+      weight: 3,
+      arbitrary: fc.record({
+        kind: fc.constant('approve' as const),
+        pick: fc.integer({ min: 0, max: 5 }),
+        by: fc.constantFrom(...OPERATORS),
+      }),
+    },
+    // A key added directly that a pending change would add too: the change is then dropped.
+    { weight: 1, arbitrary: fc.record({ kind: fc.constant('keyRace' as const) }) },
+    {
+      weight: 1,
+      arbitrary: fc.record({
+        kind: fc.constant('cancel' as const),
+        pick: fc.integer({ min: 0, max: 5 }),
+        by: fc.constantFrom(...OPERATORS),
+      }),
+    },
     {
       weight: 2,
       arbitrary: fc.record({
@@ -189,14 +277,51 @@ export function toEvent(step: Step, model: NaiveModel): LimitsEvent {
       return { type: 'throttleStarted', initiator: step.initiator };
     case 'unthrottle':
       return { type: 'throttleEnded' };
+    case 'key':
+      return keyEvent(step);
+    case 'propose':
+      return {
+        type: 'changeProposed',
+        events: step.events.map((e) => toEvent(e, model)),
+        proposedBy: step.by,
+        delayBlocks: step.delay,
+        quorum: step.quorum,
+      };
+    case 'approve':
+    case 'cancel': {
+      // Mostly a change that is pending, sometimes one that is not.
+      const held = model.changes;
+      const id =
+        held.length === 0 || step.pick === 5
+          ? model.nextChangeId
+          : held[step.pick % held.length]!.id;
+      return step.kind === 'approve'
+        ? { type: 'changeApproved', id, by: step.by }
+        : { type: 'changeCancelled', id, by: step.by };
+    }
+    case 'keyRace': {
+      const added = model.changes
+        .flatMap((c) => c.events)
+        .find((e) => e.type === 'throttleKeyAdded');
+      return keyEvent({ kind: 'key', op: 'add', name: (added?.name as string) ?? 'ops-1' });
+    }
     case 'raw':
       return step.event;
   }
 }
 
+function keyEvent(step: Extract<Step, { kind: 'key' }>): LimitsEvent {
+  if (step.op === 'add') return { type: 'throttleKeyAdded', name: step.name, secretHash: KEY_HASH };
+  return {
+    type: step.op === 'revoke' ? 'throttleKeyRevoked' : 'throttleKeyReactivated',
+    name: step.name,
+  };
+}
+
 /** Asserts that every view and check of `state` agrees with the model. */
 export function expectSameAsModel(state: LimitsState, model: NaiveModel): void {
   expect(state.tip).toBe(model.tip);
+  expect(pendingChanges(state)).toEqual(model.changes);
   expect(getLimits(state)).toEqual(model.limits());
   expect(windowOf(state)).toEqual(model.window());
   for (const account of ACCOUNTS) {
@@ -274,4 +399,65 @@ export function applyBoth(state: LimitsState, model: NaiveModel, event: LimitsEv
     return state;
   }
   return result.state;
+}
+
+/**
+ * Steps weighted towards pending changes: proposals that add a key beside a loosening,
+ * keys added directly that race them (the change is then dropped), approvals, blocks that
+ * bring changes due, and throttle mode, which cancels them all.
+ */
+export function changeStepsArb(history: number): fc.Arbitrary<Step> {
+  const loosening = fc.oneof(
+    fc.constant<ChangeStep>({ kind: 'unthrottle' }),
+    fc.record({
+      kind: fc.constant('global' as const),
+      caps: capsArb(history),
+      accounts: fc.constant({}),
+    }),
+    fc.record({
+      kind: fc.constant('key' as const),
+      op: fc.constant('revoke' as const),
+      name: fc.constantFrom('ops-1', 'ops-2', 'ops-3'),
+    }),
+  );
+  const proposal = fc
+    .record({
+      kind: fc.constant('propose' as const),
+      // A fresh key name mostly, so that the proposal is not refused for a duplicate.
+      events: fc
+        .tuple(fc.integer({ min: 0, max: 10_000 }), loosening)
+        .map(([n, l]): ChangeStep[] => [{ kind: 'key', op: 'add', name: `k${n}` }, l]),
+      delay: fc.oneof(fc.integer({ min: 1, max: 3 }), fc.constant(null)),
+      quorum: fc.constantFrom(0, 2, 3),
+      by: fc.constantFrom(...OPERATORS),
+    })
+    .map((p) => (p.delay === null && p.quorum === 0 ? { ...p, quorum: 2 } : p));
+  return fc.oneof(
+    { weight: 4, arbitrary: proposal },
+    { weight: 2, arbitrary: fc.record({ kind: fc.constant('keyRace' as const) }) },
+    { weight: 2, arbitrary: keyStepArb() },
+    {
+      weight: 4,
+      arbitrary: fc.record({
+        kind: fc.constant('block' as const),
+        gap: fc.integer({ min: 1, max: 3 }),
+      }),
+    },
+    {
+      weight: 3,
+      arbitrary: fc.record({
+        kind: fc.constant('approve' as const),
+        pick: fc.integer({ min: 0, max: 4 }),
+        by: fc.constantFrom(...OPERATORS),
+      }),
+    },
+    {
+      weight: 1,
+      arbitrary: fc.record({
+        kind: fc.constant('throttle' as const),
+        initiator: fc.constant('ops-1'),
+      }),
+    },
+    { weight: 1, arbitrary: fc.record({ kind: fc.constant('unthrottle' as const) }) },
+  );
 }

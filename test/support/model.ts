@@ -31,6 +31,28 @@ const FIELDS = [
   'rollingWithdrawalCap',
 ] as const;
 
+export interface ModelChange {
+  id: number;
+  events: ReadonlyArray<Record<string, unknown>>;
+  proposedBy: string;
+  proposedAt: number | null;
+  delayBlocks: number | null;
+  effectiveAt: number | null;
+  quorum: number;
+  approvals: string[];
+}
+
+const CHANGE_TYPES = [
+  'limitsSet',
+  'accountLimitsSet',
+  'throttleEnded',
+  'throttleKeyAdded',
+  'throttleKeyRevoked',
+  'throttleKeyReactivated',
+];
+// biome-ignore lint/suspicious/noControlCharactersInRegex: matching control characters is the point
+const NAME = /^[^\u0000-\u001f\u007f-\u009f]{1,256}$/;
+
 const minB = (a: bigint, b: bigint) => (a < b ? a : b);
 const maxB = (a: bigint, b: bigint) => (a > b ? a : b);
 
@@ -44,6 +66,8 @@ export class NaiveModel {
   accountPegged = new Map<string, bigint>();
   throttle: string | null = null;
   keys = new Map<string, { hash: string; revoked: boolean }>();
+  changes: ModelChange[] = [];
+  nextChangeId = 1;
 
   constructor(
     readonly history: number,
@@ -63,6 +87,8 @@ export class NaiveModel {
     m.accountPegged = new Map(this.accountPegged);
     m.throttle = this.throttle;
     m.keys = new Map([...this.keys].map(([k, v]) => [k, { ...v }]));
+    m.changes = this.changes.map((c) => ({ ...c, approvals: [...c.approvals] }));
+    m.nextChangeId = this.nextChangeId;
     return m;
   }
 
@@ -106,6 +132,7 @@ export class NaiveModel {
         this.tip = h;
         this.highest = this.highest === null ? h : Math.max(this.highest, h);
         this.forget();
+        this.applyDue();
         return undefined;
       }
       case 'chainReorganized': {
@@ -171,6 +198,9 @@ export class NaiveModel {
         return undefined;
       }
       case 'throttleKeyAdded': {
+        if (typeof e.name !== 'string' || !NAME.test(e.name)) return 'invalid_key_name';
+        if (typeof e.secretHash !== 'string' || !e.secretHash.startsWith('sha256:'))
+          return 'invalid_secret_hash';
         if (this.keys.has(e.name as string)) return 'duplicate_key';
         this.keys.set(e.name as string, { hash: e.secretHash as string, revoked: false });
         return undefined;
@@ -184,6 +214,26 @@ export class NaiveModel {
       }
       case 'throttleStarted': {
         this.throttle ??= e.initiator as string;
+        // Whoever may pull the brake may veto a loosening: every pending change goes.
+        this.changes = [];
+        return undefined;
+      }
+      case 'changeProposed':
+        return this.propose(e);
+      case 'changeApproved': {
+        const c = this.changes.find((x) => x.id === e.id);
+        if (!c) return 'change_not_found';
+        if (c.approvals.includes(e.by as string)) return undefined;
+        c.approvals.push(e.by as string);
+        if (c.quorum !== 0 && c.approvals.length >= c.quorum) {
+          this.changes = this.changes.filter((x) => x !== c);
+          this.settle(c);
+        }
+        return undefined;
+      }
+      case 'changeCancelled': {
+        if (!this.changes.some((x) => x.id === e.id)) return 'change_not_found';
+        this.changes = this.changes.filter((x) => x.id !== e.id);
         return undefined;
       }
       case 'throttleEnded':
@@ -192,6 +242,64 @@ export class NaiveModel {
       default:
         return 'invalid_event';
     }
+  }
+
+  /** Applies a batch to a copy: the copy, or the first error code (the model untouched). */
+  tryBatch(events: ReadonlyArray<Record<string, unknown>>): NaiveModel | string {
+    const copy = this.clone();
+    for (const e of events) {
+      const err = copy.apply(e);
+      if (err !== undefined) return err;
+    }
+    return copy;
+  }
+
+  private propose(e: Record<string, unknown>): string | undefined {
+    if (typeof e.proposedBy !== 'string' || !NAME.test(e.proposedBy)) return 'invalid_change';
+    const delay = e.delayBlocks as number | null;
+    if (delay !== null && !(Number.isSafeInteger(delay) && delay >= 1 && delay <= 1_000_000))
+      return 'invalid_change';
+    const quorum = e.quorum as number;
+    if (!Number.isSafeInteger(quorum) || quorum === 1 || quorum < 0 || quorum > 1000)
+      return 'invalid_change';
+    if (delay === null && quorum === 0) return 'invalid_change';
+    const events = e.events as Array<Record<string, unknown>>;
+    if (!Array.isArray(events) || events.length === 0) return 'invalid_change';
+    if (events.some((x) => !CHANGE_TYPES.includes(x.type as string))) return 'invalid_change';
+    const after = this.tryBatch(events);
+    if (typeof after === 'string') return after;
+    if (!naiveLoosens(this, after)) return 'change_loosens_nothing';
+    this.changes.push({
+      id: this.nextChangeId++,
+      events,
+      proposedBy: e.proposedBy,
+      proposedAt: this.tip,
+      delayBlocks: delay,
+      effectiveAt: delay === null || this.tip === null ? null : this.tip + delay,
+      quorum,
+      approvals: [e.proposedBy],
+    });
+    return undefined;
+  }
+
+  // A change's batch applies whole on the model as it is, or the change is dropped.
+  private settle(change: ModelChange): void {
+    const after = this.tryBatch(change.events);
+    if (typeof after === 'string') return;
+    const changes = this.changes;
+    const next = this.nextChangeId;
+    Object.assign(this, after);
+    this.changes = changes;
+    this.nextChangeId = next;
+  }
+
+  private applyDue(): void {
+    const tip = this.tip as number;
+    for (const c of this.changes)
+      if (c.effectiveAt === null && c.delayBlocks !== null) c.effectiveAt = tip + c.delayBlocks;
+    const due = this.changes.filter((c) => c.effectiveAt !== null && c.effectiveAt <= tip);
+    this.changes = this.changes.filter((c) => !due.includes(c));
+    for (const c of due) this.settle(c);
   }
 
   private setEntry(account: string, caps: Caps): void {
@@ -455,4 +563,67 @@ export class NaiveModel {
       throttleModeInitiator: this.throttle,
     } satisfies Mutable<Record<string, unknown>>;
   }
+}
+
+const CAP_KEYS = [
+  'perWithdrawalCap',
+  'perDepositCap',
+  'pegCap',
+  'accountPegCap',
+  'rollingWithdrawalCap',
+  'accountRollingWithdrawalCap',
+] as const;
+const FLOOR_KEYS = [
+  'rollingWithdrawalBlocks',
+  'accountRollingWithdrawalBlocks',
+  'perDepositMinimum',
+] as const;
+
+// Everything an account's checks read of its caps, resolved, with or without the overlay.
+function naiveResolved(m: NaiveModel, account: string | undefined, overlay: boolean) {
+  const saved = m.throttle;
+  if (!overlay) m.throttle = null;
+  const g = m.seenGlobal();
+  const e = account === undefined ? undefined : m.seenEntry(account);
+  m.throttle = saved;
+  return {
+    perWithdrawalCap: e?.perWithdrawalCap ?? g.perWithdrawalCap,
+    perDepositCap: e?.perDepositCap ?? g.perDepositCap,
+    perDepositMinimum: e ? e.perDepositMinimum : g.perDepositMinimum,
+    pegCap: g.pegCap,
+    accountPegCap: e ? e.pegCap : null,
+    rollingWithdrawalBlocks: g.rollingWithdrawalBlocks,
+    rollingWithdrawalCap: g.rollingWithdrawalCap,
+    accountRollingWithdrawalBlocks: e ? e.rollingWithdrawalBlocks : null,
+    accountRollingWithdrawalCap: e ? e.rollingWithdrawalCap : null,
+  };
+}
+
+/**
+ * The definition of a loosening, recomputed the slow way: every field of the global caps and
+ * of every account with an entry before or after, compared in both views (what checks see,
+ * and what is configured beneath the throttle overlay), and throttle mode and every key.
+ */
+export function naiveLoosens(before: NaiveModel, after: NaiveModel): boolean {
+  if (before.throttle !== null && after.throttle === null) return true;
+  for (const [name, key] of after.keys)
+    if (key.revoked && before.keys.get(name)?.revoked === false) return true;
+  const accounts = [undefined, ...new Set([...before.entries.keys(), ...after.entries.keys()])];
+  for (const account of accounts) {
+    for (const overlay of [true, false]) {
+      const b = naiveResolved(before, account, overlay);
+      const a = naiveResolved(after, account, overlay);
+      for (const k of CAP_KEYS) {
+        const was = b[k];
+        const now = a[k];
+        if (was !== null && (now === null || now > was)) return true;
+      }
+      for (const k of FLOOR_KEYS) {
+        const was = b[k];
+        const now = a[k];
+        if (was !== null && (now === null || now < was)) return true;
+      }
+    }
+  }
+  return false;
 }

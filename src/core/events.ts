@@ -1,0 +1,86 @@
+/**
+ * The events, as types: the only way a state changes (docs/semantics.md, "Events"), and
+ * the pending changes that loosening events wait in. The rules that apply them are in
+ * `state.ts` (the operator's), `chain.ts`, `throttle.ts` and `changes.ts`.
+ */
+import type { Amount } from './amount.js';
+import type { LimitsError } from './errors.js';
+import type { CapsInput, LimitsConfig } from './limits.js';
+
+/** Block height: a non-negative safe integer. */
+export type Height = number;
+
+/** Every event a state takes. Amounts are bigint, heights are numbers. */
+export type LimitsEvent =
+  | { readonly type: 'limitsSet'; readonly limits: LimitsConfig }
+  | { readonly type: 'accountLimitsSet'; readonly account: string; readonly limits: CapsInput }
+  | { readonly type: 'blockConnected'; readonly height: Height }
+  | { readonly type: 'chainReorganized'; readonly height: Height }
+  | {
+      readonly type: 'withdrawalRequested';
+      readonly id: string;
+      readonly account: string;
+      readonly amount: Amount;
+      readonly height: Height;
+    }
+  | { readonly type: 'withdrawalRejected'; readonly id: string }
+  | {
+      readonly type: 'peggedTotalObserved';
+      readonly total: Amount;
+      readonly account?: string | undefined;
+    }
+  | { readonly type: 'throttleKeyAdded'; readonly name: string; readonly secretHash: string }
+  | { readonly type: 'throttleKeyRevoked'; readonly name: string }
+  | { readonly type: 'throttleKeyReactivated'; readonly name: string }
+  | { readonly type: 'throttleStarted'; readonly initiator: string }
+  | { readonly type: 'throttleEnded' }
+  | {
+      /**
+       * A batch that loosens the limits, held back as a pending change: it applies once the
+       * tip has risen `delayBlocks` blocks (null: never by time), or once `quorum`
+       * operators (0: none is enough) have approved it, the proposer first.
+       */
+      readonly type: 'changeProposed';
+      readonly events: ReadonlyArray<LimitsEvent>;
+      readonly proposedBy: string;
+      readonly delayBlocks: number | null;
+      readonly quorum: number;
+    }
+  | { readonly type: 'changeApproved'; readonly id: number; readonly by: string }
+  | { readonly type: 'changeCancelled'; readonly id: number; readonly by: string };
+
+/** A batch that loosens the limits, waiting for its time or its quorum. */
+export interface PendingChange {
+  /** Its number: 1 for the first change a state ever held, never used twice. */
+  readonly id: number;
+  /** The batch, applied all or nothing when the change applies. */
+  readonly events: ReadonlyArray<LimitsEvent>;
+  /** The operator who proposed it. */
+  readonly proposedBy: string;
+  /** The tip when it was proposed (null before any block). */
+  readonly proposedAt: Height | null;
+  /** The blocks it waits (null: it applies only by quorum). */
+  readonly delayBlocks: number | null;
+  /**
+   * The tip at which it applies: `proposedAt + delayBlocks`; null when it waits for a
+   * quorum only, or, proposed before any block, until the first block sets it.
+   */
+  readonly effectiveAt: Height | null;
+  /** Approvals that apply it at once (0: none do; otherwise at least 2). */
+  readonly quorum: number;
+  /** The operators who approved it, the proposer first. */
+  readonly approvals: ReadonlyArray<string>;
+}
+
+/** What became of a pending change during one `apply`/`applyAll`. */
+export interface SettledChange {
+  readonly change: PendingChange;
+  /**
+   * `applied`: its batch applied (its time came, or its quorum); `dropped`: its batch no
+   * longer applies (see `error`); `cancelled`: an operator cancelled it, or throttle mode
+   * was started.
+   */
+  readonly outcome: 'applied' | 'dropped' | 'cancelled';
+  /** Why a dropped change no longer applies (its path names the event of its batch). */
+  readonly error?: LimitsError | undefined;
+}

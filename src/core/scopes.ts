@@ -1,0 +1,66 @@
+/**
+ * Scopes: the three powers an operator may hold, and the one each event needs
+ * (docs/semantics.md, "Operators"). The feeder of a chain holds `chain` alone, so a stolen
+ * feeder credential can report blocks and withdrawals but never touch a cap or a key.
+ */
+
+/** A power an operator may hold. */
+export type Scope = 'chain' | 'limits' | 'keys';
+
+/** Every scope, in the order they are listed. */
+export const SCOPES: ReadonlyArray<Scope> = ['chain', 'limits', 'keys'];
+
+const BY_TYPE: Readonly<Record<string, Scope>> = {
+  blockConnected: 'chain',
+  chainReorganized: 'chain',
+  withdrawalRequested: 'chain',
+  withdrawalRejected: 'chain',
+  peggedTotalObserved: 'chain',
+  limitsSet: 'limits',
+  accountLimitsSet: 'limits',
+  throttleStarted: 'limits',
+  throttleEnded: 'limits',
+  changeProposed: 'limits',
+  changeApproved: 'limits',
+  changeCancelled: 'limits',
+  throttleKeyAdded: 'keys',
+  throttleKeyRevoked: 'keys',
+  throttleKeyReactivated: 'keys',
+};
+
+/**
+ * The scope an event of type `type` needs, or `undefined` for a type that is no event.
+ *
+ * @example
+ * ```ts
+ * scopeOf('blockConnected'); // 'chain'
+ * scopeOf('limitsSet');      // 'limits'
+ * scopeOf('throttleKeyRevoked'); // 'keys'
+ * ```
+ */
+export function scopeOf(type: string): Scope | undefined {
+  return Object.hasOwn(BY_TYPE, type) ? BY_TYPE[type] : undefined;
+}
+
+/** True when `value` names a scope. */
+export function isScope(value: unknown): value is Scope {
+  return value === 'chain' || value === 'limits' || value === 'keys';
+}
+
+/**
+ * The scopes a batch of events needs, each once, in the order of {@link SCOPES}.
+ *
+ * @example
+ * ```ts
+ * scopesOf([{ type: 'limitsSet', limits: {} }, { type: 'throttleKeyRevoked', name: 'k' }]);
+ * // ['limits', 'keys']
+ * ```
+ */
+export function scopesOf(events: Iterable<{ readonly type: string }>): ReadonlyArray<Scope> {
+  const needed = new Set<Scope>();
+  for (const e of events) {
+    const scope = scopeOf(e.type);
+    if (scope !== undefined) needed.add(scope);
+  }
+  return SCOPES.filter((s) => needed.has(s));
+}
