@@ -34,7 +34,7 @@ export function writeReadmeTable(name, table, file = 'README.md') {
 }
 
 /** The operator token the benchmark servers run with. */
-export const LOAD_TOKEN = 'load-token';
+export const LOAD_TOKEN = 'load-token-of-22-characters';
 
 /** Posts operator events; resolves with the log position the answer reflects. */
 export async function admin(url, events, encode) {

@@ -6,7 +6,13 @@
  */
 export { type Amount, formatAmount, MAX_AMOUNT, MIN_AMOUNT, parseAmount } from './core/amount.js';
 export { type ChainBounds, checkChainBounds, DEFAULT_CHAIN_BOUNDS } from './core/bounds.js';
-export { CHANGE_EVENT_TYPES } from './core/changes.js';
+export {
+  CHANGE_EVENT_TYPES,
+  checkLooseningPolicy,
+  type LooseningPolicy,
+  looseningWaits,
+  NO_WAITING,
+} from './core/changes.js';
 export {
   type Admission,
   admitDeposits,
@@ -121,11 +127,13 @@ export {
 } from './http/log.js';
 export type { PathMatch, Route, RouteParams } from './http/messages.js';
 export { openApiDocument } from './http/openapi.js';
+export { ADMIN_OPERATOR, type Operator, validateOperators } from './http/operators.js';
 export { matchPath, ROUTES, routeFor } from './http/routes.js';
 export {
   createFetchHandler,
   createService,
   type FetchHandler,
+  isChange,
   MAX_PERSIST_ATTEMPTS,
   type Persisted,
   type Refresh,

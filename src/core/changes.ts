@@ -377,3 +377,72 @@ function checkEvent(event: unknown, historyBlocks: number, path: string): Limits
   }
   return event as unknown as LimitsEvent;
 }
+
+/**
+ * What a service makes a loosening wait for: `delayBlocks` blocks (null: no time is enough)
+ * or `quorum` approvals (0: none; otherwise at least 2). `delayBlocks: 0` applies a
+ * loosening at once, as every other change.
+ */
+export interface LooseningPolicy {
+  readonly delayBlocks: number | null;
+  readonly quorum: number;
+}
+
+/** Loosening applies at once: the default. */
+export const NO_WAITING: LooseningPolicy = { delayBlocks: 0, quorum: 0 };
+
+/** Whether a loosening waits under `policy`. */
+export function looseningWaits(policy: LooseningPolicy): boolean {
+  return policy.delayBlocks !== 0;
+}
+
+/**
+ * Checks a loosening policy as a configuration gives it: `delayBlocks` null or 0 to
+ * 1,000,000, `quorum` 0 or 2 to 1,000, and one that can apply a change (not null and 0) and
+ * means what it says (a quorum with `delayBlocks: 0`, which applies everything at once, is
+ * refused). Throws a LimitsError (`invalid_option`) naming the field.
+ */
+export function checkLooseningPolicy(value: unknown, path = 'loosening'): LooseningPolicy {
+  if (!isRecord(value))
+    fail('invalid_option', `expected { delayBlocks, quorum }, got ${describe(value)}`, path);
+  rejectUnknownFields(value, ['delayBlocks', 'quorum'], path);
+  const delay = value.delayBlocks === undefined ? 0 : toNumber(value.delayBlocks);
+  const quorum = value.quorum === undefined ? 0 : toNumber(value.quorum);
+  if (
+    delay !== null &&
+    (typeof delay !== 'number' ||
+      !Number.isSafeInteger(delay) ||
+      delay < 0 ||
+      delay > MAX_DELAY_BLOCKS)
+  )
+    fail(
+      'invalid_option',
+      `expected null or a number of blocks from 0 to ${MAX_DELAY_BLOCKS}, got ${describe(value.delayBlocks)}`,
+      joinPath(path, 'delayBlocks'),
+    );
+  if (
+    typeof quorum !== 'number' ||
+    !Number.isSafeInteger(quorum) ||
+    quorum === 1 ||
+    quorum < 0 ||
+    quorum > MAX_QUORUM
+  )
+    fail(
+      'invalid_option',
+      `expected 0 (no quorum) or 2 to ${MAX_QUORUM} approvals, got ${describe(value.quorum)}`,
+      joinPath(path, 'quorum'),
+    );
+  if (delay === null && quorum === 0)
+    fail(
+      'invalid_option',
+      'with delayBlocks null a loosening waits for a quorum only: set quorum to 2 or more',
+      joinPath(path, 'quorum'),
+    );
+  if (delay === 0 && quorum !== 0)
+    fail(
+      'invalid_option',
+      'with delayBlocks 0 a loosening applies at once and no quorum is ever asked: set delayBlocks to a number of blocks, or null for a quorum only',
+      joinPath(path, 'delayBlocks'),
+    );
+  return { delayBlocks: delay as number | null, quorum };
+}

@@ -5,7 +5,6 @@
  */
 
 import type { LimitsError } from '../core/errors.js';
-import { equalInConstantTime } from '../core/keys.js';
 import { encodeJson, tryDecodeJson } from './json.js';
 import type { HttpRequest, HttpResponse } from './messages.js';
 
@@ -29,7 +28,9 @@ export type HttpErrorCode =
   | 'store_unavailable'
   | 'write_conflict'
   | 'catching_up'
-  | 'too_many_streams';
+  | 'too_many_streams'
+  | 'scope_denied'
+  | 'change_dropped';
 
 const TITLES: Readonly<Record<string, string>> = {
   not_found: 'Not found',
@@ -51,6 +52,13 @@ const TITLES: Readonly<Record<string, string>> = {
   header_too_large: 'Request head too large',
   store_unavailable: 'Event log out of reach',
   write_conflict: 'Write conflict',
+  scope_denied: "Outside the operator's scopes",
+  chain_bound_exceeded: 'Past the chain bounds',
+  change_not_found: 'No such pending change',
+  change_dropped: 'The change no longer applies',
+  change_loosens_nothing: 'The change loosens nothing',
+  invalid_change: 'Invalid change',
+  invalid_change_id: 'Invalid change id',
 };
 
 // Event errors that say the request conflicts with the state rather than being malformed.
@@ -63,6 +71,7 @@ export const CONFLICTS = new Set([
   'unknown_withdrawal',
   'duplicate_key',
   'unknown_key',
+  'chain_bound_exceeded',
 ]);
 
 const JSON_HEADERS = { 'content-type': 'application/json', 'cache-control': 'no-store' } as const;
@@ -170,18 +179,4 @@ export function notAllowed(allow: string): HttpResponse {
   return problem(405, 'method_not_allowed', `this resource answers ${allow} only`, {
     headers: { allow },
   });
-}
-
-export function tokenMatches(request: HttpRequest, token: string): boolean {
-  const given = /^Bearer (.+)$/i.exec(header(request, 'authorization') ?? '')?.[1] ?? '';
-  return equalInConstantTime(given, token);
-}
-
-export function invalidToken(): HttpResponse {
-  return problem(
-    401,
-    'invalid_token',
-    'a valid operator token is required (Authorization: Bearer <token>)',
-    { headers: { 'www-authenticate': 'Bearer' } },
-  );
 }

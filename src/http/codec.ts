@@ -35,8 +35,28 @@ export function eventFromJson(value: unknown, path = ''): Result<{ readonly even
       ),
     };
   }
-  const event = 'height' in value ? { ...value, height: toHeight(value.height) } : value;
-  return { ok: true, event: event as unknown as LimitsEvent };
+  return { ok: true, event: numbersOf(value) as unknown as LimitsEvent };
+}
+
+// The fields that are numbers in an event (heights, a change's id and terms); the events
+// a proposal holds, read the same way.
+function numbersOf(value: Readonly<Record<string, unknown>>): Readonly<Record<string, unknown>> {
+  switch (value.type) {
+    case 'changeProposed':
+      return {
+        ...value,
+        delayBlocks: toHeight(value.delayBlocks),
+        quorum: toHeight(value.quorum),
+        events: Array.isArray(value.events)
+          ? value.events.map((e) => (isRecord(e) ? numbersOf(e) : e))
+          : value.events,
+      };
+    case 'changeApproved':
+    case 'changeCancelled':
+      return { ...value, id: toHeight(value.id) };
+    default:
+      return 'height' in value ? { ...value, height: toHeight(value.height) } : value;
+  }
 }
 
 /**

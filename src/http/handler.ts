@@ -6,7 +6,7 @@
  */
 
 import type { LimitsState } from '../core/state.js';
-import { header, invalidToken, notAllowed, notJson, problem, tokenMatches } from './answers.js';
+import { header, notAllowed, notJson, problem } from './answers.js';
 import type {
   HandleOptions,
   HandleResult,
@@ -15,6 +15,7 @@ import type {
   PathMatch,
   Route,
 } from './messages.js';
+import { authenticate, type Operator, operatorsByHash } from './operators.js';
 import { matchPath, routeFor } from './routes.js';
 
 export {
@@ -45,8 +46,12 @@ export type RequestAdmission =
     }
   | { readonly ok: false; readonly response: HttpResponse };
 
+function registryOf(options: HandleOptions) {
+  return operatorsByHash(options.operators, options.adminToken);
+}
+
 function operatorOn(options: HandleOptions): boolean {
-  return options.adminToken !== undefined && options.adminToken !== '';
+  return registryOf(options).size > 0;
 }
 
 function matchOf(request: HttpRequest, options: HandleOptions): PathMatch | undefined {
@@ -55,8 +60,8 @@ function matchOf(request: HttpRequest, options: HandleOptions): PathMatch | unde
 
 /**
  * Decides, from the method, path and headers alone, how much of a body a request may have:
- * `POST /admin/events` with a missing or wrong operator token, or a body said not to be
- * JSON, is answered without reading a byte of it (`ok: false`, the response
+ * `POST /admin/events` with a missing, malformed or unknown operator token, or a body said
+ * not to be JSON, is answered without reading a byte of it (`ok: false`, the response
  * {@link handleRequest} would give); otherwise `maxBody` is the most the route takes, 0 for
  * every route that reads no body (their answers never depend on one). A server reads no
  * more than that, so nobody can make it buffer a body before it knows the request is worth
@@ -73,8 +78,10 @@ export function admitRequest(request: HttpRequest, options: HandleOptions = {}):
   const route = match === undefined ? undefined : routeFor(match, request.method.toUpperCase());
   // No other request reads a body: its answer (a read, 404, 405) never depends on one.
   if (route === undefined || route.maxBody === 0) return { ok: true, maxBody: 0, match };
-  if (route.access === 'operator' && !tokenMatches(request, options.adminToken!))
-    return { ok: false, response: invalidToken() };
+  if (route.access === 'operator') {
+    const auth = authenticate(request, registryOf(options));
+    if (!auth.ok) return { ok: false, response: auth.response };
+  }
   const refused = notJson(request);
   if (refused !== undefined) {
     // Answered before the handler runs: a public route's CORS headers are added here.
@@ -93,7 +100,10 @@ export function admitRequest(request: HttpRequest, options: HandleOptions = {}):
  * | `GET /limits` | 200 Limits | — |
  * | `GET /limits/{account}` | 201 AccountLimits | 404 `account_not_found`, 400 `invalid_account` |
  * | `POST /start_throttle` | 200 Limits | 400, 401, 403, 413, 415 |
- * | `POST /admin/events` | 200 Limits | 400, 401, 404 (no token configured), 409, 413, 415 |
+ * | `POST /admin/events` | 200 Limits; 202 the pending change a loosening became | 400, 401, 403 `scope_denied`, 404 (no operator configured), 409, 413, 415 |
+ * | `GET /admin/changes` | 200 the pending changes | 401 |
+ * | `POST /admin/changes/{id}/approve` | 200 the change, or the Limits once it applied | 400, 401, 403, 404 `change_not_found`, 409 `change_dropped` |
+ * | `DELETE /admin/changes/{id}` | 200 the cancelled change | 400, 401, 403, 404 |
  * | `GET /limits/{account}/withdrawals/{amount}`, `…/deposits/{amount}` | 200 `{ ok, reason, limit, availableAt }` | 400 `invalid_account`, `invalid_amount` |
  * | `GET /window`, `GET /window/{account}` | 200 WindowView | 404 `window_not_found`, 400 |
  * | `GET /` | 200 the operator dashboard (HTML) | — |
@@ -131,9 +141,13 @@ export function handleRequest(
       return { state, response: answerOf(first, response, request, options), events: [] };
     }
     // An operator route checks its token again: the handler is also called without admission.
-    if (route.access === 'operator' && !tokenMatches(request, options.adminToken!))
-      return { state, response: invalidToken(), events: [] };
-    const result = route.handle(state, request, match.params, options);
+    let operator: Operator | undefined;
+    if (route.access === 'operator') {
+      const auth = authenticate(request, registryOf(options));
+      if (!auth.ok) return { state, response: auth.response, events: [] };
+      operator = auth.operator;
+    }
+    const result = route.handle(state, request, match.params, options, operator);
     return { ...result, response: answerOf(route, result.response, request, options) };
   } catch (e) {
     const message = e instanceof Error ? e.message : String(e);

@@ -5,7 +5,10 @@
  * (`answers.ts`) and the handler (`handler.ts`) build on these. Pure.
  */
 
+import type { ChainBounds } from '../core/bounds.js';
+import type { LooseningPolicy } from '../core/changes.js';
 import type { LimitsEvent, LimitsState } from '../core/state.js';
+import type { Operator } from './operators.js';
 
 /** A request as the handler sees it. `path` may carry a query string, which is ignored. */
 export interface HttpRequest {
@@ -41,8 +44,27 @@ export interface HandleResult {
 
 /** Options of {@link handleRequest}. */
 export interface HandleOptions {
-  /** The operator token; `POST /admin/events` answers 404 when it is unset or empty. */
+  /**
+   * A token for the operator `admin`, who holds every scope (unset or empty: no such
+   * operator). With neither it nor `operators`, the operator routes answer 404.
+   */
   readonly adminToken?: string | undefined;
+  /**
+   * The operators, by the hash of their tokens, and their scopes (`validateOperators`
+   * checks a list): an event outside the caller's scopes is 403 `scope_denied`.
+   */
+  readonly operators?: ReadonlyArray<Operator> | undefined;
+  /**
+   * How far one batch may move the tip (default 144 blocks ahead, 6 back): past them, 409
+   * `chain_bound_exceeded`, for every operator, unless an operator holding both `chain` and
+   * `limits` sends `Peg-Limits-Override: chain-bounds`.
+   */
+  readonly chainBounds?: ChainBounds | undefined;
+  /**
+   * What a batch that loosens the limits waits for (default: nothing, it applies at once).
+   * When it waits, such a batch becomes a pending change, answered 202.
+   */
+  readonly loosening?: LooseningPolicy | undefined;
   /**
    * Which origins a web page may call the public endpoints from: `'*'` (the default) for
    * any, a list of origins (`https://bridge.example`), or `false` for no CORS headers at
@@ -72,7 +94,7 @@ export type RouteParams = Readonly<Record<string, string>>;
 /** One resource and method of the service. */
 export interface Route {
   /** The method it answers; a `GET` route answers `HEAD` too (the same answer, no body). */
-  readonly method: 'GET' | 'POST';
+  readonly method: 'GET' | 'POST' | 'DELETE';
   /**
    * The path: literal segments and `{name}` parameters (one whole segment each). It is the
    * OpenAPI document's path and the metrics' route label: never a raw path.
@@ -81,18 +103,22 @@ export interface Route {
   /**
    * `public`: anyone may call it, and a page on another origin too (CORS, as configured).
    * `operator`: the bearer token is checked before the body is read; never CORS; the route
-   * does not exist (404) when no operator token is configured. `ops`: for the operators'
+   * does not exist (404) when no operator is configured. `ops`: for the operators'
    * tools (health, metrics): anyone may call it, never CORS (SPEC §10).
    */
   readonly access: 'public' | 'operator' | 'ops';
   /** The largest body it takes, in bytes; 0 when it reads none (any body is ignored). */
   readonly maxBody: number;
-  /** Answers the request on `state` (a read returns `state` itself and no events). */
+  /**
+   * Answers the request on `state` (a read returns `state` itself and no events); an
+   * operator route gets the operator its token named.
+   */
   readonly handle: (
     state: LimitsState,
     request: HttpRequest,
     params: RouteParams,
     options: HandleOptions,
+    operator: Operator | undefined,
   ) => HandleResult;
 }
 

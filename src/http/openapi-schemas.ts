@@ -188,6 +188,59 @@ export const SCHEMAS = {
       },
     },
   },
+  PendingChange: {
+    type: 'object',
+    additionalProperties: false,
+    required: [
+      'id',
+      'events',
+      'proposedBy',
+      'proposedAt',
+      'delayBlocks',
+      'effectiveAt',
+      'quorum',
+      'approvals',
+    ],
+    properties: {
+      id: { type: 'integer', minimum: 1 },
+      events: {
+        type: 'array',
+        description: 'The batch, applied all or nothing when the change applies.',
+        items: { $ref: '#/components/schemas/Event' },
+      },
+      proposedBy: { type: 'string', description: 'The operator who sent the batch.' },
+      proposedAt: { type: ['integer', 'null'], description: 'The tip then.' },
+      delayBlocks: {
+        type: ['integer', 'null'],
+        description: 'The blocks it waits; null: only a quorum applies it.',
+      },
+      effectiveAt: {
+        type: ['integer', 'null'],
+        description: 'The tip at which it applies (inside that block).',
+      },
+      quorum: {
+        type: 'integer',
+        description: 'Approvals that apply it at once; 0: none.',
+      },
+      approvals: {
+        type: 'array',
+        items: { type: 'string' },
+        description: 'The operators who approved it, the proposer first.',
+      },
+    },
+  },
+  PendingChanges: {
+    type: 'array',
+    description: 'The pending changes, oldest first.',
+    items: { $ref: '#/components/schemas/PendingChange' },
+  },
+  Approval: {
+    description: 'The change with the approval, or the limits once it applied.',
+    oneOf: [
+      { $ref: '#/components/schemas/PendingChange' },
+      { $ref: '#/components/schemas/Limits' },
+    ],
+  },
   Problem: {
     type: 'object',
     description: 'An RFC 9457 problem.',

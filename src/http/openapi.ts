@@ -22,6 +22,14 @@ const amountParameter = {
   schema: { type: 'string', pattern: '^[0-9]{1,19}$' },
 } as const;
 
+const changeIdParameter = {
+  name: 'id',
+  in: 'path',
+  required: true,
+  description: 'The id of a pending change: a positive integer.',
+  schema: { type: 'string', pattern: '^[1-9][0-9]{0,15}$' },
+} as const;
+
 // Every public path answers a CORS preflight (POST /admin/events never does).
 const preflight = {
   options: {
@@ -183,7 +191,18 @@ export const openApiDocument = {
       post: {
         operationId: 'postEvents',
         summary: 'Apply operator events, all or nothing',
-        description: 'Answers 404 when the service has no operator token configured.',
+        description:
+          'Each event needs a scope of the operator: chain (blocks, reorganizations, withdrawals, pegged totals), limits (caps, entries, throttle mode), keys (throttle keys). A block more than maxTipAdvance above the tip, or a reorganization more than maxReorgDepth below it, is refused unless an operator holding chain and limits sends Peg-Limits-Override: chain-bounds. Where loosening waits, a batch that loosens the limits becomes a pending change (202). Answers 404 when the service has no operator configured.',
+        parameters: [
+          {
+            name: 'Peg-Limits-Override',
+            in: 'header',
+            required: false,
+            description:
+              '`chain-bounds`: lift the chain bounds for this batch (chain and limits scopes).',
+            schema: { type: 'string', enum: ['chain-bounds'] },
+          },
+        ],
         security: [{ operatorToken: [] }],
         requestBody: {
           required: true,
@@ -203,14 +222,91 @@ export const openApiDocument = {
             description: 'Every event was applied (and journaled); the limits after them.',
             content: { 'application/json': { schema: { $ref: '#/components/schemas/Limits' } } },
           },
-          '400': problem('An event is malformed; nothing was applied.'),
-          '401': problem('Missing or wrong bearer token (invalid_token).'),
-          '404': problem('No operator token is configured (not_found).'),
+          '202': {
+            description:
+              'The batch loosens the limits and waits as a pending change (nothing of it applies yet).',
+            content: {
+              'application/json': { schema: { $ref: '#/components/schemas/PendingChange' } },
+            },
+          },
+          '400': problem(
+            'An event is malformed, a malformed Authorization header (bad_request), or a loosening mixed with events a change cannot hold (invalid_change); nothing was applied.',
+          ),
+          '401': problem('Missing or unknown bearer token (invalid_token).'),
+          '403': problem(
+            "An event outside the operator's scopes, or the override from an operator without chain and limits (scope_denied, with the event's path); nothing was applied.",
+          ),
+          '404': problem('No operator is configured (not_found).'),
           '409': problem(
-            'An event conflicts with the state (a height, a duplicate, an unknown id); nothing was applied.',
+            'An event conflicts with the state (a height, a duplicate, an unknown id), or goes past the chain bounds (chain_bound_exceeded); nothing was applied.',
           ),
           '413': problem('The body is over 1 MiB (payload_too_large).'),
           '415': problem('The body is not application/json (unsupported_media_type).'),
+        },
+      },
+    },
+    '/admin/changes': {
+      get: {
+        operationId: 'getChanges',
+        summary: 'The pending changes (any operator)',
+        security: [{ operatorToken: [] }],
+        responses: {
+          '200': {
+            description: 'The pending changes, oldest first.',
+            content: {
+              'application/json': { schema: { $ref: '#/components/schemas/PendingChanges' } },
+            },
+          },
+          '400': problem('A malformed Authorization header (bad_request).'),
+          '401': problem('Missing or unknown bearer token (invalid_token).'),
+          '404': problem('No operator is configured (not_found).'),
+        },
+      },
+    },
+    '/admin/changes/{id}/approve': {
+      post: {
+        operationId: 'approveChange',
+        summary: "Approve a pending change (an operator holding its events' scopes)",
+        description:
+          'Approving twice changes nothing. The approval that reaches the quorum applies the change at once.',
+        security: [{ operatorToken: [] }],
+        parameters: [changeIdParameter],
+        responses: {
+          '200': {
+            description: 'The change with the approval, or, once it applied, the limits after it.',
+            content: {
+              'application/json': { schema: { $ref: '#/components/schemas/Approval' } },
+            },
+          },
+          '400': problem('A malformed change id (invalid_change_id) or Authorization header.'),
+          '401': problem('Missing or unknown bearer token (invalid_token).'),
+          '403': problem("The operator does not hold the change's scopes (scope_denied)."),
+          '404': problem(
+            'No such pending change: never proposed, applied, dropped or cancelled (change_not_found).',
+          ),
+          '409': problem(
+            'The quorum was reached but the change no longer applies: it was dropped (change_dropped).',
+          ),
+        },
+      },
+    },
+    '/admin/changes/{id}': {
+      delete: {
+        operationId: 'cancelChange',
+        summary: "Cancel a pending change (an operator holding its events' scopes)",
+        security: [{ operatorToken: [] }],
+        parameters: [changeIdParameter],
+        responses: {
+          '200': {
+            description: 'The change that was cancelled; it never applies.',
+            content: {
+              'application/json': { schema: { $ref: '#/components/schemas/PendingChange' } },
+            },
+          },
+          '400': problem('A malformed change id (invalid_change_id) or Authorization header.'),
+          '401': problem('Missing or unknown bearer token (invalid_token).'),
+          '403': problem("The operator does not hold the change's scopes (scope_denied)."),
+          '404': problem('No such pending change (change_not_found).'),
         },
       },
     },

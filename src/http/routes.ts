@@ -9,10 +9,10 @@ import { MAX_AMOUNT } from '../core/amount.js';
 import { checkDeposit, checkWithdrawal } from '../core/checks.js';
 import { isAccountName } from '../core/limits.js';
 import { startThrottle } from '../core/start.js';
-import { applyAll, type LimitsEvent, type LimitsState } from '../core/state.js';
-import { getAccountLimits, getLimits, windowOf } from '../core/views.js';
+import type { LimitsEvent, LimitsState } from '../core/state.js';
+import { getAccountLimits, windowOf } from '../core/views.js';
+import { approveRoute, cancelRoute, eventsRoute } from './admin.js';
 import {
-  CONFLICTS,
   fromError,
   json,
   MAX_EVENTS_BODY,
@@ -20,7 +20,6 @@ import {
   problem,
   readJson,
 } from './answers.js';
-import { eventsFromJson } from './codec.js';
 import { DASHBOARD_HTML } from './dashboard.js';
 import type {
   HandleResult,
@@ -31,35 +30,13 @@ import type {
   RouteParams,
 } from './messages.js';
 import { openApiDocument } from './openapi.js';
-
-const unchanged = (state: LimitsState, response: HttpResponse): HandleResult => ({
-  state,
-  response,
-  events: [],
-});
+import { limitsResponse, unchanged, windowResponse } from './reads.js';
 
 const DASHBOARD_RESPONSE: HttpResponse = {
   status: 200,
   headers: { 'content-type': 'text/html; charset=utf-8', 'cache-control': 'no-cache' },
   body: DASHBOARD_HTML,
 };
-
-// A state is immutable, so a read's body is encoded once per state: with many account
-// entries, encoding is most of the work of an answer.
-function perState(view: (state: LimitsState) => unknown): (state: LimitsState) => HttpResponse {
-  const bodies = new WeakMap<LimitsState, HttpResponse>();
-  return (state) => {
-    let response = bodies.get(state);
-    if (response === undefined) {
-      response = json(200, view(state));
-      bodies.set(state, response);
-    }
-    return response;
-  };
-}
-
-const limitsResponse = perState(getLimits);
-const windowResponse = perState((state) => windowOf(state));
 
 const INVALID_ACCOUNT =
   'the account must be 1 to 256 characters without control characters, percent-encoded';
@@ -128,21 +105,6 @@ function startThrottleRoute(state: LimitsState, request: HttpRequest): HandleRes
       ? []
       : [{ type: 'throttleStarted', initiator: r.limits.throttleModeInitiator as string }];
   return { state: r.state, response: json(200, r.limits), events };
-}
-
-// The token was checked at admission (see `admitRequest`), and again by the handler.
-function eventsRoute(state: LimitsState, request: HttpRequest): HandleResult {
-  const body = readJson(request, MAX_EVENTS_BODY);
-  if (!body.ok) return unchanged(state, body.response);
-  const decoded = eventsFromJson(body.value);
-  if (!decoded.ok) return unchanged(state, fromError(400, decoded.error));
-  const r = applyAll(state, decoded.events);
-  if (!r.ok) return unchanged(state, fromError(CONFLICTS.has(r.error.code) ? 409 : 400, r.error));
-  return {
-    state: r.state,
-    response: limitsResponse(r.state),
-    events: r.state === state ? [] : decoded.events,
-  };
 }
 
 /** Every route of the service (SPEC §4), in the order the OpenAPI document lists them. */
@@ -227,6 +189,27 @@ export const ROUTES: ReadonlyArray<Route> = [
     access: 'operator',
     maxBody: MAX_EVENTS_BODY,
     handle: eventsRoute,
+  },
+  {
+    method: 'GET',
+    pattern: '/admin/changes',
+    access: 'operator',
+    maxBody: 0,
+    handle: (state) => unchanged(state, json(200, state.changes)),
+  },
+  {
+    method: 'POST',
+    pattern: '/admin/changes/{id}/approve',
+    access: 'operator',
+    maxBody: 0,
+    handle: approveRoute,
+  },
+  {
+    method: 'DELETE',
+    pattern: '/admin/changes/{id}',
+    access: 'operator',
+    maxBody: 0,
+    handle: cancelRoute,
   },
   {
     method: 'GET',

@@ -4,6 +4,8 @@
  * handler to the Fetch API. Browser-safe.
  */
 
+import type { ChainBounds } from '../core/bounds.js';
+import type { LooseningPolicy } from '../core/changes.js';
 import type { LimitsEvent, LimitsState } from '../core/state.js';
 import { declaredTooLarge, payloadTooLarge, readBody } from './body.js';
 import {
@@ -15,6 +17,7 @@ import {
   type Readiness,
 } from './handler.js';
 import { type EventLog, LogBusy, LogConflict, LogUnavailable, serialQueue } from './log.js';
+import type { Operator } from './operators.js';
 
 /** Options of {@link createService} and {@link createFetchHandler}. */
 export interface ServiceOptions {
@@ -27,8 +30,17 @@ export interface ServiceOptions {
    * without `persist`), changes live in memory only.
    */
   readonly log?: EventLog | undefined;
-  /** The operator token for `POST /admin/events` (off when unset or empty). */
+  /** A token for the operator `admin`, who holds every scope (none when unset or empty). */
   readonly adminToken?: string | undefined;
+  /**
+   * The operators and their scopes, or a function that gives them as they are now (a
+   * server reloads them without a restart): read for each request.
+   */
+  readonly operators?: ReadonlyArray<Operator> | (() => ReadonlyArray<Operator>) | undefined;
+  /** How far one batch may move the tip (default 144 blocks ahead, 6 back). */
+  readonly chainBounds?: ChainBounds | undefined;
+  /** What a loosening batch waits for (default: nothing). */
+  readonly loosening?: LooseningPolicy | undefined;
   /** Origins allowed to call the public endpoints (default any: `'*'`); `false` for none. */
   readonly cors?: '*' | ReadonlyArray<string> | false | undefined;
   /**
@@ -83,7 +95,7 @@ export interface Service {
   /** Answers a request; requests that may change the state are answered in arrival order. */
   handle(request: HttpRequest): Promise<HttpResponse>;
   /**
-   * Answers a request that cannot change the state (any method but `POST`) at once, from
+   * Answers a request that cannot change the state (any method but `POST` and `DELETE`) at once, from
    * the state reads see; what {@link Service.handle} resolves with for it.
    */
   read(request: HttpRequest): HttpResponse;
@@ -127,8 +139,7 @@ export function createService(options: ServiceOptions): Service {
   // has failed, until the log hands over a durable state to go on from (`adopt`).
   let allDurable: Promise<void> = Promise.resolve();
   const handleOptions = {
-    adminToken: options.adminToken,
-    cors: options.cors,
+    ...handleOptionsOf(options),
     health: options.health ?? (log === undefined ? undefined : () => readinessOf(log)),
   };
 
@@ -234,8 +245,7 @@ export function createService(options: ServiceOptions): Service {
     },
     read: (request) => handleRequest(visible, request, handleOptions).response,
     async handle(request) {
-      if (request.method.toUpperCase() !== 'POST')
-        return handleRequest(visible, request, handleOptions).response;
+      if (!isChange(request.method)) return handleRequest(visible, request, handleOptions).response;
       // The next change waits for this one to be written, not for it to be flushed.
       const { response, wait } = await queue.run(() => change(request));
       try {
@@ -244,6 +254,26 @@ export function createService(options: ServiceOptions): Service {
         return failed(e);
       }
       return response;
+    },
+  };
+}
+
+/** Whether a request of `method` may change the state (POST, DELETE): it waits its turn. */
+export function isChange(method: string): boolean {
+  const m = method.toUpperCase();
+  return m === 'POST' || m === 'DELETE';
+}
+
+// What the handler needs of the options, with the operators read as they are now.
+function handleOptionsOf(options: ServiceOptions) {
+  const operators = options.operators;
+  return {
+    adminToken: options.adminToken,
+    cors: options.cors,
+    chainBounds: options.chainBounds,
+    loosening: options.loosening,
+    get operators() {
+      return typeof operators === 'function' ? operators() : operators;
     },
   };
 }
@@ -298,7 +328,7 @@ export interface FetchHandler {
  */
 export function createFetchHandler(options: ServiceOptions): FetchHandler {
   const service = createService(options);
-  const handleOptions = { adminToken: options.adminToken, cors: options.cors };
+  const handleOptions = handleOptionsOf(options);
   const toResponse = (r: HttpResponse) =>
     new Response(r.status === 204 ? null : r.body, { status: r.status, headers: r.headers });
   const handler = async (request: Request): Promise<Response> => {

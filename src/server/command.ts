@@ -4,9 +4,23 @@
  * 3 a failed flush.
  */
 import { parseArgs } from 'node:util';
-import { type EventLog, LimitsError, type LimitsState } from 'peg-limits';
+import {
+  ADMIN_OPERATOR,
+  type EventLog,
+  generateOperatorToken,
+  hashOperatorToken,
+  LimitsError,
+  type LimitsState,
+  MIN_TOKEN_LENGTH,
+  type Operator,
+} from 'peg-limits';
 import { isAlertUrl } from './alerts.js';
-import { DEFAULT_SERVER_CONFIG, loadConfig, stateFromConfig } from './config.js';
+import {
+  DEFAULT_SERVER_CONFIG,
+  loadConfig,
+  type ServerConfig,
+  serverConfigFrom,
+} from './config.js';
 import {
   DEFAULT_SNAPSHOT_EVERY,
   type OpenJournalFile,
@@ -27,11 +41,17 @@ const L = DEFAULT_SERVER_LIMITS;
 
 /** The command's usage text. */
 export const USAGE = `usage: peg-limits serve [options]
+       peg-limits token [--json]
        peg-limits migrate-journal --data DIR --store postgres://… [--config file.json]
+
+  token                     print a new operator token and its tokenHash (for --config
+                            operators, or as PEG_LIMITS_ADMIN_TOKEN); nothing is stored
 
   --host 127.0.0.1          address to listen on
   --port 8080               port (0 picks a free one)
-  --config file.json        limits, history, throttle profile and keys of an empty data folder
+  --config file.json        limits, history, throttle profile and keys of an empty log; the
+                            operators and their scopes (re-read on SIGHUP), chainBounds and
+                            loosening
   --data ./peg-limits-data  the data folder (snapshot.json and journal.jsonl)
   --store postgres://…      share the event log with other replicas on PostgreSQL instead
                             (also PEG_LIMITS_STORE); a primary and its standbys: list them,
@@ -62,7 +82,9 @@ export const USAGE = `usage: peg-limits serve [options]
 Serves the operator dashboard at GET /, GET /limits, GET /limits/{account} and its checks,
 GET /window, POST /start_throttle, GET /openapi.json, GET /healthz, GET /readyz and
 GET /metrics.
-POST /admin/events is on when PEG_LIMITS_ADMIN_TOKEN is set.`;
+POST /admin/events and /admin/changes are on when --config lists operators or
+PEG_LIMITS_ADMIN_TOKEN is set (the operator admin, with every scope; at least
+${MIN_TOKEN_LENGTH} characters: make one with peg-limits token).`;
 
 /** Hooks for tests. */
 export interface CommandHooks {
@@ -105,6 +127,10 @@ export async function serveCommand(
   if (command === '--help' || command === '-h' || command === undefined) {
     process.stdout.write(`${USAGE}\n`);
     if (command === undefined) process.exitCode = 2;
+    return;
+  }
+  if (command === 'token') {
+    printToken(rest);
     return;
   }
   if (command !== 'serve' && command !== 'migrate-journal')
@@ -192,16 +218,25 @@ export async function serveCommand(
   );
   const keepBatches = positive('keep-batches', str('keep-batches'), DEFAULT_KEEP_BATCHES);
   const connectTimeoutMs = positive('connect-timeout', str('connect-timeout'), 15_000, 1000);
-  let state: Awaited<ReturnType<typeof loadConfig>>;
+  const adminToken = process.env.PEG_LIMITS_ADMIN_TOKEN || undefined;
+  if (adminToken !== undefined && adminToken.length < MIN_TOKEN_LENGTH)
+    fail(
+      `PEG_LIMITS_ADMIN_TOKEN has ${adminToken.length} characters; an operator token needs at least ${MIN_TOKEN_LENGTH} (128 bits): make one with \`peg-limits token\``,
+    );
+  const configFile = str('config');
+  const reserved = adminToken === undefined ? [] : [ADMIN_OPERATOR];
+  let config: ServerConfig;
   try {
-    state =
-      str('config') === undefined
-        ? stateFromConfig(DEFAULT_SERVER_CONFIG, 'embedded configuration')
-        : await loadConfig(str('config')!);
+    config =
+      configFile === undefined
+        ? serverConfigFrom(DEFAULT_SERVER_CONFIG, 'embedded configuration')
+        : await loadConfig(configFile, reserved);
+    checkAdminToken(config.operators, adminToken);
   } catch (e) {
     if (e instanceof LimitsError) fail(`invalid configuration: ${e.message}`);
     throw e;
   }
+  const state = config.state;
   if (command === 'migrate-journal') {
     if (postgres === undefined || str('data') === undefined)
       fail(`migrate-journal needs --data DIR and --store postgres://…\n${USAGE}`);
@@ -264,13 +299,24 @@ export async function serveCommand(
     if (e instanceof StoreError || e instanceof PgLogError) fail(e.message);
     fail(`cannot start: ${(e as Error).message}`);
   }
+  // The operators in force; SIGHUP swaps them for the file's, or keeps them when it fails.
+  let operators = config.operators;
+  const holding = (list: ReadonlyArray<Operator>) =>
+    list.filter((o) => o.scopes.includes('limits')).length + (adminToken === undefined ? 0 : 1);
+  if (config.loosening.quorum > holding(operators))
+    log(
+      `warning: loosening asks a quorum of ${config.loosening.quorum}, but only ${holding(operators)} operator(s) hold the limits scope${config.loosening.delayBlocks === null ? ': no change can apply' : ': changes apply by their delay only'}`,
+    );
   let server: Awaited<ReturnType<typeof startServer>>;
   try {
     server = await startServer({
       log: eventLog,
       host: str('host') ?? '127.0.0.1',
       port,
-      adminToken: process.env.PEG_LIMITS_ADMIN_TOKEN,
+      adminToken,
+      operators: () => operators,
+      chainBounds: config.chainBounds,
+      loosening: config.loosening,
       logRequest: (line) => logger.request(line),
       warn: log,
       metrics: values['no-metrics'] !== true,
@@ -292,4 +338,58 @@ export async function serveCommand(
   };
   process.once('SIGINT', () => stop('SIGINT'));
   process.once('SIGTERM', () => stop('SIGTERM'));
+  process.on('SIGHUP', () => {
+    if (configFile === undefined) {
+      log('SIGHUP: no --config to read operators from; the operators stay as they are');
+      return;
+    }
+    loadConfig(configFile, reserved)
+      .then((fresh) => {
+        checkAdminToken(fresh.operators, adminToken);
+        operators = fresh.operators;
+        log(
+          `SIGHUP: operators reloaded from ${configFile}: ${describeOperators(operators, adminToken)}`,
+        );
+      })
+      .catch((e: unknown) => {
+        log(
+          `warning: SIGHUP: the operators were not reloaded, the previous ones stay (${describeOperators(operators, adminToken)}): ${(e as Error).message}`,
+        );
+      });
+  });
+  log(`operators: ${describeOperators(operators, adminToken)}`);
+}
+
+function describeOperators(list: ReadonlyArray<Operator>, adminToken: string | undefined): string {
+  const all = [
+    ...(adminToken === undefined ? [] : [`${ADMIN_OPERATOR} (chain, limits, keys)`]),
+    ...list.map((o) => `${o.name} (${o.scopes.join(', ')})`),
+  ];
+  return all.length === 0 ? 'none (the operator routes are off)' : all.join(', ');
+}
+
+// The admin token must not be a configured operator's too: one token, one operator.
+function checkAdminToken(list: ReadonlyArray<Operator>, adminToken: string | undefined): void {
+  if (adminToken === undefined) return;
+  const hash = hashOperatorToken(adminToken);
+  const same = list.find((o) => o.tokenHash === hash);
+  if (same !== undefined)
+    throw new LimitsError(
+      'invalid_option',
+      `PEG_LIMITS_ADMIN_TOKEN is the token of the operator ${JSON.stringify(same.name)} too: give each operator a token of its own`,
+    );
+}
+
+// `peg-limits token`: a new operator token and the hash to configure; nothing is stored.
+function printToken(args: ReadonlyArray<string>): void {
+  const json = args.includes('--json');
+  const unknown = args.filter((a) => a !== '--json');
+  if (unknown.length > 0) fail(`peg-limits token takes only --json, got ${unknown.join(' ')}`);
+  const token = generateOperatorToken();
+  const tokenHash = hashOperatorToken(token);
+  process.stdout.write(
+    json
+      ? `${JSON.stringify({ token, tokenHash })}\n`
+      : `token      ${token}\ntokenHash  ${tokenHash}\n\nGive the token to the operator (it is shown once); put the tokenHash in --config:\n  "operators": [{ "name": "…", "tokenHash": "${tokenHash}", "scopes": ["chain"] }]\n`,
+  );
 }

@@ -1,16 +1,24 @@
 /**
- * The server's configuration: a JSON file of limits, history, throttle profile and keys,
- * or the embedded default.
+ * The server's configuration: a JSON file of limits, history, throttle profile and keys
+ * (what an empty log starts from), and of the operators, the chain bounds and what a
+ * loosening waits for; or the embedded default.
  */
 import { readFile } from 'node:fs/promises';
 import {
   applyAll,
+  type ChainBounds,
+  checkLooseningPolicy,
   createLimitsState,
+  DEFAULT_CHAIN_BOUNDS,
   LimitsError,
   type LimitsEvent,
   type LimitsOptions,
   type LimitsState,
+  type LooseningPolicy,
+  NO_WAITING,
+  type Operator,
   tryDecodeJson,
+  validateOperators,
 } from 'peg-limits';
 
 /** The configuration used when `--config` is not given: a BTC bridge with modest caps. */
@@ -27,11 +35,101 @@ export const DEFAULT_SERVER_CONFIG = {
   throttleKeys: [] as ReadonlyArray<{ readonly name: string; readonly secretHash: string }>,
 } as const;
 
-const FIELDS = ['limits', 'historyBlocks', 'throttleProfile', 'throttleKeys'];
+const FIELDS = [
+  'limits',
+  'historyBlocks',
+  'throttleProfile',
+  'throttleKeys',
+  'operators',
+  'chainBounds',
+  'loosening',
+];
+
+/** What a configuration holds besides the initial state. */
+export interface ServerConfig {
+  /** The state an empty log starts from. */
+  readonly state: LimitsState;
+  /** The operators and their scopes (empty: only `PEG_LIMITS_ADMIN_TOKEN`, if set). */
+  readonly operators: ReadonlyArray<Operator>;
+  readonly chainBounds: ChainBounds;
+  readonly loosening: LooseningPolicy;
+}
+
+function bound(value: unknown, path: string, min: number, source: string): number {
+  if (typeof value !== 'bigint' || value < BigInt(min))
+    throw new LimitsError(
+      'invalid_option',
+      `${source}: ${path}: expected an integer of at least ${min}, got ${typeof value === 'bigint' ? value : JSON.stringify(value)}`,
+      path,
+    );
+  // Past 2^53 no chain can go: such a bound is no bound.
+  return value > BigInt(Number.MAX_SAFE_INTEGER) ? Number.MAX_SAFE_INTEGER : Number(value);
+}
+
+function chainBoundsOf(value: unknown, source: string): ChainBounds {
+  if (value === undefined) return DEFAULT_CHAIN_BOUNDS;
+  if (typeof value !== 'object' || value === null || Array.isArray(value))
+    throw new LimitsError(
+      'invalid_option',
+      `${source}: chainBounds: expected { maxTipAdvance, maxReorgDepth }`,
+      'chainBounds',
+    );
+  const fields = value as Record<string, unknown>;
+  for (const key of Object.keys(fields))
+    if (key !== 'maxTipAdvance' && key !== 'maxReorgDepth')
+      throw new LimitsError(
+        'unknown_field',
+        `${source}: chainBounds.${key}: unknown field; expected maxTipAdvance, maxReorgDepth`,
+        `chainBounds.${key}`,
+      );
+  return {
+    maxTipAdvance:
+      fields.maxTipAdvance === undefined
+        ? DEFAULT_CHAIN_BOUNDS.maxTipAdvance
+        : bound(fields.maxTipAdvance, 'chainBounds.maxTipAdvance', 1, source),
+    maxReorgDepth:
+      fields.maxReorgDepth === undefined
+        ? DEFAULT_CHAIN_BOUNDS.maxReorgDepth
+        : bound(fields.maxReorgDepth, 'chainBounds.maxReorgDepth', 0, source),
+  };
+}
 
 /**
- * Builds the initial state from a decoded configuration object (integers as bigint).
- * Throws a LimitsError whose message names the field at fault.
+ * Reads the operators, the chain bounds and the loosening policy of a decoded configuration
+ * object, besides its initial state. Throws a LimitsError whose message names the field.
+ *
+ * @param reserved - operator names taken already (`admin` when `PEG_LIMITS_ADMIN_TOKEN` is set)
+ */
+export function serverConfigFrom(
+  config: unknown,
+  source = 'config',
+  reserved: ReadonlyArray<string> = [],
+): ServerConfig {
+  const state = stateFromConfig(config, source);
+  const fields = config as Record<string, unknown>;
+  let operators: ReadonlyArray<Operator> = [];
+  if (fields.operators !== undefined) {
+    const r = validateOperators(fields.operators, reserved);
+    if (!r.ok) throw new LimitsError(r.error.code, `${source}: ${r.error.message}`, r.error.path);
+    operators = r.operators;
+  }
+  let loosening = NO_WAITING;
+  if (fields.loosening !== undefined) {
+    try {
+      loosening = checkLooseningPolicy(fields.loosening);
+    } catch (e) {
+      if (e instanceof LimitsError)
+        throw new LimitsError(e.code, `${source}: ${e.message}`, e.path);
+      throw e;
+    }
+  }
+  return { state, operators, chainBounds: chainBoundsOf(fields.chainBounds, source), loosening };
+}
+
+/**
+ * Builds the initial state from a decoded configuration object (integers as bigint); the
+ * other fields are {@link serverConfigFrom}'s. Throws a LimitsError whose message names the
+ * field at fault.
  */
 export function stateFromConfig(config: unknown, source = 'config'): LimitsState {
   if (typeof config !== 'object' || config === null || Array.isArray(config))
@@ -83,7 +181,10 @@ export function stateFromConfig(config: unknown, source = 'config'): LimitsState
 }
 
 /** Reads and validates a configuration file. */
-export async function loadConfig(file: string): Promise<LimitsState> {
+export async function loadConfig(
+  file: string,
+  reserved: ReadonlyArray<string> = [],
+): Promise<ServerConfig> {
   let text: string;
   try {
     text = await readFile(file, 'utf8');
@@ -95,5 +196,5 @@ export async function loadConfig(file: string): Promise<LimitsState> {
   }
   const json = tryDecodeJson(text);
   if (!json.ok) throw new LimitsError('invalid_json', `${file}: ${json.error.message}`);
-  return stateFromConfig(json.value, file);
+  return serverConfigFrom(json.value, file, reserved);
 }

@@ -14,7 +14,13 @@ export {
   isAlertUrl,
 } from './alerts.js';
 export { type CommandHooks, serveCommand, USAGE } from './command.js';
-export { DEFAULT_SERVER_CONFIG, loadConfig, stateFromConfig } from './config.js';
+export {
+  DEFAULT_SERVER_CONFIG,
+  loadConfig,
+  type ServerConfig,
+  serverConfigFrom,
+  stateFromConfig,
+} from './config.js';
 export {
   type DataLog,
   type DataLogOptions,

@@ -8,16 +8,21 @@ import type { AddressInfo, Socket } from 'node:net';
 import {
   admitRequest,
   bodyCollector,
+  type ChainBounds,
   createService,
   declaredTooLarge,
   type EventLog,
   type HttpResponse,
+  isChange,
+  type LooseningPolicy,
   matchPath,
+  type Operator,
   payloadTooLarge,
   problem,
   type Service,
 } from 'peg-limits';
 import { type AlertOptions, createAlerts } from './alerts.js';
+import { recordChanges } from './change-record.js';
 import { connectionGate } from './connections.js';
 import { answerAndLinger, isLingering, type LingerBudget, rawAnswer } from './linger.js';
 import type { RequestLine } from './logger.js';
@@ -85,8 +90,18 @@ export interface ServerOptions {
   readonly host?: string | undefined;
   /** 0 picks a free port. */
   readonly port?: number | undefined;
-  /** The operator token (`POST /admin/events` is off when unset or empty). */
+  /** A token for the operator `admin`, who holds every scope (none when unset or empty). */
   readonly adminToken?: string | undefined;
+  /**
+   * The operators and their scopes; a function is read for every request, so the set can
+   * be swapped while the server runs (the command reloads it on SIGHUP). The operator
+   * routes answer 404 while there is no operator at all.
+   */
+  readonly operators?: ReadonlyArray<Operator> | (() => ReadonlyArray<Operator>) | undefined;
+  /** How far one batch may move the tip (default 144 blocks ahead, 6 back). */
+  readonly chainBounds?: ChainBounds | undefined;
+  /** What a loosening batch waits for (default: nothing, it applies at once). */
+  readonly loosening?: LooseningPolicy | undefined;
   /** Origins allowed to call the public endpoints (default any: `'*'`); `false` for none. */
   readonly cors?: '*' | ReadonlyArray<string> | false | undefined;
   /** Where one line per request goes; none when undefined. */
@@ -168,9 +183,15 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   let served = eventLog;
   if (metrics !== undefined) served = metrics.timed(served);
   if (alerts !== undefined) served = alerts.watch(served);
+  // What became of pending changes (proposed, applied, dropped, cancelled) is said.
+  const say = options.warn ?? options.logLine;
+  if (say !== undefined) served = recordChanges(served, say);
   const service = createService({
     log: served,
     adminToken: options.adminToken,
+    operators: options.operators,
+    chainBounds: options.chainBounds,
+    loosening: options.loosening,
     cors: options.cors,
   });
   const storeUnavailable = () => !eventLog.writable;
@@ -184,8 +205,20 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     },
     limits,
   );
-  const handleOptions = { adminToken: options.adminToken, cors: options.cors };
-  const operatorOn = options.adminToken !== undefined && options.adminToken !== '';
+  const operatorsNow = () => {
+    const given = options.operators;
+    return typeof given === 'function' ? given() : given;
+  };
+  const handleOptions = {
+    adminToken: options.adminToken,
+    cors: options.cors,
+    get operators() {
+      return operatorsNow();
+    },
+  };
+  const operatorOn = () =>
+    (options.adminToken !== undefined && options.adminToken !== '') ||
+    (operatorsNow()?.length ?? 0) > 0;
   // The log position of the state reads see, sent with every answer.
   let lastPosition = eventLog.positionOf(service.state) ?? 0;
   const currentPosition = () => {
@@ -313,7 +346,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       unread ? early(req, response, started, route) : send(req, res, response, started, route);
     const admitted = admitRequest(head, handleOptions);
     if (!admitted.ok) {
-      if (metrics !== undefined) route = matchPath(head.path, operatorOn)?.pattern ?? 'none';
+      if (metrics !== undefined) route = matchPath(head.path, operatorOn())?.pattern ?? 'none';
       answer(admitted.response);
       return;
     }
@@ -337,7 +370,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
         );
         return;
       }
-      if (n > currentPosition() && head.method.toUpperCase() !== 'POST') {
+      if (n > currentPosition() && !isChange(head.method)) {
         reached(n).then((ok) => {
           if (ok) dispatch();
           else
@@ -387,7 +420,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
           .then(done, (e: unknown) => done(problem(500, 'internal_error', (e as Error).message)));
       if (maxBody === 0) {
         // A read is answered at once from the state reads see; only a change waits its turn.
-        if (head.method.toUpperCase() === 'POST') void handle(undefined, answer);
+        if (isChange(head.method)) void handle(undefined, answer);
         else answer(service.read({ ...head, match }));
         return;
       }

@@ -7,6 +7,7 @@ import {
   createLimitsState as create,
   decodeJson,
   encodeJson,
+  eventsFromJson,
   getLimits,
   type LimitsEvent,
   type LimitsState,
@@ -203,6 +204,20 @@ describe('invariants', () => {
       expect(canonical(a.state)).toEqual(canonical(b.state));
     }
   });
+
+  test.prop([historyArb])(
+    'replaying the events as a log keeps them, through their JSON text, gives the same state',
+    (events) => {
+      const valid = validOnly(events);
+      const decoded = eventsFromJson(decodeJson(encodeJson(valid)));
+      if (!decoded.ok) throw decoded.error;
+      const a = applyAll(createLimitsState({ historyBlocks: HISTORY }), valid);
+      const b = applyAll(createLimitsState({ historyBlocks: HISTORY }), decoded.events);
+      if (!a.ok) throw a.error;
+      if (!b.ok) throw b.error;
+      expect(textOf(b.state)).toBe(textOf(a.state));
+    },
+  );
 
   test.prop([historyArb])('applyAll equals folding apply, and is all or nothing', (events) => {
     const start = createLimitsState({ historyBlocks: HISTORY });

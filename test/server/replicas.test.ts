@@ -14,8 +14,11 @@ import {
   createLimitsState,
   decodeJson,
   encodeJson,
+  generateOperatorToken,
+  hashOperatorToken,
   type LimitsEvent,
   type LimitsState,
+  pendingChanges,
   snapshotOf,
 } from '../../src/index.js';
 import { openDataLog } from '../../src/server/data-log.js';
@@ -156,6 +159,84 @@ describe.skipIf(!POSTGRES_AVAILABLE)('replicas over one PostgreSQL', () => {
     expect((decodeJson(bodies[0]!) as { availableToWithdraw: bigint }).availableToWithdraw).toBe(
       CAP - 240n * 7n,
     );
+  });
+
+  test('a pending change applies at the same position on all three: by its height through one, by its quorum through another', async () => {
+    const url = await db.database();
+    const gov = generateOperatorToken();
+    const operators = [
+      { name: 'gov', tokenHash: hashOperatorToken(gov), scopes: ['limits'] as const },
+    ];
+    const governed = async () => {
+      const s = await startServer({
+        log: await openPgLog({ url, initial: initial() }),
+        port: 0,
+        adminToken: TOKEN,
+        operators: operators.map((o) => ({ ...o, scopes: [...o.scopes] })),
+        loosening: { delayBlocks: 3, quorum: 2 },
+      });
+      running.push(s);
+      return s;
+    };
+    const replicas = [await governed(), await governed(), await governed()];
+    const caps = (cap: bigint) => ({
+      type: 'limitsSet',
+      limits: { perWithdrawalCap: cap, rollingWithdrawalBlocks: 144n, rollingWithdrawalCap: CAP },
+    });
+    expect(
+      (await post(replicas[0]!.url, [{ type: 'blockConnected', height: 100 }, caps(10n)])).status,
+    ).toBe(200);
+    const proposed = await post(replicas[1]!.url, caps(20n));
+    expect(proposed.status, proposed.body).toBe(202);
+    expect(decodeJson(proposed.body)).toMatchObject({ id: 1n, effectiveAt: 103n });
+    // Every replica lists it; none applies it before its height.
+    for (const r of replicas) {
+      await waitFor(() => r.position === Number(proposed.position));
+      const listed = await fetch(`${r.url}/admin/changes`, {
+        headers: { authorization: `Bearer ${TOKEN}` },
+      });
+      expect((decodeJson(await listed.text()) as unknown[]).length).toBe(1);
+    }
+    expect((await post(replicas[2]!.url, { type: 'blockConnected', height: 101 })).status).toBe(
+      200,
+    );
+    expect((await post(replicas[0]!.url, { type: 'blockConnected', height: 102 })).status).toBe(
+      200,
+    );
+    const due = await post(replicas[1]!.url, { type: 'blockConnected', height: 103 });
+    expect(decodeJson(due.body)).toMatchObject({ perWithdrawalCap: 20n });
+    const at = Number(due.position);
+    // Each replica shows the old cap one position before, the new one at the block's position.
+    for (const r of replicas) {
+      const before = await fetch(`${r.url}/limits`, {
+        headers: { 'peg-limits-min-position': String(at - 1) },
+      });
+      const seen = decodeJson(await before.text()) as { perWithdrawalCap: bigint };
+      if (Number(before.headers.get('peg-limits-position')) === at - 1)
+        expect(seen.perWithdrawalCap).toBe(10n);
+      const after = await fetch(`${r.url}/limits`, {
+        headers: { 'peg-limits-min-position': String(at) },
+      });
+      expect(after.headers.get('peg-limits-position')).toBe(String(at));
+      expect(
+        (decodeJson(await after.text()) as { perWithdrawalCap: bigint }).perWithdrawalCap,
+      ).toBe(20n);
+    }
+    // By quorum: proposed through one replica, approved through another.
+    expect((await post(replicas[0]!.url, caps(30n))).status).toBe(202);
+    const approved = await fetch(`${replicas[2]!.url}/admin/changes/2/approve`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${gov}` },
+    });
+    expect(approved.status).toBe(200);
+    expect(
+      (decodeJson(await approved.text()) as { perWithdrawalCap: bigint }).perWithdrawalCap,
+    ).toBe(30n);
+    const position = Number(approved.headers.get('peg-limits-position'));
+    await waitFor(() => replicas.every((r) => r.position === position), 10_000);
+    const texts = replicas.map((r) => encodeJson(snapshotOf(r.service.state)));
+    expect(new Set(texts).size).toBe(1);
+    expect(pendingChanges(replicas[0]!.service.state)).toEqual([]);
   });
 
   test('two replicas that start on an empty database at the same moment both come up', async () => {

@@ -1,0 +1,245 @@
+/**
+ * The operator's routes (docs/semantics.md, "Operators"): `POST /admin/events`, where each
+ * event needs a scope of the caller, the chain bounds hold unless overridden, and a batch
+ * that loosens the limits becomes a pending change where loosening waits; and the pending
+ * changes, listed, approved and cancelled. The handler has authenticated the caller. Pure.
+ */
+import { checkChainBounds } from '../core/bounds.js';
+import { CHANGE_EVENT_TYPES, looseningWaits, NO_WAITING } from '../core/changes.js';
+import type { LimitsError } from '../core/errors.js';
+import { loosens } from '../core/loosening.js';
+import { type Scope, scopeOf, scopesOf } from '../core/scopes.js';
+import { applyAll, type LimitsEvent, type LimitsState, type PendingChange } from '../core/state.js';
+import {
+  CONFLICTS,
+  fromError,
+  header,
+  json,
+  MAX_EVENTS_BODY,
+  problem,
+  readJson,
+} from './answers.js';
+import { eventsFromJson } from './codec.js';
+import type {
+  HandleOptions,
+  HandleResult,
+  HttpRequest,
+  HttpResponse,
+  Route,
+  RouteParams,
+} from './messages.js';
+import { holds, type Operator } from './operators.js';
+import { limitsResponse, unchanged } from './reads.js';
+
+// What a failed batch answers: a conflict with the state is 409, a malformed event 400.
+function refused(state: LimitsState, error: LimitsError): HandleResult {
+  return unchanged(state, fromError(CONFLICTS.has(error.code) ? 409 : 400, error));
+}
+
+const OVERRIDE = 'chain-bounds';
+// The events the service writes itself: an operator approves or cancels at /admin/changes,
+// and a loosening batch becomes a proposal on its own.
+const SERVICE_EVENTS = new Set(['changeProposed', 'changeApproved', 'changeCancelled']);
+
+function denied(message: string, path?: string): HttpResponse {
+  return problem(403, 'scope_denied', message, { path });
+}
+
+// The token was checked at admission (see `admitRequest`), and again by the handler, which
+// hands the operator it names to the route.
+export function eventsRoute(
+  state: LimitsState,
+  request: HttpRequest,
+  _params: RouteParams,
+  options: HandleOptions,
+  operator: Operator | undefined,
+): HandleResult {
+  const body = readJson(request, MAX_EVENTS_BODY);
+  if (!body.ok) return unchanged(state, body.response);
+  const decoded = eventsFromJson(body.value);
+  if (!decoded.ok) return unchanged(state, fromError(400, decoded.error));
+  const events = decoded.events;
+  const caller = operator!;
+  // Scopes first: nothing about a batch is told to an operator who may not send it.
+  for (const [i, event] of events.entries()) {
+    if (SERVICE_EVENTS.has(event.type))
+      return unchanged(
+        state,
+        problem(
+          400,
+          'invalid_event',
+          `event ${i}: ${event.type} is written by the service: send the batch itself (a loosening waits on its own), and approve or cancel a pending change at /admin/changes/{id}`,
+          { path: `[${i}].type` },
+        ),
+      );
+    const scope = scopeOf(event.type);
+    if (scope !== undefined && !caller.scopes.includes(scope))
+      return unchanged(
+        state,
+        denied(
+          `event ${i} (${event.type}) needs the ${scope} scope; the operator ${JSON.stringify(caller.name)} holds ${caller.scopes.join(', ')}; nothing was applied`,
+          `[${i}]`,
+        ),
+      );
+  }
+  const override = header(request, 'peg-limits-override');
+  if (override !== undefined) {
+    if (override.trim().toLowerCase() !== OVERRIDE)
+      return unchanged(
+        state,
+        problem(
+          400,
+          'bad_request',
+          `Peg-Limits-Override takes "${OVERRIDE}", got ${JSON.stringify(override.slice(0, 40))}`,
+        ),
+      );
+    if (!holds(caller, ['chain', 'limits']))
+      return unchanged(
+        state,
+        denied(
+          `Peg-Limits-Override: ${OVERRIDE} needs both the chain and the limits scopes; the operator ${JSON.stringify(caller.name)} holds ${caller.scopes.join(', ')}`,
+        ),
+      );
+  } else {
+    const bounded = checkChainBounds(state, events, options.chainBounds);
+    if (!bounded.ok) {
+      const e = bounded.error;
+      return unchanged(
+        state,
+        problem(
+          409,
+          e.code,
+          `${e.message}; nothing was applied. An operator holding chain and limits who means it sends the batch with Peg-Limits-Override: ${OVERRIDE}`,
+          { path: e.path },
+        ),
+      );
+    }
+  }
+  const r = applyAll(state, events);
+  if (!r.ok) return refused(state, r.error);
+  if (r.state === state) return { state, response: limitsResponse(state), events: [] };
+  const policy = options.loosening ?? NO_WAITING;
+  if (looseningWaits(policy)) {
+    const proposal = waitingChange(state, r.state, events, caller, policy);
+    if (proposal !== undefined) return proposal;
+  }
+  return { state: r.state, response: limitsResponse(r.state), events };
+}
+
+// A batch that loosens the limits, made a pending change (202), or undefined when it does
+// not loosen. Chain events never loosen: a batch of them alone is never held, even when a
+// block in it brings a pending change due. Mixed with others, the others are judged alone.
+function waitingChange(
+  state: LimitsState,
+  next: LimitsState,
+  events: ReadonlyArray<LimitsEvent>,
+  caller: Operator,
+  policy: NonNullable<HandleOptions['loosening']>,
+): HandleResult | undefined {
+  const own = events.filter((e) => scopeOf(e.type) !== 'chain');
+  if (own.length === 0) return undefined;
+  let loosening: boolean;
+  if (own.length === events.length) loosening = loosens(state, next);
+  else {
+    const alone = applyAll(state, own);
+    // Cannot tell: fail closed, and ask for the batch in two.
+    loosening = !alone.ok || loosens(state, alone.state);
+  }
+  if (!loosening) return undefined;
+  const held = events.findIndex((e) => !CHANGE_EVENT_TYPES.has(e.type));
+  if (held >= 0)
+    return unchanged(
+      state,
+      problem(
+        400,
+        'invalid_change',
+        `event ${held}: this batch loosens the limits, so it waits as a pending change, which holds only ${[...CHANGE_EVENT_TYPES].join(', ')} events: send ${events[held]!.type} in a batch of its own`,
+        { path: `[${held}].type` },
+      ),
+    );
+  const proposal: LimitsEvent = {
+    type: 'changeProposed',
+    events,
+    proposedBy: caller.name,
+    delayBlocks: policy.delayBlocks,
+    quorum: policy.quorum,
+  };
+  const p = applyAll(state, [proposal]);
+  if (!p.ok) return refused(state, p.error);
+  const change = p.state.changes[p.state.changes.length - 1]!;
+  return { state: p.state, response: json(202, change), events: [proposal] };
+}
+
+const CHANGE_ID = /^[1-9][0-9]{0,15}$/;
+
+// A route on one pending change: its id read, the change found, the caller's scopes checked.
+function onChange(
+  answer: (state: LimitsState, change: PendingChange, caller: Operator) => HandleResult,
+): Route['handle'] {
+  return (state, _request, params, _options, operator) => {
+    const text = params.id ?? '';
+    const id = CHANGE_ID.test(text) ? Number(text) : undefined;
+    if (id === undefined || !Number.isSafeInteger(id))
+      return unchanged(
+        state,
+        problem(
+          400,
+          'invalid_change_id',
+          `a change id is a positive integer, got ${JSON.stringify(text.slice(0, 40))}`,
+        ),
+      );
+    const change = state.changes.find((c) => c.id === id);
+    if (change === undefined)
+      return unchanged(
+        state,
+        problem(
+          404,
+          'change_not_found',
+          `no pending change ${id}: it was never proposed, or it applied, was dropped or was cancelled`,
+        ),
+      );
+    const needed: ReadonlyArray<Scope> = scopesOf(change.events);
+    const caller = operator!;
+    if (!holds(caller, needed))
+      return unchanged(
+        state,
+        denied(
+          `change ${id} needs the ${needed.join(' and ')} scope${needed.length > 1 ? 's' : ''}; the operator ${JSON.stringify(caller.name)} holds ${caller.scopes.join(', ')}`,
+        ),
+      );
+    return answer(state, change, caller);
+  };
+}
+
+export const approveRoute = onChange((state, change, caller) => {
+  const event: LimitsEvent = { type: 'changeApproved', id: change.id, by: caller.name };
+  const r = applyAll(state, [event]);
+  if (!r.ok) return refused(state, r.error);
+  // Approved already: nothing changes, the change as it is.
+  if (r.state === state) return unchanged(state, json(200, change));
+  const settled = r.settled.find((x) => x.change.id === change.id);
+  if (settled === undefined) {
+    const approved = r.state.changes.find((c) => c.id === change.id)!;
+    return { state: r.state, response: json(200, approved), events: [event] };
+  }
+  if (settled.outcome === 'applied')
+    return { state: r.state, response: limitsResponse(r.state), events: [event] };
+  // The quorum was reached but the batch no longer applies: it is dropped, and said why.
+  return {
+    state: r.state,
+    response: problem(
+      409,
+      'change_dropped',
+      `change ${change.id} reached its quorum but no longer applies, so it was dropped: ${settled.error?.message ?? 'refused'}`,
+      { path: settled.error?.path },
+    ),
+    events: [event],
+  };
+});
+
+export const cancelRoute = onChange((state, change, caller) => {
+  const event: LimitsEvent = { type: 'changeCancelled', id: change.id, by: caller.name };
+  const r = applyAll(state, [event]);
+  if (!r.ok) return refused(state, r.error);
+  return { state: r.state, response: json(200, change), events: [event] };
+});

@@ -1,0 +1,181 @@
+/**
+ * Operators: who may send events, and which (docs/semantics.md, "Operators"). Each has a
+ * name, the hash of its bearer token and its scopes; the service keeps only the hashes and
+ * finds an operator by the hash of the token it is given, with the same work for every
+ * caller. `adminToken` (`PEG_LIMITS_ADMIN_TOKEN`) is the operator `admin` with every scope.
+ * Browser-safe.
+ */
+import { describe, LimitsError } from '../core/errors.js';
+import { hashOperatorToken, isTokenHash } from '../core/keys.js';
+import { isAccountName, isRecord } from '../core/limits.js';
+import { isScope, SCOPES, type Scope } from '../core/scopes.js';
+import { header, problem } from './answers.js';
+import type { HttpRequest, HttpResponse } from './messages.js';
+
+/** An operator: its name, the hash of its token (`hashOperatorToken`) and what it may do. */
+export interface Operator {
+  readonly name: string;
+  /** `sha256:` and the lowercase hex SHA-256 of the token. */
+  readonly tokenHash: string;
+  /** A non-empty subset of `chain`, `limits`, `keys`. */
+  readonly scopes: ReadonlyArray<Scope>;
+}
+
+/** The name of the operator `adminToken` stands for. */
+export const ADMIN_OPERATOR = 'admin';
+
+/**
+ * Checks a list of operators as a configuration gives it: each a `{ name, tokenHash,
+ * scopes }` with a valid name, a well-formed hash and known scopes, no name or hash twice.
+ * Errors name the field at fault (`operators[1].scopes[0]`).
+ *
+ * @param reserved - names taken already (`admin` when an admin token is set)
+ * @example
+ * ```ts
+ * validateOperators([{ name: 'feeder', tokenHash: hashOperatorToken(token), scopes: ['chain'] }]);
+ * // { ok: true, operators: [ … ] }
+ * ```
+ */
+export function validateOperators(
+  value: unknown,
+  reserved: ReadonlyArray<string> = [],
+  path = 'operators',
+):
+  | { readonly ok: true; readonly operators: ReadonlyArray<Operator> }
+  | { readonly ok: false; readonly error: LimitsError } {
+  const invalid = (at: string, message: string) => ({
+    ok: false as const,
+    error: new LimitsError('invalid_option', `${at}: ${message}`, at),
+  });
+  if (!Array.isArray(value))
+    return invalid(path, `expected an array of operators, got ${describe(value)}`);
+  const names = new Set(reserved);
+  const hashes = new Set<string>();
+  const out: Operator[] = [];
+  for (const [i, item] of value.entries()) {
+    const at = `${path}[${i}]`;
+    if (!isRecord(item))
+      return invalid(at, `expected { name, tokenHash, scopes }, got ${describe(item)}`);
+    for (const key of Object.keys(item))
+      if (!['name', 'tokenHash', 'scopes'].includes(key))
+        return invalid(`${at}.${key}`, 'unknown field; expected name, tokenHash, scopes');
+    if (!isAccountName(item.name))
+      return invalid(
+        `${at}.name`,
+        `expected a name of 1 to 256 characters without control characters, got ${describe(item.name)}`,
+      );
+    if (names.has(item.name))
+      return invalid(`${at}.name`, `the name ${JSON.stringify(item.name)} is taken already`);
+    if (!isTokenHash(item.tokenHash))
+      return invalid(
+        `${at}.tokenHash`,
+        'expected "sha256:" and 64 lowercase hex digits, as `peg-limits token` prints it',
+      );
+    if (hashes.has(item.tokenHash))
+      return invalid(`${at}.tokenHash`, 'another operator has the same token');
+    const scopes = item.scopes;
+    if (!Array.isArray(scopes) || scopes.length === 0)
+      return invalid(`${at}.scopes`, `expected a non-empty array of ${SCOPES.join(', ')}`);
+    for (const [j, scope] of scopes.entries())
+      if (!isScope(scope))
+        return invalid(
+          `${at}.scopes[${j}]`,
+          `unknown scope ${describe(scope)}; expected ${SCOPES.join(', ')}`,
+        );
+    if (new Set(scopes).size !== scopes.length)
+      return invalid(`${at}.scopes`, 'a scope is listed twice');
+    names.add(item.name);
+    hashes.add(item.tokenHash);
+    out.push({
+      name: item.name,
+      tokenHash: item.tokenHash,
+      scopes: SCOPES.filter((s) => scopes.includes(s)),
+    });
+  }
+  return { ok: true, operators: out };
+}
+
+// The operators by token hash, made once per list and admin token.
+const registries = new WeakMap<
+  ReadonlyArray<Operator>,
+  Map<string, ReadonlyMap<string, Operator>>
+>();
+const NONE: ReadonlyArray<Operator> = [];
+
+/** The operators a service answers to, by the hash of their tokens (admin included). */
+export function operatorsByHash(
+  operators: ReadonlyArray<Operator> | undefined,
+  adminToken: string | undefined,
+): ReadonlyMap<string, Operator> {
+  const list = operators ?? NONE;
+  let byAdmin = registries.get(list);
+  if (byAdmin === undefined) {
+    byAdmin = new Map();
+    registries.set(list, byAdmin);
+  }
+  const key = adminToken ?? '';
+  let registry = byAdmin.get(key);
+  if (registry === undefined) {
+    const map = new Map<string, Operator>();
+    if (key !== '') {
+      const tokenHash = hashOperatorToken(key);
+      map.set(tokenHash, { name: ADMIN_OPERATOR, tokenHash, scopes: SCOPES });
+    }
+    for (const op of list) if (!map.has(op.tokenHash)) map.set(op.tokenHash, op);
+    registry = map;
+    // A few admin tokens at most per list (tests); keep the cache from growing without bound.
+    if (byAdmin.size > 16) byAdmin.clear();
+    byAdmin.set(key, registry);
+  }
+  return registry;
+}
+
+// RFC 6750: the scheme, one space, a b64token.
+const BEARER = /^Bearer +([A-Za-z0-9\-._~+/]+=*) *$/i;
+
+/**
+ * Finds the operator a request's `Authorization: Bearer <token>` names: the operator, or the
+ * answer (401 `invalid_token` for a missing, unknown or removed token, after the same one
+ * SHA-256; 400 `bad_request` for a header that is not a bearer token).
+ */
+export function authenticate(
+  request: HttpRequest,
+  registry: ReadonlyMap<string, Operator>,
+):
+  | { readonly ok: true; readonly operator: Operator }
+  | { readonly ok: false; readonly response: HttpResponse } {
+  const given = header(request, 'authorization');
+  let token = '';
+  if (given !== undefined && given.trim() !== '') {
+    const m = BEARER.exec(given);
+    if (m === null)
+      return {
+        ok: false,
+        response: problem(
+          400,
+          'bad_request',
+          'the Authorization header must be "Bearer <token>" (the token as `peg-limits token` printed it)',
+        ),
+      };
+    token = m[1]!;
+  }
+  // The same work whoever calls: one hash, one lookup.
+  const operator = registry.get(hashOperatorToken(token));
+  if (operator === undefined || token === '') return { ok: false, response: invalidToken() };
+  return { ok: true, operator };
+}
+
+/** 401 `invalid_token`. */
+export function invalidToken(): HttpResponse {
+  return problem(
+    401,
+    'invalid_token',
+    'a valid operator token is required (Authorization: Bearer <token>)',
+    { headers: { 'www-authenticate': 'Bearer' } },
+  );
+}
+
+/** Whether `operator` holds every scope of `needed`. */
+export function holds(operator: Operator, needed: ReadonlyArray<Scope>): boolean {
+  return needed.every((s) => operator.scopes.includes(s));
+}
