@@ -54,8 +54,12 @@ function operatorOn(options: HandleOptions): boolean {
   return registryOf(options).size > 0;
 }
 
+// The operators are looked at only for a path of the operator routes: a read pays nothing.
 function matchOf(request: HttpRequest, options: HandleOptions): PathMatch | undefined {
-  return request.match !== undefined ? request.match : matchPath(request.path, operatorOn(options));
+  if (request.match !== undefined) return request.match;
+  const match = matchPath(request.path, true);
+  if (match === undefined || match.routes.some((r) => r.access !== 'operator')) return match;
+  return operatorOn(options) ? match : undefined;
 }
 
 /**

@@ -9,6 +9,7 @@ import {
   type EventLog,
   getLimits,
   type LimitsState,
+  pendingChanges,
   type WriteLockFigures,
   windowOf,
 } from 'peg-limits';
@@ -118,6 +119,11 @@ export async function createMetrics(source: MetricsSource): Promise<ServerMetric
     const caps = limits().accountCaps;
     return caps instanceof Map ? caps.size : Object.keys(caps).length;
   });
+  gauge(
+    'peg_limits_pending_changes',
+    'Pending changes: batches that loosen the limits, waiting for their height or their quorum.',
+    () => pendingChanges(source.state()).length,
+  );
   gauge('peg_limits_store_available', '1 when changes can be written, else 0.', () =>
     source.writable() ? 1 : 0,
   );

@@ -13,6 +13,7 @@ import {
   generateThrottleSecret,
   getLimits,
   hashThrottleSecret,
+  pendingChanges,
   windowOf,
 } from '../../src/index.js';
 import { openDataLog } from '../../src/server/data-log.js';
@@ -135,6 +136,7 @@ describe('GET /metrics', () => {
       peg_limits_tip_height: 'gauge',
       peg_limits_log_position: 'gauge',
       peg_limits_account_entries: 'gauge',
+      peg_limits_pending_changes: 'gauge',
       peg_limits_http_requests_total: 'counter',
       peg_limits_http_request_duration_seconds: 'histogram',
       peg_limits_persist_duration_seconds: 'histogram',
@@ -172,6 +174,9 @@ describe('GET /metrics', () => {
         Object.keys(limits.accountCaps as object).length,
       );
       expect(sampleOf(e, 'peg_limits_log_position')).toBe(server.position);
+      expect(sampleOf(e, 'peg_limits_pending_changes')).toBe(
+        pendingChanges(server.service.state).length,
+      );
       expect(sampleOf(e, 'peg_limits_store_available')).toBe(1);
       // And the same as the library says of the server's state.
       expect(sampleOf(e, 'peg_limits_available_to_withdraw')).toBe(
@@ -335,7 +340,7 @@ describe.skipIf(!HAVE_PROMETHEUS)('the operating page', () => {
       encoding: 'utf8',
     });
     expect(rules.status, rules.stdout + rules.stderr).toBe(0);
-    expect(rules.stdout).toMatch(/SUCCESS: 5 rules found/);
+    expect(rules.stdout).toMatch(/SUCCESS: 6 rules found/);
     const config = spawnSync(PROMTOOL, ['check', 'config', join(dir, 'prometheus.yml')], {
       encoding: 'utf8',
     });
@@ -399,6 +404,30 @@ ${[0, 1, 2]
             : ' []'
         }`;
     testRules(`${test(0.2, true)}\n${test(0.05, false)}`);
+  });
+
+  test('the pending-change alert fires while a change waits, on any replica, and stops once it is settled (promtool test rules)', () => {
+    const alert = (at: string, firing: boolean) => `      - eval_time: ${at}
+        alertname: PegLimitsChangePending
+        exp_alerts:${
+          firing
+            ? `
+          - exp_labels:
+              severity: page
+            exp_annotations:
+              summary: A change that loosens the limits is waiting (GET /admin/changes lists it); approve it, or cancel it before it applies.`
+            : ' []'
+        }`;
+    testRules(`  - interval: 1m
+    input_series:
+      - series: 'peg_limits_pending_changes{job="peg-limits",instance="r0"}'
+        values: '0x2 1x5 0x5'
+      - series: 'peg_limits_pending_changes{job="peg-limits",instance="r1"}'
+        values: '0x12'
+    alert_rule_test:
+${alert('1m', false)}
+${alert('4m', true)}
+${alert('10m', false)}`);
   });
 
   test('the store alert fires once a server has taken no changes for 2 minutes, not for a 1-minute outage (promtool test rules)', () => {

@@ -141,6 +141,11 @@ describe('a feeder and two governors', () => {
       effectiveAt: 870_156n,
       approvals: ['gov-1'],
     });
+    const pending = async () =>
+      /^peg_limits_pending_changes (\d+)$/m.exec(
+        await (await fetch(`${p.url}/metrics`)).text(),
+      )?.[1];
+    expect(await pending()).toBe('1');
     for (let h = 870_151; h <= 870_155; h++)
       expect((await post(p.url, FEEDER, [{ type: 'blockConnected', height: h }])).status).toBe(200);
     expect((await limits(p.url)).perWithdrawalCap).toBe(1000n);
@@ -148,6 +153,7 @@ describe('a feeder and two governors', () => {
     expect(due.status).toBe(200);
     expect(due.json.perWithdrawalCap).toBe(2000n);
     await waitFor(() => /change 1 \(proposed by gov-1\) applied at position \d+/.test(p.stderr));
+    expect(await pending()).toBe('0');
 
     // …or for a quorum of two.
     expect((await post(p.url, GOV1, [raise(3000)])).status).toBe(202);
