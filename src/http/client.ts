@@ -5,7 +5,7 @@
  */
 import { type Amount, MAX_AMOUNT } from '../core/amount.js';
 import type { VerdictReason } from '../core/checks.js';
-import type { LimitsEvent } from '../core/state.js';
+import type { LimitsEvent, PendingChange } from '../core/state.js';
 import type { AccountLimits, HeightSum, Limits, WindowView } from '../core/views.js';
 import { encodeJson, tryDecodeJson } from './json.js';
 
@@ -64,11 +64,24 @@ export interface LimitsClient {
   getWindow(account?: string): Promise<ClientResult<WindowView>>;
   /** `POST /start_throttle`. */
   startThrottle(name: string, secret: string): Promise<ClientResult<Limits>>;
-  /** `POST /admin/events` with the operator token. */
+  /**
+   * `POST /admin/events` with an operator token: the Limits after the events (200), or,
+   * where loosening waits and the batch loosens, the pending change it became (202: tell
+   * them apart by `status`).
+   */
   postEvents(
     events: LimitsEvent | ReadonlyArray<LimitsEvent>,
     token: string,
-  ): Promise<ClientResult<Limits>>;
+  ): Promise<ClientResult<Limits | PendingChange>>;
+  /** `GET /admin/changes`: the pending changes, oldest first. */
+  getChanges(token: string): Promise<ClientResult<ReadonlyArray<PendingChange>>>;
+  /**
+   * `POST /admin/changes/{id}/approve`: the change with the approval, or the Limits once
+   * the approval reached its quorum and it applied (a change has `approvals`).
+   */
+  approveChange(id: number, token: string): Promise<ClientResult<PendingChange | Limits>>;
+  /** `DELETE /admin/changes/{id}`: the change cancelled. */
+  cancelChange(id: number, token: string): Promise<ClientResult<PendingChange>>;
   /**
    * Follows `GET /events`: calls `onLimits` with the current limits at once and after every
    * change, with the log position they reflect. A lost stream is opened again with back-off
@@ -124,6 +137,23 @@ function toWindow(value: unknown): WindowView {
   };
 }
 
+function toChange(value: unknown): PendingChange {
+  const c = value as Record<string, unknown>;
+  return {
+    ...(c as unknown as PendingChange),
+    id: Number(c.id),
+    proposedAt: num(c.proposedAt),
+    delayBlocks: num(c.delayBlocks),
+    effectiveAt: num(c.effectiveAt),
+    quorum: Number(c.quorum),
+  };
+}
+
+// An answer that is a pending change (it has approvals) or the Limits.
+function changeOrLimits(value: unknown): PendingChange | Limits {
+  return 'approvals' in (value as object) ? toChange(value) : (value as Limits);
+}
+
 function toCheck(value: unknown): CheckAnswer {
   const c = value as Record<string, unknown>;
   return { ...(c as unknown as CheckAnswer), availableAt: num(c.availableAt) };
@@ -159,13 +189,14 @@ export function createLimitsClient(options: LimitsClientOptions): LimitsClient {
     let text: string;
     try {
       // Read your writes: after a change this client made, ask for a replica that has it.
+      const changes = init?.method === 'POST' || init?.method === 'DELETE';
       const request =
-        seen > 0 && init?.method !== 'POST'
+        seen > 0 && !changes
           ? { ...init, headers: { ...init?.headers, 'peg-limits-min-position': String(seen) } }
           : init;
       response = await doFetch(`${base}${path}`, request);
       text = await response.text();
-      if (init?.method === 'POST' && response.ok) {
+      if (changes && response.ok) {
         const at = Number(response.headers.get('peg-limits-position'));
         if (Number.isSafeInteger(at) && at > seen) seen = at;
       }
@@ -248,7 +279,25 @@ export function createLimitsClient(options: LimitsClientOptions): LimitsClient {
       call(name === undefined ? '/window' : `/window/${account(name)}`, toWindow),
     startThrottle: (name, secret) => post('/start_throttle', JSON.stringify({ name, secret })),
     postEvents: (events, token) =>
-      post('/admin/events', encodeJson(events), { authorization: `Bearer ${token}` }),
+      call('/admin/events', changeOrLimits, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
+        body: encodeJson(events),
+      }),
+    getChanges: (token) =>
+      call('/admin/changes', (v) => (v as unknown[]).map(toChange), {
+        headers: { authorization: `Bearer ${token}` },
+      }),
+    approveChange: (id, token) =>
+      call(`/admin/changes/${id}/approve`, changeOrLimits, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${token}` },
+      }),
+    cancelChange: (id, token) =>
+      call(`/admin/changes/${id}`, toChange, {
+        method: 'DELETE',
+        headers: { authorization: `Bearer ${token}` },
+      }),
     subscribe(onLimits, onError) {
       let stopped = false;
       let controller: AbortController | undefined;

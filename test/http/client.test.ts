@@ -5,9 +5,13 @@ import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import {
   createLimitsClient,
   createLimitsState,
+  generateOperatorToken,
   generateThrottleSecret,
+  hashOperatorToken,
   hashThrottleSecret,
+  type Limits,
   type LimitsClient,
+  type PendingChange,
 } from '../../src/index.js';
 import { openDataLog } from '../../src/server/data-log.js';
 import { type RunningServer, startServer } from '../../src/server/serve.js';
@@ -55,7 +59,7 @@ describe('createLimitsClient against the real server', () => {
       ],
       TOKEN,
     );
-    expect(fed.ok && fed.value.availableToWithdraw).toBe(300n);
+    expect(fed.ok && fed.status === 200 && (fed.value as Limits).availableToWithdraw).toBe(300n);
 
     const limits = await client.getLimits();
     expect(limits.ok).toBe(true);
@@ -167,5 +171,59 @@ describe('createLimitsClient against the real server', () => {
     });
     expect((await c.getLimits()).ok).toBe(true);
     expect(seen).toEqual([`${server.url}/limits`]);
+  });
+});
+
+describe('the client of the pending changes', () => {
+  test('a loosening is 202 with the change; list, approve and cancel it, typed (ids and heights as numbers)', async () => {
+    const gov1 = generateOperatorToken();
+    const gov2 = generateOperatorToken();
+    const governed = await startServer({
+      log: await openDataLog({ dir: tempDir(), initial: createLimitsState() }),
+      port: 0,
+      operators: [
+        { name: 'gov-1', tokenHash: hashOperatorToken(gov1), scopes: ['chain', 'limits'] },
+        { name: 'gov-2', tokenHash: hashOperatorToken(gov2), scopes: ['limits'] },
+      ],
+      loosening: { delayBlocks: 6, quorum: 2 },
+    });
+    try {
+      const c = createLimitsClient({ baseUrl: governed.url });
+      expect(await c.postEvents([{ type: 'blockConnected', height: 100 }], gov1)).toMatchObject({
+        status: 200,
+      });
+      const raise = { type: 'limitsSet', limits: { pegCap: BIG } } as const;
+      expect(await c.postEvents({ type: 'limitsSet', limits: { pegCap: 5n } }, gov1)).toMatchObject(
+        { status: 200 },
+      );
+      const proposed = await c.postEvents(raise, gov1);
+      expect(proposed).toMatchObject({
+        ok: true,
+        status: 202,
+        value: {
+          id: 1,
+          proposedAt: 100,
+          effectiveAt: 106,
+          delayBlocks: 6,
+          quorum: 2,
+          approvals: ['gov-1'],
+        },
+      });
+      const listed = await c.getChanges(gov2);
+      expect(listed.ok && listed.value.map((x) => [x.id, x.events])).toEqual([[1, [raise]]]);
+      const second = await c.postEvents({ type: 'limitsSet', limits: {} }, gov2);
+      expect(second.ok && (second.value as PendingChange).id).toBe(2);
+      const cancelled = await c.cancelChange(2, gov1);
+      expect(cancelled).toMatchObject({ ok: true, value: { id: 2, proposedBy: 'gov-2' } });
+      const applied = await c.approveChange(1, gov2);
+      expect(applied.ok && (applied.value as Limits).pegCap).toBe(BIG);
+      const gone = await c.approveChange(1, gov2);
+      expect(gone).toMatchObject({ ok: false, problem: { status: 404, code: 'change_not_found' } });
+      expect((await c.getChanges(gov1)).ok && (await c.getChanges(gov1))).toMatchObject({
+        value: [],
+      });
+    } finally {
+      await governed.close();
+    }
   });
 });
