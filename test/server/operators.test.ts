@@ -233,6 +233,21 @@ describe('a feeder and two governors', () => {
     );
     expect(p.stderr).toContain('operators[0].scopes[1]');
     expect((await post(p.url, GOV1, tighten('carol'))).status).toBe(200);
+
+    // A change that no longer applies when its height comes is dropped, and a warning says why.
+    const key = { type: 'throttleKeyAdded', name: 'ops-2', secretHash: hashThrottleSecret(SECRET) };
+    const doomed = await post(p.url, GOV1, [raise(10), key]);
+    expect(doomed.status).toBe(202);
+    expect((await post(p.url, GOV1, [key])).status).toBe(200);
+    for (let h = 870_164; h <= Number(doomed.json.effectiveAt); h++)
+      expect((await post(p.url, FEEDER, [{ type: 'blockConnected', height: h }])).status).toBe(200);
+    await waitFor(() =>
+      /warning: change 8 \(proposed by gov-1\) dropped at position \d+: it no longer applies: .*ops-2/.test(
+        p.stderr,
+      ),
+    );
+    expect((await limits(p.url)).perWithdrawalCap).toBe(1n);
+    expect(await changes(p.url, GOV1)).toEqual([]);
   }, 60_000);
 });
 
