@@ -22,66 +22,21 @@ import {
   type Service,
 } from 'peg-limits';
 import { type AlertOptions, createAlerts } from './alerts.js';
+import { createAnswers } from './answers.js';
 import { recordChanges } from './change-record.js';
+import { limitsInForce, type ServerLimits } from './client-limits.js';
+import { guardConnections } from './connection-policy.js';
 import { connectionGate } from './connections.js';
-import { answerAndLinger, isLingering, type LingerBudget, rawAnswer } from './linger.js';
+import { isLingering } from './linger.js';
 import type { RequestLine } from './logger.js';
 import { createMetrics, MetricsUnavailable, type ServerMetrics } from './metrics.js';
+import { MIN_POSITION_WAIT_MS, reached } from './min-position.js';
+import { createRequestLog } from './request-log.js';
 import { createStreams } from './streams.js';
 
-/** The longest a request with `Peg-Limits-Min-Position` waits for its position. */
-export const MIN_POSITION_WAIT_MS = 2_000;
+export { DEFAULT_SERVER_LIMITS, type ServerLimits } from './client-limits.js';
 
-/** The limits the server puts on clients; every one has a flag of `peg-limits serve`. */
-export interface ServerLimits {
-  /** Time for a client to send a request's headers (slowloris); at most `requestTimeoutMs`. */
-  readonly headersTimeoutMs: number;
-  /** Time for a client to send a whole request, body included (trickled bodies). */
-  readonly requestTimeoutMs: number;
-  /** How long an idle keep-alive connection stays open after an answer. */
-  readonly keepAliveTimeoutMs: number;
-  /** How often the two time-outs above are checked. */
-  readonly checkIntervalMs: number;
-  /**
-   * Connections open at once. At the cap a new connection evicts the connection idle the
-   * longest (connected but silent, or kept alive after its answer); when none is idle, the
-   * new one is closed at once.
-   */
-  readonly maxConnections: number;
-  /** The largest request head (request line and headers), in bytes; larger gets 431. */
-  readonly maxHeaderBytes: number;
-  /** Requests a connection may have waiting for their answers (pipelining); more closes it. */
-  readonly maxPipelined: number;
-  /** Answer bytes waiting for a client that does not read them; more closes the connection. */
-  readonly maxBufferedBytes: number;
-  /** After an early answer, how long the client's unread bytes are drained at most. */
-  readonly lingerMs: number;
-  /** After an early answer, the longest wait for the client's next bytes while draining. */
-  readonly lingerIdleMs: number;
-  /** After an early answer, the most bytes drained; past them the connection is reset. */
-  readonly lingerBytes: number;
-  /** `GET /events` streams open at once; more get 503 `too_many_streams`. */
-  readonly maxStreams: number;
-  /** How often each `GET /events` stream gets a comment line, so proxies keep it open. */
-  readonly heartbeatMs: number;
-}
-
-/** The defaults of {@link ServerLimits}. */
-export const DEFAULT_SERVER_LIMITS: ServerLimits = {
-  headersTimeoutMs: 5_000,
-  requestTimeoutMs: 10_000,
-  keepAliveTimeoutMs: 5_000,
-  checkIntervalMs: 500,
-  maxConnections: 1_000,
-  maxHeaderBytes: 16 * 1024,
-  maxPipelined: 16,
-  maxBufferedBytes: 16 * 1024 * 1024,
-  lingerMs: 5_000,
-  lingerIdleMs: 2_000,
-  lingerBytes: 16 * 1024 * 1024,
-  maxStreams: 1_000,
-  heartbeatMs: 15_000,
-};
+export { MIN_POSITION_WAIT_MS } from './min-position.js';
 
 /** Options of {@link startServer}. */
 export interface ServerOptions {
@@ -147,17 +102,7 @@ const outstanding = new WeakMap<Socket, number>();
 /** Serves the interface over an open event log. */
 export async function startServer(options: ServerOptions): Promise<RunningServer> {
   const { log: eventLog, logLine: log, logRequest } = options;
-  const given: ServerLimits = { ...DEFAULT_SERVER_LIMITS, ...options.limits };
-  // The headers are part of the request: their time-out is at most the request's.
-  const limits: ServerLimits = {
-    ...given,
-    headersTimeoutMs: Math.min(given.headersTimeoutMs, given.requestTimeoutMs),
-  };
-  const linger: LingerBudget = {
-    ms: limits.lingerMs,
-    idleMs: Math.min(limits.lingerIdleMs, limits.lingerMs),
-    bytes: limits.lingerBytes,
-  };
+  const { limits, linger } = limitsInForce(options.limits);
   const gate = connectionGate(limits.maxConnections, (socket) => !isLingering(socket));
   // Metrics (SPEC §10): on unless turned off, when prom-client is installed.
   let metrics: ServerMetrics | undefined;
@@ -226,89 +171,19 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     return lastPosition;
   };
 
-  // The bytes of the last body sent: a cached read answers with the same string object, so
-  // it is encoded to UTF-8 once, not once per request.
-  let lastBody = '';
-  let lastBytes = Buffer.alloc(0);
-  function bytesOf(body: string): Buffer {
-    if (body !== lastBody) {
-      lastBody = body;
-      lastBytes = Buffer.from(body, 'utf8');
-    }
-    return lastBytes;
-  }
-
-  // The headers every answer carries besides its own (and its length).
-  function headersOf(response: HttpResponse): Record<string, string | number> {
-    const headers: Record<string, string | number> = {
-      ...response.headers,
-      // The log position the answer reflects; and, while the database is out of reach,
-      // that reads come from the last state this replica has.
-      'peg-limits-position': currentPosition(),
-    };
-    if (storeUnavailable()) headers['peg-limits-store'] = 'unavailable';
-    return headers;
-  }
-
-  // The last answer sent and its head as a flat list of names and values: a read of an
-  // unchanged state answers with the same response object, so its head is made once.
-  let lastResponse: HttpResponse | undefined;
-  let lastHead: Array<string | number> = [];
-  let lastHeadPosition = -1;
-  function headOf(response: HttpResponse, length: number): Array<string | number> {
-    const position = currentPosition();
-    if (response !== lastResponse || position !== lastHeadPosition || storeUnavailable()) {
-      const head: Array<string | number> = [];
-      for (const [name, value] of Object.entries(headersOf(response))) head.push(name, value);
-      head.push('content-length', length);
-      lastResponse = response;
-      lastHeadPosition = position;
-      lastHead = head;
-    }
-    return lastHead;
-  }
-
-  // `route`: the pattern the request matched, the metrics' label (never the raw path).
-  function logged(req: IncomingMessage, status: number, started: number, route: string): void {
-    if (metrics !== undefined)
-      metrics.observeRequest(route, status, (performance.now() - started) / 1000);
-    if (logRequest !== undefined) {
-      const ms = Math.round((performance.now() - started) * 10) / 10;
-      const position = currentPosition();
-      logRequest({ method: req.method ?? '', route, url: req.url ?? '', status, ms, position });
-      return;
-    }
-    if (log === undefined) return;
-    log(`${req.method} ${req.url} ${status} ${(performance.now() - started).toFixed(1)}ms`);
-  }
-
-  // An answer to a request read whole: the connection may be kept alive.
-  function send(
-    req: IncomingMessage,
-    res: ServerResponse,
-    response: HttpResponse,
-    started: number,
-    route: string,
-  ): void {
-    if (isLingering(req.socket)) return;
-    const bytes = bytesOf(response.body);
-    res.writeHead(response.status, headOf(response, bytes.length) as unknown as string[]);
-    res.end(bytes);
-    logged(req, response.status, started, route);
-  }
-
-  // An answer given while the client may still be sending its body: written straight to the
-  // socket, which then lingers (drained within budget) before it is closed, so that the
-  // client reads the answer rather than a reset.
-  function early(
-    req: IncomingMessage,
-    response: HttpResponse,
-    started: number,
-    route: string,
-  ): void {
-    const answer = rawAnswer(response.status, headersOf(response), response.body);
-    if (answerAndLinger(req.socket, answer, linger)) logged(req, response.status, started, route);
-  }
+  const requestLog = createRequestLog({
+    metrics,
+    logLine: log,
+    logRequest,
+    position: () => currentPosition(),
+  });
+  const logged = requestLog.logged;
+  const { send, early } = createAnswers({
+    position: () => currentPosition(),
+    storeUnavailable,
+    linger,
+    logged,
+  });
 
   function hasBody(req: IncomingMessage): boolean {
     const length = Number(req.headers['content-length'] ?? 0);
@@ -317,10 +192,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
 
   function onRequest(req: IncomingMessage, res: ServerResponse): void {
     // Timed only when someone reads the request lines.
-    const started =
-      log === undefined && logRequest === undefined && metrics === undefined
-        ? 0
-        : performance.now();
+    const started = requestLog.timed ? performance.now() : 0;
     const socket = req.socket;
     const waiting = (outstanding.get(socket) ?? 0) + 1;
     // A client that sends request after request without reading the answers: close it
@@ -371,7 +243,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
         return;
       }
       if (n > currentPosition() && !isChange(head.method)) {
-        reached(n).then((ok) => {
+        reached(service, currentPosition, n).then((ok) => {
           if (ok) dispatch();
           else
             answer(
@@ -457,23 +329,6 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     }
   }
 
-  // Resolves once reads see position `n` (woken by the state changing, not by polling), or
-  // with false after MIN_POSITION_WAIT_MS.
-  function reached(n: number): Promise<boolean> {
-    return new Promise((resolve) => {
-      const stop = service.watch(() => {
-        if (currentPosition() < n) return;
-        clearTimeout(timer);
-        stop();
-        resolve(true);
-      });
-      const timer = setTimeout(() => {
-        stop();
-        resolve(false);
-      }, MIN_POSITION_WAIT_MS);
-    });
-  }
-
   const server: Server = createServer(
     {
       headersTimeout: limits.headersTimeoutMs,
@@ -486,55 +341,12 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   );
   // Admission comes before 100 Continue: a refused client is told so instead of sending.
   server.on('checkContinue', onRequest);
-  server.on('connection', (socket: Socket) => {
-    if (!gate.admit(socket)) socket.destroy();
-  });
-  // A connection that has sent nothing at all is held by no request time-out: close a
-  // connection idle for as long as a whole request may take. One with a request under way
-  // is left to the header and request time-outs, which answer 408.
-  server.setTimeout(limits.requestTimeoutMs, (socket: Socket) => {
-    if (gate.isIdle(socket)) socket.destroy();
-  });
-  // A client that pipelines requests and never reads the answers: once its answers back up,
-  // the server stops reading it, so no request time-out applies. Close it when its answers
-  // have waited the request time-out without a byte taken. A stream has its own rule (a
-  // subscriber 1 MiB behind is dropped); a lingering connection its own budget.
-  const stalled = setInterval(() => {
-    const closed = gate.closeStalled(
-      limits.requestTimeoutMs,
-      performance.now(),
-      (socket) => streams.carries(socket) || isLingering(socket),
-    );
-    if (closed > 0)
-      log?.(`closed ${closed} connection(s): answers unread for ${limits.requestTimeoutMs} ms`);
-  }, limits.checkIntervalMs);
-  stalled.unref();
-  server.on('clientError', (error: NodeJS.ErrnoException, socket: Socket) => {
-    // A connection answered early already is being drained: its own budget closes it.
-    if (isLingering(socket)) return;
-    if (!socket.writable || error.code === 'ECONNRESET') {
-      socket.destroy();
-      return;
-    }
-    const response =
-      error.code === 'HPE_HEADER_OVERFLOW'
-        ? problem(
-            431,
-            'header_too_large',
-            `the request line and headers must be at most ${limits.maxHeaderBytes} bytes`,
-          )
-        : error.code === 'ERR_HTTP_REQUEST_TIMEOUT'
-          ? problem(
-              408,
-              'request_timeout',
-              `the request was not received whole in time (headers within ${limits.headersTimeoutMs} ms, the whole request within ${limits.requestTimeoutMs} ms)`,
-            )
-          : problem(
-              400,
-              'bad_request',
-              `the request is not valid HTTP/1.1 (${error.code ?? error.message})`,
-            );
-    answerAndLinger(socket, rawAnswer(response.status, response.headers, response.body), linger);
+  const stopGuard = guardConnections(server, {
+    gate,
+    limits,
+    linger,
+    exempt: (socket) => streams.carries(socket) || isLingering(socket),
+    logLine: log,
   });
 
   await new Promise<void>((resolve, reject) => {
@@ -565,7 +377,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
         const sweep = setInterval(() => server.closeIdleConnections(), 50);
         server.close(() => {
           clearInterval(sweep);
-          clearInterval(stalled);
+          stopGuard();
           resolve();
         });
         server.closeIdleConnections();

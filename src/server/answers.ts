@@ -1,0 +1,100 @@
+/**
+ * How the server writes an answer: the headers every answer carries (the log position it
+ * reflects; while the store is out of reach, that reads come from the last state), an
+ * answer to a request read whole, and an early answer (given while the client may still
+ * send its body), which lingers before the connection closes. A read of an unchanged state
+ * answers with the same response object, so its bytes and head are made once. Node-only.
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { HttpResponse } from 'peg-limits';
+import { answerAndLinger, isLingering, type LingerBudget, rawAnswer } from './linger.js';
+import type { Logged } from './request-log.js';
+
+/** What the answers need of the server. */
+export interface AnswerSource {
+  /** The log position of the state reads see. */
+  readonly position: () => number;
+  /** Whether the store takes no writes now. */
+  readonly storeUnavailable: () => boolean;
+  /** The drain budget of an early answer. */
+  readonly linger: LingerBudget;
+  /** Where each answered request is told (metrics, the request log). */
+  readonly logged: Logged;
+}
+
+/** The server's two ways to answer. */
+export interface Answers {
+  /** An answer to a request read whole: the connection may be kept alive. */
+  send(
+    req: IncomingMessage,
+    res: ServerResponse,
+    response: HttpResponse,
+    started: number,
+    route: string,
+  ): void;
+  /**
+   * An answer given while the client may still be sending its body: written straight to the
+   * socket, which then lingers (drained within budget) before it is closed, so that the
+   * client reads the answer rather than a reset.
+   */
+  early(req: IncomingMessage, response: HttpResponse, started: number, route: string): void;
+}
+
+export function createAnswers(source: AnswerSource): Answers {
+  const { position: currentPosition, storeUnavailable, linger, logged } = source;
+  // The bytes of the last body sent: a cached read answers with the same string object, so
+  // it is encoded to UTF-8 once, not once per request.
+  let lastBody = '';
+  let lastBytes = Buffer.alloc(0);
+  function bytesOf(body: string): Buffer {
+    if (body !== lastBody) {
+      lastBody = body;
+      lastBytes = Buffer.from(body, 'utf8');
+    }
+    return lastBytes;
+  }
+
+  // The headers every answer carries besides its own (and its length).
+  function headersOf(response: HttpResponse): Record<string, string | number> {
+    const headers: Record<string, string | number> = {
+      ...response.headers,
+      // The log position the answer reflects; and, while the database is out of reach,
+      // that reads come from the last state this replica has.
+      'peg-limits-position': currentPosition(),
+    };
+    if (storeUnavailable()) headers['peg-limits-store'] = 'unavailable';
+    return headers;
+  }
+
+  // The last answer sent and its head as a flat list of names and values: a read of an
+  // unchanged state answers with the same response object, so its head is made once.
+  let lastResponse: HttpResponse | undefined;
+  let lastHead: Array<string | number> = [];
+  let lastHeadPosition = -1;
+  function headOf(response: HttpResponse, length: number): Array<string | number> {
+    const position = currentPosition();
+    if (response !== lastResponse || position !== lastHeadPosition || storeUnavailable()) {
+      const head: Array<string | number> = [];
+      for (const [name, value] of Object.entries(headersOf(response))) head.push(name, value);
+      head.push('content-length', length);
+      lastResponse = response;
+      lastHeadPosition = position;
+      lastHead = head;
+    }
+    return lastHead;
+  }
+
+  return {
+    send(req, res, response, started, route) {
+      if (isLingering(req.socket)) return;
+      const bytes = bytesOf(response.body);
+      res.writeHead(response.status, headOf(response, bytes.length) as unknown as string[]);
+      res.end(bytes);
+      logged(req, response.status, started, route);
+    },
+    early(req, response, started, route) {
+      const answer = rawAnswer(response.status, headersOf(response), response.body);
+      if (answerAndLinger(req.socket, answer, linger)) logged(req, response.status, started, route);
+    },
+  };
+}
