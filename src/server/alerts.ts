@@ -7,6 +7,7 @@
  */
 import { type EventLog, encodeJson, getLimits } from 'peg-limits';
 import { observeAppends } from './observed-log.js';
+import { redactAlertUrl } from './redact.js';
 
 /** What is posted. */
 export interface Alert {
@@ -67,7 +68,8 @@ export function isAlertUrl(url: string): boolean {
  */
 export function createAlerts(options: AlertOptions): Alerts {
   for (const url of options.urls)
-    if (!isAlertUrl(url)) throw new TypeError(`an alert URL must be http(s), got ${url}`);
+    if (!isAlertUrl(url))
+      throw new TypeError(`an alert URL must be http(s), got ${redactAlertUrl(url)}`);
   const retryMs = options.retryMs ?? ALERT_RETRY_MS;
   const timeoutMs = options.timeoutMs ?? ALERT_TIMEOUT_MS;
   const firstDelay = options.firstDelayMs ?? 1_000;
@@ -105,12 +107,12 @@ export function createAlerts(options: AlertOptions): Alerts {
       if (Date.now() + delay > until) {
         pending--;
         options.logLine?.(
-          `warning: the ${alert.type} alert at position ${alert.position} to ${url} was given up after ${tries} attempts: ${failure}`,
+          `warning: the ${alert.type} alert at position ${alert.position} to ${redactAlertUrl(url)} was given up after ${tries} attempts: ${failure}`,
         );
         return;
       }
       options.logLine?.(
-        `warning: the ${alert.type} alert to ${url} failed (${failure}); retrying in ${delay} ms`,
+        `warning: the ${alert.type} alert to ${redactAlertUrl(url)} failed (${failure}); retrying in ${delay} ms`,
       );
       const timer = setTimeout(() => {
         timers.delete(timer);

@@ -35,6 +35,7 @@ import {
   openPgLog,
   PgLogError,
 } from './pg-log.js';
+import { redactAlertUrl, redactStore } from './redact.js';
 import { DEFAULT_SERVER_LIMITS, type ServerLimits, startServer } from './serve.js';
 
 const L = DEFAULT_SERVER_LIMITS;
@@ -207,10 +208,12 @@ export async function serveCommand(
   const cors = values['no-cors'] === true ? false : origins.length > 0 ? origins : '*';
   const alertUrls = (values['alert-url'] as string[] | undefined) ?? [];
   for (const url of alertUrls)
-    if (!isAlertUrl(url)) fail(`--alert-url takes an http(s) URL, got ${url}`);
+    if (!isAlertUrl(url)) fail(`--alert-url takes an http(s) URL, got ${redactAlertUrl(url)}`);
   const postgres = str('store') ?? (process.env.PEG_LIMITS_STORE || undefined);
   if (postgres !== undefined && !/^postgres(ql)?:\/\//.test(postgres))
-    fail(`--store takes a PostgreSQL connection string (postgres://…), got ${postgres}`);
+    fail(
+      `--store takes a PostgreSQL connection string (postgres://…), got ${redactStore(postgres)}`,
+    );
   const snapshotEvery = positive(
     'snapshot-every',
     str('snapshot-every'),

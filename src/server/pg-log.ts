@@ -39,6 +39,7 @@ import {
   parseBatch,
   writeSnapshotRows,
 } from './pg-tables.js';
+import { redactStore } from './redact.js';
 
 export { PgLogError } from './pg-connect.js';
 export {
@@ -166,7 +167,9 @@ export async function openPgLog(options: PgLogOptions): Promise<PgLog> {
       break;
     } catch (e) {
       if (Date.now() > until)
-        throw new PgLogError(`cannot reach the database at ${url}: ${(e as Error).message}`);
+        throw new PgLogError(
+          `cannot reach the database at ${redactStore(url)}: ${(e as Error).message}`,
+        );
       await new Promise((r) => setTimeout(r, 200));
     }
   }
