@@ -6,7 +6,9 @@
  * starting a request: one that has sent nothing since it connected, or a kept-alive one idle
  * since its last answer (nginx reuses such "reusable" connections the same way). A connection
  * that has started a request (a slowloris one too) is never evicted: the header and request
- * time-outs bound it. Only when no connection is idle is the new one refused.
+ * time-outs bound it. When none is idle, the oldest `GET /events` stream gives way (its
+ * subscriber reconnects), so that a crowd of streams cannot lock out the brake
+ * (`POST /start_throttle`) or an operator. Only when there is neither is the new one refused.
  */
 import type { Socket } from 'node:net';
 
@@ -34,11 +36,13 @@ export interface ConnectionGate {
 
 /**
  * A gate for at most `max` open connections. `canEvict` may veto evicting a connection
- * (one that is being closed already, for instance).
+ * (one that is being closed already, for instance); `evictStream` ends the oldest stream
+ * when no connection is idle, and gives its connection (or `undefined`: there is none).
  */
 export function connectionGate(
   max: number,
   canEvict: (socket: Socket) => boolean = () => true,
+  evictStream: () => Socket | undefined = () => undefined,
 ): ConnectionGate {
   const open = new Set<Socket>();
   // Idle connections, longest idle first (a Map keeps insertion order), each with the bytes
@@ -57,7 +61,12 @@ export function connectionGate(
       socket.destroy();
       return true;
     }
-    return false;
+    const stream = evictStream();
+    if (stream === undefined) return false;
+    evicted++;
+    open.delete(stream);
+    waiting.delete(stream);
+    return true;
   }
 
   return {

@@ -103,7 +103,13 @@ const outstanding = new WeakMap<Socket, number>();
 export async function startServer(options: ServerOptions): Promise<RunningServer> {
   const { log: eventLog, logLine: log, logRequest } = options;
   const { limits, linger } = limitsInForce(options.limits);
-  const gate = connectionGate(limits.maxConnections, (socket) => !isLingering(socket));
+  // At the cap, an idle connection gives way first, then the oldest stream: a crowd cannot
+  // lock out the brake. (The streams are made below; the gate asks for them only later.)
+  const gate = connectionGate(
+    limits.maxConnections,
+    (socket) => !isLingering(socket),
+    () => streams.evictOldest(),
+  );
   // Metrics (SPEC §10): on unless turned off, when prom-client is installed.
   let metrics: ServerMetrics | undefined;
   if (options.metrics !== false) {

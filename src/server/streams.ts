@@ -38,6 +38,12 @@ export interface Streams {
   ): HttpResponse | undefined;
   /** Whether the connection carries a stream (it carries nothing else from then on). */
   carries(socket: Socket): boolean;
+  /**
+   * Ends the oldest stream, to make room for a new connection at the connection cap (a
+   * subscriber reconnects, with `Last-Event-ID`); returns its connection, or `undefined`
+   * when there is no stream.
+   */
+  evictOldest(): Socket | undefined;
   /** Streams open now. */
   readonly count: number;
   /** Ends every stream (the server is stopping). */
@@ -116,6 +122,16 @@ export function createStreams(
     },
     carries(socket) {
       return sockets.has(socket);
+    },
+    evictOldest() {
+      for (const res of open) {
+        open.delete(res);
+        const socket = res.socket ?? undefined;
+        res.destroy();
+        socket?.destroy();
+        return socket;
+      }
+      return undefined;
     },
     get count() {
       return open.size;

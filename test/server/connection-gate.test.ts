@@ -60,3 +60,49 @@ test('closeStalled closes a connection only once its answers have waited the who
   stuck.destroy();
   server.close();
 });
+
+test('at the cap, an idle connection gives way first, then the oldest stream; with neither, the new one is refused', async () => {
+  const streams: Socket[] = [];
+  const gate = connectionGate(
+    3,
+    () => true,
+    () => streams.shift(),
+  );
+  const accepted: Socket[] = [];
+  const server = createServer((s) => {
+    accepted.push(s);
+  });
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  const { port } = server.address() as { port: number };
+  const clients: Socket[] = [];
+  const next = async () => {
+    const c = connect(port, '127.0.0.1');
+    clients.push(c);
+    c.on('error', () => undefined);
+    await once(c, 'connect');
+    while (accepted.length < clients.length) await new Promise((r) => setTimeout(r, 5));
+    return accepted[accepted.length - 1]!;
+  };
+  // Two streams (busy) and one idle connection fill the cap.
+  const [s1, s2, idle] = [await next(), await next(), await next()];
+  for (const s of [s1, s2, idle]) expect(gate.admit(s)).toBe(true);
+  gate.busy(s1);
+  gate.busy(s2);
+  streams.push(s1, s2);
+  // The idle one gives way first…
+  expect(gate.admit(await next())).toBe(true);
+  expect(idle.destroyed).toBe(true);
+  expect(s1.destroyed).toBe(false);
+  // …then the oldest stream (the one just admitted has started a request).
+  gate.busy(accepted[3]!);
+  expect(gate.admit(await next())).toBe(true);
+  expect(streams).toEqual([s2]);
+  expect(gate.evicted).toBe(2);
+  // No stream left to give way, nothing idle: refused.
+  streams.length = 0;
+  gate.busy(accepted[4]!);
+  expect(gate.admit(await next())).toBe(false);
+  for (const c of clients) c.destroy();
+  server.close();
+});
