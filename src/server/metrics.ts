@@ -137,6 +137,7 @@ export async function createMetrics(source: MetricsSource): Promise<ServerMetric
   register.registerMetric(
     requestHistogram(routes, 'peg_limits_http_request_duration_seconds') as unknown as Prom.Metric,
   );
+  register.registerMetric(authFailures(routes) as unknown as Prom.Metric);
   // Replicas on PostgreSQL: the write lock they share, as running totals read at each scrape.
   const lock = source.writeLock;
   if (lock?.() !== undefined)
@@ -260,6 +261,35 @@ function requestCounter(routes: Map<string, RouteSeries>, name: string) {
           value: count,
         })),
       ),
+  );
+}
+
+// The routes that take credentials: their series are there from the start, at 0, so that a
+// rule's increase() sees the first failures.
+const CREDENTIAL_ROUTES = ['/start_throttle', '/admin/events'];
+
+// Failed credentials by route: every 401 (a wrong operator token, an unknown key or a wrong
+// secret), and a 403 of POST /start_throttle (the right secret of a revoked key).
+function authFailures(routes: Map<string, RouteSeries>) {
+  return collector(
+    'peg_limits_auth_failures_total',
+    'Requests refused for their credentials, by route pattern: an unknown or missing operator token, an unknown throttle key or a wrong secret (401), a revoked key (403 on /start_throttle).',
+    'counter',
+    () => {
+      const values: Value[] = [];
+      const seen = new Set<string>();
+      for (const [route, s] of routes) {
+        const failed =
+          (s.statuses.get(401) ?? 0) +
+          (route === '/start_throttle' ? (s.statuses.get(403) ?? 0) : 0);
+        if (failed === 0 && !CREDENTIAL_ROUTES.includes(route)) continue;
+        seen.add(route);
+        values.push({ labels: { route }, value: failed });
+      }
+      for (const route of CREDENTIAL_ROUTES)
+        if (!seen.has(route)) values.push({ labels: { route }, value: 0 });
+      return values;
+    },
   );
 }
 

@@ -126,6 +126,33 @@ describe('health and readiness', () => {
 });
 
 describe('GET /metrics', () => {
+  test('peg_limits_auth_failures_total counts the requests refused for their credentials, by route, from 0', async () => {
+    const count = async (route: string) =>
+      sampleOf((await scrape()).e, 'peg_limits_auth_failures_total', { route });
+    const before = { events: await count('/admin/events'), brake: await count('/start_throttle') };
+    expect(before.events).toBeGreaterThanOrEqual(0);
+    expect(before.brake).toBeGreaterThanOrEqual(0);
+    for (let i = 0; i < 3; i++) {
+      const r = await fetch(`${server.url}/admin/events`, {
+        method: 'POST',
+        headers: {
+          'content-type': 'application/json',
+          authorization: 'Bearer not-the-token-of-anyone',
+        },
+        body: '[]',
+      });
+      expect(r.status).toBe(401);
+    }
+    expect(
+      (await post('/start_throttle', { name: 'ops-1', secret: 'wrong-secret-0123456789ab' }, false))
+        .status,
+    ).toBe(401);
+    // A request refused for something else is no credential failure.
+    expect((await post('/admin/events', [{ type: 'nope' }])).status).toBe(400);
+    expect(await count('/admin/events')).toBe(before.events! + 3);
+    expect(await count('/start_throttle')).toBe(before.brake! + 1);
+  });
+
   test('has every metric of SPEC §10 with its type, and the default process metrics', async () => {
     const { e } = await scrape();
     const expected: Record<string, string> = {
@@ -137,6 +164,7 @@ describe('GET /metrics', () => {
       peg_limits_log_position: 'gauge',
       peg_limits_account_entries: 'gauge',
       peg_limits_pending_changes: 'gauge',
+      peg_limits_auth_failures_total: 'counter',
       peg_limits_http_requests_total: 'counter',
       peg_limits_http_request_duration_seconds: 'histogram',
       peg_limits_persist_duration_seconds: 'histogram',
@@ -340,7 +368,7 @@ describe.skipIf(!HAVE_PROMETHEUS)('the operating page', () => {
       encoding: 'utf8',
     });
     expect(rules.status, rules.stdout + rules.stderr).toBe(0);
-    expect(rules.stdout).toMatch(/SUCCESS: 6 rules found/);
+    expect(rules.stdout).toMatch(/SUCCESS: 7 rules found/);
     const config = spawnSync(PROMTOOL, ['check', 'config', join(dir, 'prometheus.yml')], {
       encoding: 'utf8',
     });
@@ -428,6 +456,30 @@ ${[0, 1, 2]
 ${alert('1m', false)}
 ${alert('4m', true)}
 ${alert('10m', false)}`);
+  });
+
+  test('the credentials alert fires at a burst of failures, not at a few (promtool test rules)', () => {
+    const alert = (at: string, firing: boolean) => `      - eval_time: ${at}
+        alertname: PegLimitsCredentialFailures
+        exp_alerts:${
+          firing
+            ? `
+          - exp_labels:
+              severity: page
+            exp_annotations:
+              summary: Over 20 requests in 5 minutes were refused for their credentials (peg_limits_auth_failures_total by route says where); someone may be guessing a token or a throttle key.`
+            : ' []'
+        }`;
+    // /start_throttle: 2 failures a minute, then 10 a minute from minute 10; /admin/events: 1 a minute.
+    testRules(`  - interval: 1m
+    input_series:
+      - series: 'peg_limits_auth_failures_total{job="peg-limits",instance="r0",route="/start_throttle"}'
+        values: '0+2x10 20+10x10'
+      - series: 'peg_limits_auth_failures_total{job="peg-limits",instance="r0",route="/admin/events"}'
+        values: '0+1x20'
+    alert_rule_test:
+${alert('9m', false)}
+${alert('15m', true)}`);
   });
 
   test('the store alert fires once a server has taken no changes for 2 minutes, not for a 1-minute outage (promtool test rules)', () => {
