@@ -115,6 +115,8 @@ export {
 export { decodeJson, encodeJson, tryDecodeJson } from './http/json.js';
 export {
   type Appended,
+  type AuditActor,
+  type BatchMeta,
   decodeBatch,
   type EventLog,
   encodeBatch,

@@ -20,6 +20,7 @@ import {
   readJson,
 } from './answers.js';
 import { eventsFromJson } from './codec.js';
+import type { AuditActor } from './log.js';
 import type {
   HandleOptions,
   HandleResult,
@@ -40,6 +41,11 @@ const OVERRIDE = 'chain-bounds';
 // The events the service writes itself: an operator approves or cancels at /admin/changes,
 // and a loosening batch becomes a proposal on its own.
 const SERVICE_EVENTS = new Set(['changeProposed', 'changeApproved', 'changeCancelled']);
+
+// The operator as the audit trail names it.
+function actorOf(caller: Operator): AuditActor {
+  return { kind: 'operator', name: caller.name };
+}
 
 function denied(message: string, path?: string): HttpResponse {
   return problem(403, 'scope_denied', message, { path });
@@ -123,7 +129,7 @@ export function eventsRoute(
     const proposal = waitingChange(state, r.state, events, caller, policy);
     if (proposal !== undefined) return proposal;
   }
-  return { state: r.state, response: limitsResponse(r.state), events };
+  return { state: r.state, response: limitsResponse(r.state), events, actor: actorOf(caller) };
 }
 
 // A batch that loosens the limits, made a pending change (202), or undefined when it does
@@ -167,7 +173,12 @@ function waitingChange(
   const p = applyAll(state, [proposal]);
   if (!p.ok) return refused(state, p.error);
   const change = p.state.changes[p.state.changes.length - 1]!;
-  return { state: p.state, response: json(202, change), events: [proposal] };
+  return {
+    state: p.state,
+    response: json(202, change),
+    events: [proposal],
+    actor: actorOf(caller),
+  };
 }
 
 const CHANGE_ID = /^[1-9][0-9]{0,15}$/;
@@ -220,10 +231,20 @@ export const approveRoute = onChange((state, change, caller) => {
   const settled = r.settled.find((x) => x.change.id === change.id);
   if (settled === undefined) {
     const approved = r.state.changes.find((c) => c.id === change.id)!;
-    return { state: r.state, response: json(200, approved), events: [event] };
+    return {
+      state: r.state,
+      response: json(200, approved),
+      events: [event],
+      actor: actorOf(caller),
+    };
   }
   if (settled.outcome === 'applied')
-    return { state: r.state, response: limitsResponse(r.state), events: [event] };
+    return {
+      state: r.state,
+      response: limitsResponse(r.state),
+      events: [event],
+      actor: actorOf(caller),
+    };
   // The quorum was reached but the batch no longer applies: it is dropped, and said why.
   return {
     state: r.state,
@@ -234,6 +255,7 @@ export const approveRoute = onChange((state, change, caller) => {
       { path: settled.error?.path },
     ),
     events: [event],
+    actor: actorOf(caller),
   };
 });
 
@@ -241,5 +263,5 @@ export const cancelRoute = onChange((state, change, caller) => {
   const event: LimitsEvent = { type: 'changeCancelled', id: change.id, by: caller.name };
   const r = applyAll(state, [event]);
   if (!r.ok) return refused(state, r.error);
-  return { state: r.state, response: json(200, change), events: [event] };
+  return { state: r.state, response: json(200, change), events: [event], actor: actorOf(caller) };
 });

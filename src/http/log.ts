@@ -30,6 +30,21 @@ import type { LimitsEvent, LimitsState } from '../core/state.js';
 import { eventsFromJson } from './codec.js';
 import { encodeJson, tryDecodeJson } from './json.js';
 
+/** Who made a batch, as its audit record names them. */
+export type AuditActor =
+  | { readonly kind: 'operator'; readonly name: string }
+  | { readonly kind: 'throttleKey'; readonly name: string }
+  | { readonly kind: 'system' };
+
+/** What a log records of a batch besides its events: who, which request, from where. */
+export interface BatchMeta {
+  readonly actor: AuditActor;
+  /** The request's `Peg-Limits-Request-Id`, or one made up. */
+  readonly requestId: string;
+  /** The client's address, when there is one. */
+  readonly remote: string | null;
+}
+
 /** What an append hands back: the answer may be sent once `durable` resolves. */
 export interface Appended {
   /** The batch's position in the log. */
@@ -62,7 +77,13 @@ export interface EventLog {
     events: ReadonlyArray<LimitsEvent>,
     next: LimitsState,
     base: LimitsState,
+    meta?: BatchMeta,
   ): Promise<Appended>;
+  /**
+   * For a log that keeps an audit trail: up to `limit` records after position `after`, in
+   * order, each the exact text of its line. Absent for a log without one.
+   */
+  readonly audit?: ((after: number, limit: number) => Promise<ReadonlyArray<string>>) | undefined;
   /** Resolves with the newer state other writers made after `current`, if any. */
   catchUp(current: LimitsState): Promise<LimitsState | undefined>;
   /** Calls `fn` with each newer state other writers' batches make; returns a stop function. */

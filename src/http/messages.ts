@@ -8,6 +8,7 @@
 import type { ChainBounds } from '../core/bounds.js';
 import type { LooseningPolicy } from '../core/changes.js';
 import type { LimitsEvent, LimitsState } from '../core/state.js';
+import type { AuditActor } from './log.js';
 import type { Operator } from './operators.js';
 
 /** A request as the handler sees it. `path` may carry a query string, which is ignored. */
@@ -26,6 +27,8 @@ export interface HttpRequest {
    * handler matches `path` itself.
    */
   readonly match?: PathMatch | undefined;
+  /** The client's address (the audit trail records it), when the adapter knows it. */
+  readonly remote?: string | undefined;
 }
 
 /** A response: status, headers (lower-case names) and body text. */
@@ -40,6 +43,13 @@ export interface HandleResult {
   readonly state: LimitsState;
   readonly response: HttpResponse;
   readonly events: ReadonlyArray<LimitsEvent>;
+  /** Who the events are from (the operator, or the throttle key), for the audit trail. */
+  readonly actor?: AuditActor | undefined;
+  /**
+   * `GET /admin/audit`, admitted: the records asked for. An adapter whose log keeps an audit
+   * trail answers with them; `response` is the answer of one that keeps none.
+   */
+  readonly audit?: { readonly after: number; readonly limit: number } | undefined;
 }
 
 /** Options of {@link handleRequest}. */

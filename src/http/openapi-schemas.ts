@@ -241,6 +241,39 @@ export const SCHEMAS = {
       { $ref: '#/components/schemas/Limits' },
     ],
   },
+  AuditRecords: {
+    type: 'array',
+    items: {
+      type: 'object',
+      required: ['position', 'at', 'actor', 'requestId', 'remote', 'events', 'hash'],
+      properties: {
+        position: { type: 'integer', minimum: 1 },
+        at: { type: 'string', description: 'When the batch was accepted (ISO 8601).' },
+        actor: {
+          type: 'object',
+          required: ['kind'],
+          properties: {
+            kind: { enum: ['operator', 'throttleKey', 'system'] },
+            name: { type: 'string' },
+          },
+        },
+        requestId: { type: 'string' },
+        remote: { type: ['string', 'null'], description: "The client's address." },
+        events: { type: 'array', items: { $ref: '#/components/schemas/Event' } },
+        settled: {
+          type: 'array',
+          description:
+            "Pending changes applied, dropped or cancelled inside the batch: the system's doing.",
+        },
+        repair: {
+          type: 'object',
+          description:
+            'The first record of a new chain after a break (--audit-repair): where and why.',
+        },
+        hash: { type: 'string', pattern: '^[0-9a-f]{64}$' },
+      },
+    },
+  },
   Problem: {
     type: 'object',
     description: 'An RFC 9457 problem.',

@@ -263,6 +263,44 @@ export const openApiDocument = {
         },
       },
     },
+    '/admin/audit': {
+      get: {
+        operationId: 'getAudit',
+        summary: 'The audit trail: the records of accepted batches, in order (any operator)',
+        description:
+          'Each record: position, at, actor ({ kind: operator | throttleKey | system, name }), requestId, remote, the events (int64 exact), settled (pending changes applied, dropped or cancelled inside the batch, by the system), and hash: the SHA-256 of the previous hash, a newline, and the record up to its hash. `peg-limits audit verify` checks the chain.',
+        security: [{ operatorToken: [] }],
+        parameters: [
+          {
+            name: 'after',
+            in: 'query',
+            required: false,
+            description: 'The records after this position (default 0: from the first).',
+            schema: { type: 'integer', minimum: 0 },
+          },
+          {
+            name: 'limit',
+            in: 'query',
+            required: false,
+            description: 'At most this many (default 1,000, at most 10,000).',
+            schema: { type: 'integer', minimum: 0, maximum: 10_000 },
+          },
+        ],
+        responses: {
+          '200': {
+            description: 'The records, in order.',
+            content: {
+              'application/json': { schema: { $ref: '#/components/schemas/AuditRecords' } },
+            },
+          },
+          '400': problem(
+            'after or limit is not a non-negative integer, or limit is over 10,000 (bad_request).',
+          ),
+          '401': problem('Missing or unknown bearer token (invalid_token).'),
+          '404': problem('No operator is configured, or the service keeps no trail (not_found).'),
+        },
+      },
+    },
     '/admin/changes/{id}/approve': {
       post: {
         operationId: 'approveChange',

@@ -100,11 +100,46 @@ function startThrottleRoute(state: LimitsState, request: HttpRequest): HandleRes
       r.error.code === 'invalid_credentials' ? 401 : r.error.code === 'key_revoked' ? 403 : 400;
     return unchanged(state, fromError(status, r.error));
   }
+  // The key that pulled the brake (validated by startThrottle): while it is on already, a
+  // second key's start changes nothing but the pending changes it cancels, and is its own.
+  const name = (body.value as { name: string }).name;
   const events: LimitsEvent[] =
-    r.state === state
-      ? []
-      : [{ type: 'throttleStarted', initiator: r.limits.throttleModeInitiator as string }];
-  return { state: r.state, response: json(200, r.limits), events };
+    r.state === state ? [] : [{ type: 'throttleStarted', initiator: name }];
+  return {
+    state: r.state,
+    response: json(200, r.limits),
+    events,
+    actor: { kind: 'throttleKey', name },
+  };
+}
+
+/** The most records one `GET /admin/audit` answers with, and how many it gives unasked. */
+export const MAX_AUDIT_LIMIT = 10_000;
+const DEFAULT_AUDIT_LIMIT = 1_000;
+
+// `after` (default 0: from the first record) and `limit` of GET /admin/audit.
+function auditQuery(
+  path: string,
+): { ok: true; after: number; limit: number } | { ok: false; response: HttpResponse } {
+  const q = path.indexOf('?');
+  const params = new URLSearchParams(q < 0 ? '' : path.slice(q + 1));
+  const read = (name: string, fallback: number, max: number) => {
+    const text = params.get(name);
+    if (text === null) return fallback;
+    return /^[0-9]{1,16}$/.test(text) && Number(text) <= max ? Number(text) : undefined;
+  };
+  const after = read('after', 0, Number.MAX_SAFE_INTEGER);
+  const limit = read('limit', DEFAULT_AUDIT_LIMIT, MAX_AUDIT_LIMIT);
+  if (after === undefined || limit === undefined)
+    return {
+      ok: false,
+      response: problem(
+        400,
+        'bad_request',
+        `after must be a non-negative integer (a log position) and limit one from 0 to ${MAX_AUDIT_LIMIT}, got after=${JSON.stringify(params.get('after')?.slice(0, 20) ?? null)}, limit=${JSON.stringify(params.get('limit')?.slice(0, 20) ?? null)}`,
+      ),
+    };
+  return { ok: true, after, limit };
 }
 
 /** Every route of the service (SPEC §4), in the order the OpenAPI document lists them. */
@@ -210,6 +245,27 @@ export const ROUTES: ReadonlyArray<Route> = [
     access: 'operator',
     maxBody: 0,
     handle: cancelRoute,
+  },
+  {
+    method: 'GET',
+    pattern: '/admin/audit',
+    access: 'operator',
+    maxBody: 0,
+    handle: (state, request) => {
+      const query = auditQuery(request.path);
+      if (!query.ok) return unchanged(state, query.response);
+      return {
+        ...unchanged(
+          state,
+          problem(
+            404,
+            'not_found',
+            'no audit trail here: this service keeps none (`peg-limits serve` keeps one)',
+          ),
+        ),
+        audit: query,
+      };
+    },
   },
   {
     method: 'GET',

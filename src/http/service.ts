@@ -16,8 +16,16 @@ import {
   problem,
   type Readiness,
 } from './handler.js';
-import { type EventLog, LogBusy, LogConflict, LogUnavailable, serialQueue } from './log.js';
+import {
+  type BatchMeta,
+  type EventLog,
+  LogBusy,
+  LogConflict,
+  LogUnavailable,
+  serialQueue,
+} from './log.js';
 import type { Operator } from './operators.js';
+import { givenRequestId, newRequestId, withRequestId } from './request-id.js';
 
 /** Options of {@link createService} and {@link createFetchHandler}. */
 export interface ServiceOptions {
@@ -65,6 +73,7 @@ export interface ServiceOptions {
         events: ReadonlyArray<LimitsEvent>,
         next: LimitsState,
         base: LimitsState,
+        meta: BatchMeta,
       ) => void | Promise<undefined | Persisted> | Promise<void>)
     | undefined;
   /**
@@ -146,6 +155,7 @@ export function createService(options: ServiceOptions): Service {
   // Runs in arrival order, one at a time; returns the answer and what it must wait for.
   async function change(
     request: HttpRequest,
+    requestId: string,
   ): Promise<{ response: HttpResponse; wait: Promise<void> | undefined }> {
     try {
       // A log with a write lock takes it here and catches up under it: the change is then
@@ -162,7 +172,12 @@ export function createService(options: ServiceOptions): Service {
       if (result.events.length === 0) return { response: result.response, wait: allDurable };
       let persisted: Persisted | undefined;
       try {
-        persisted = (await persist?.(result.events, result.state, written)) ?? undefined;
+        const meta: BatchMeta = {
+          actor: result.actor ?? { kind: 'system' },
+          requestId,
+          remote: request.remote ?? null,
+        };
+        persisted = (await persist?.(result.events, result.state, written, meta)) ?? undefined;
       } catch (e) {
         if (e instanceof LogConflict) {
           // Another writer was first: its rows are durable; compute the request again on them.
@@ -245,15 +260,31 @@ export function createService(options: ServiceOptions): Service {
     },
     read: (request) => handleRequest(visible, request, handleOptions).response,
     async handle(request) {
-      if (!isChange(request.method)) return handleRequest(visible, request, handleOptions).response;
+      if (!isChange(request.method)) {
+        const result = handleRequest(visible, request, handleOptions);
+        const audit = log?.audit;
+        if (result.audit === undefined || audit === undefined) return result.response;
+        // The audit trail, as its lines are: each record's exact text.
+        const lines = await audit(result.audit.after, result.audit.limit);
+        return {
+          status: 200,
+          headers: { 'content-type': 'application/json', 'cache-control': 'no-store' },
+          body: `[${lines.join(',')}]`,
+        };
+      }
+      // A change is recorded under its request id: the one given, or one made up; the
+      // answer carries it back either way.
+      const given = givenRequestId(request);
+      if (!given.ok) return given.response;
+      const id = given.id ?? newRequestId();
       // The next change waits for this one to be written, not for it to be flushed.
-      const { response, wait } = await queue.run(() => change(request));
+      const { response, wait } = await queue.run(() => change(request, id));
       try {
         await wait;
       } catch (e) {
-        return failed(e);
+        return withRequestId(failed(e), id);
       }
-      return response;
+      return withRequestId(response, id);
     },
   };
 }

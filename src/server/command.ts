@@ -15,6 +15,7 @@ import {
   type Operator,
 } from 'peg-limits';
 import { isAlertUrl } from './alerts.js';
+import { auditVerify } from './audit-command.js';
 import {
   DEFAULT_SERVER_CONFIG,
   loadConfig,
@@ -43,10 +44,13 @@ const L = DEFAULT_SERVER_LIMITS;
 /** The command's usage text. */
 export const USAGE = `usage: peg-limits serve [options]
        peg-limits token [--json]
+       peg-limits audit verify --data DIR | --store postgres://…
        peg-limits migrate-journal --data DIR --store postgres://… [--config file.json]
 
   token                     print a new operator token and its tokenHash (for --config
                             operators, or as PEG_LIMITS_ADMIN_TOKEN); nothing is stored
+  audit verify              recompute the audit trail's chain: exit 0 and the count of
+                            records, or 1 naming the first position where it breaks
 
   --host 127.0.0.1          address to listen on
   --port 8080               port (0 picks a free one)
@@ -77,6 +81,8 @@ export const USAGE = `usage: peg-limits serve [options]
   --no-cors                 no CORS headers at all
   --no-metrics              no GET /metrics (it needs the prom-client package otherwise)
   --alert-url URL           POST an alert there when throttle mode starts or ends (repeatable)
+  --audit-repair            start even when the audit trail does not link up, with a new
+                            chain whose first record says where and why it broke
   --quiet                   no request log
   --log-format text         text lines, or json: one JSON object per line (needs pino)
 
@@ -134,6 +140,10 @@ export async function serveCommand(
     printToken(rest);
     return;
   }
+  if (command === 'audit') {
+    await audit(rest);
+    return;
+  }
   if (command !== 'serve' && command !== 'migrate-journal')
     fail(`unknown command "${command}"\n${USAGE}`);
   let values: Record<string, string | boolean | string[] | undefined>;
@@ -162,6 +172,7 @@ export async function serveCommand(
         'cors-origin': { type: 'string', multiple: true },
         'no-cors': { type: 'boolean' },
         'no-metrics': { type: 'boolean' },
+        'audit-repair': { type: 'boolean' },
         'alert-url': { type: 'string', multiple: true },
         quiet: { type: 'boolean' },
         'log-format': { type: 'string' },
@@ -268,6 +279,7 @@ export async function serveCommand(
   try {
     if (postgres !== undefined) {
       eventLog = await openPgLog({
+        auditRepair: values['audit-repair'] === true,
         url: postgres,
         initial: state,
         snapshotEvery,
@@ -281,6 +293,7 @@ export async function serveCommand(
     } else {
       const data = await openDataLog({
         dir,
+        auditRepair: values['audit-repair'] === true,
         initial: state,
         snapshotEvery,
         logLine: log,
@@ -361,6 +374,33 @@ export async function serveCommand(
       });
   });
   log(`operators: ${describeOperators(operators, adminToken)}`);
+}
+
+// `peg-limits audit verify --data DIR | --store URL`.
+async function audit(args: ReadonlyArray<string>): Promise<void> {
+  let values: Record<string, string | boolean | undefined>;
+  let positionals: string[];
+  try {
+    ({ values, positionals } = parseArgs({
+      args: [...args],
+      options: { data: { type: 'string' }, store: { type: 'string' } },
+      allowPositionals: true,
+      strict: true,
+    }));
+  } catch (e) {
+    fail(`${(e as Error).message}\n${USAGE}`);
+  }
+  const data = values.data as string | undefined;
+  const store = (values.store as string | undefined) ?? (process.env.PEG_LIMITS_STORE || undefined);
+  if (positionals.join(' ') !== 'verify' || (data === undefined) === (store === undefined))
+    fail('usage: peg-limits audit verify --data DIR | --store postgres://…');
+  try {
+    const r = await auditVerify(data !== undefined ? { data } : { store: store! });
+    (r.code === 0 ? process.stdout : process.stderr).write(`${r.out}\n`);
+    process.exitCode = r.code;
+  } catch (e) {
+    fail(`cannot read the audit trail: ${(e as Error).message}`);
+  }
 }
 
 function describeOperators(list: ReadonlyArray<Operator>, adminToken: string | undefined): string {

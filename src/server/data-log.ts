@@ -5,14 +5,16 @@ import {
   applyAll,
   decodeBatch,
   type EventLog,
-  encodeBatch,
   encodeJson,
+  type LimitsEvent,
   type LimitsState,
   LogConflict,
   serialQueue,
   tryDecodeJson,
 } from 'peg-limits';
 
+import { checkLink, makeRecord, readRecord, ZERO_HASH } from './audit.js';
+import { archive, archivedLines, archiveFiles, lastLineOf } from './data-audit.js';
 import {
   eachLine,
   readRange,
@@ -92,6 +94,11 @@ export interface DataLogOptions {
   readonly logLine?: ((line: string) => void) | undefined;
   /** How the journal file is opened (tests inject failures here). */
   readonly openJournalFile?: OpenJournalFile | undefined;
+  /**
+   * When the audit trail does not link up (a record changed, missing or out of order): start
+   * a new chain that records the break, instead of refusing to start.
+   */
+  readonly auditRepair?: boolean | undefined;
 }
 
 /**
@@ -112,6 +119,12 @@ export interface DataLog extends EventLog {
    * `snapshotEvery` events): before a backup of the folder, say.
    */
   compactions(): Promise<void>;
+}
+
+// A record's position, read from the start of its line (written first).
+function positionOf(line: string): number {
+  const m = /^\{"position":(\d+),/.exec(line);
+  return m === null ? 0 : Number(m[1]);
 }
 
 function journalHeader(after: number): string {
@@ -148,13 +161,32 @@ export async function openDataLog(options: DataLogOptions): Promise<DataLog> {
   const path = join(dir, JOURNAL_FILE);
   const warnings: string[] = [];
 
+  // The archive's newest record: the journal's records link up to it.
+  const archived = await archiveFiles(dir);
+  const newestArchive = archived[archived.length - 1];
+  let archivedUpTo = newestArchive?.last ?? 0;
+  let prev: { hash: string; position: number } | undefined;
+  if (newestArchive !== undefined) {
+    const text = await lastLineOf(newestArchive.path);
+    const read = text === undefined ? undefined : readRecord(text);
+    if (read === undefined || !read.ok || read.record.position !== newestArchive.last)
+      throw new StoreError(
+        `${newestArchive.path}: the audit archive's last record is not record ${newestArchive.last} (${read?.ok === false ? read.why : 'no record'}); refusing to start (peg-limits audit verify --data ${dir} says more)`,
+      );
+    prev = { hash: read.record.hash, position: read.record.position };
+  }
+  // Where the trail first fails to link up, if it does.
+  let broken: { position: number; why: string } | undefined;
+
   // Replay: the first line may be a header; a journal without one (written by 0.1) starts
-  // after batch 0.
+  // after batch 0. A line is an audit record (its events, and who, when, its hash) or, as
+  // written before the trail, the bare array of the events.
   let lineNo = 0;
   let after: number | undefined;
   let batches = 0;
   let replayed = 0;
   let goodBytes = 0;
+  let headerBytes = 0;
   let damage: { line: number; why: string; end: number } | undefined;
   const { size, tail } = await eachLine(path, (text, _start, end) => {
     lineNo++;
@@ -167,18 +199,60 @@ export async function openDataLog(options: DataLogOptions): Promise<DataLog> {
       after = parseHeader(text);
       if (after !== undefined) {
         goodBytes = end;
+        headerBytes = end;
         return;
       }
       after = 0;
     }
-    const parsed = decodeBatch(text);
-    if (!parsed.ok) {
-      damage = { line: lineNo, why: parsed.error, end };
-      return;
+    let events: ReadonlyArray<LimitsEvent>;
+    const position = after! + batches + 1;
+    if (text.startsWith('[')) {
+      const parsed = decodeBatch(text);
+      if (!parsed.ok) {
+        damage = { line: lineNo, why: parsed.error, end };
+        return;
+      }
+      events = parsed.events;
+    } else {
+      const read = readRecord(text);
+      if (!read.ok) {
+        damage = { line: lineNo, why: read.why, end };
+        return;
+      }
+      const record = read.record;
+      if (record.position !== position) {
+        damage = {
+          line: lineNo,
+          why: `it says position ${record.position}, its place is ${position}`,
+          end,
+        };
+        return;
+      }
+      if (prev !== undefined && record.position <= prev.position) {
+        // Archived already (a crash between the archive and the journal's switch): the same line.
+        if (record.position === prev.position && record.hash !== prev.hash)
+          broken ??= {
+            position: record.position,
+            why: `${path}:${lineNo}: it differs from the archived record ${record.position}`,
+          };
+      } else {
+        const why =
+          prev !== undefined && record.position > prev.position + 1
+            ? `records ${prev.position + 1}…${record.position - 1} are in neither the archive nor the journal`
+            : checkLink(record, prev);
+        if (why !== undefined)
+          broken ??= { position: record.position, why: `${path}:${lineNo}: ${why}` };
+        // A repair record (--audit-repair) starts a new chain: the break before it is on
+        // the record already.
+        if (why === undefined && record.repair !== undefined && broken !== undefined)
+          broken = undefined;
+        prev = { hash: record.hash, position: record.position };
+      }
+      events = record.events;
     }
     batches++;
-    if (after! + batches > snapshotSeq) {
-      const r = applyAll(state, parsed.events);
+    if (position > snapshotSeq) {
+      const r = applyAll(state, events);
       if (!r.ok) {
         throw new StoreError(
           `${path}:${lineNo}: cannot replay: ${r.error.message}; refusing to start`,
@@ -209,7 +283,10 @@ export async function openDataLog(options: DataLogOptions): Promise<DataLog> {
       `${path}: the journal ends at batch ${after + batches}, before the snapshot's ${snapshotSeq}; refusing to start`,
     );
   }
-
+  if (broken !== undefined && options.auditRepair !== true)
+    throw new StoreError(
+      `the audit trail breaks at position ${broken.position}: ${broken.why}; refusing to start (peg-limits audit verify --data ${dir} checks the whole trail; --audit-repair starts a new chain that records the break)`,
+    );
   // A fresh folder (or one whose journal was lost entirely) gets a journal with a header.
   let file: JournalFile;
   let end: number;
@@ -222,6 +299,9 @@ export async function openDataLog(options: DataLogOptions): Promise<DataLog> {
     end = goodBytes;
     if (end < size) await file.truncate(end);
   }
+  if (size === 0) headerBytes = end;
+  // The newest record's hash: the next record follows it.
+  let lastHash = prev?.hash ?? ZERO_HASH;
 
   let seq = start + batches;
   let written = state;
@@ -238,6 +318,22 @@ export async function openDataLog(options: DataLogOptions): Promise<DataLog> {
   let flushing: Promise<void> | undefined;
   let queued: Promise<void> | undefined;
   let lastDurable: Promise<void> = Promise.resolve();
+
+  // Past a break (--audit-repair): a new chain starts with a record that says where and why,
+  // as a batch of no events (so that every record is a batch), written before anything else.
+  if (broken !== undefined) {
+    const note = makeRecord(ZERO_HASH, seq + 1, [], undefined, undefined, {
+      repair: { after: broken.position - 1, reason: broken.why },
+    });
+    await appendLine(Buffer.from(`${note.line}\n`, 'utf8'));
+    await flushNow();
+    lastHash = note.hash;
+    seq++;
+    positions.set(state, seq);
+    warnings.push(
+      `the audit trail broke at position ${broken.position} (${broken.why}); --audit-repair started a new chain at position ${seq}`,
+    );
+  }
 
   function die(e: unknown): never {
     fatal ??= new FlushError(`flushing ${path} failed: ${(e as Error).message}`);
@@ -297,6 +393,26 @@ export async function openDataLog(options: DataLogOptions): Promise<DataLog> {
     end += data.length;
   }
 
+  // Copies the journal's records up to byte `offset` (position `last`) that the archive does
+  // not hold yet into an archive file of their own. The journal's bytes are durable already
+  // (a compaction waits for them), and nothing but the switch below rewrites the journal.
+  async function archiveRecords(offset: number, last: number): Promise<void> {
+    const lines = (await readRange(path, headerBytes, offset)).toString('utf8').split('\n');
+    const kept: string[] = [];
+    let first: number | undefined;
+    for (const line of lines) {
+      if (!line.startsWith('{')) continue;
+      const read = readRecord(line);
+      if (!read.ok) throw new Error(`${path}: a record cannot be read back: ${read.why}`);
+      if (read.record.position <= archivedUpTo) continue;
+      first ??= read.record.position;
+      kept.push(line);
+    }
+    if (first === undefined) return;
+    await archive(dir, Buffer.from(`${kept.join('\n')}\n`, 'utf8'), first, last);
+    archivedUpTo = last;
+  }
+
   // A compaction (SPEC §7). The state is immutable, so the snapshot is written from the
   // state of one position while appends go on, in slices; only the journal switch takes a
   // turn among the appends: the lines appended meanwhile move to a fresh journal that starts
@@ -326,6 +442,9 @@ export async function openDataLog(options: DataLogOptions): Promise<DataLog> {
     // From here the snapshot holds batches 1…at.seq; a crash now leaves the old journal,
     // whose lines up to at.seq start-up skips.
     snapshotAt = at.seq;
+    // The records the journal is about to let go of go to the archive first, durably: a
+    // crash now leaves them in both, never in neither.
+    await archiveRecords(at.offset, at.seq);
     await lane.run(async () => {
       await lastDurable;
       if (fatal !== undefined) throw fatal;
@@ -338,6 +457,7 @@ export async function openDataLog(options: DataLogOptions): Promise<DataLog> {
       await file.close();
       file = await openFile(path);
       end = Buffer.byteLength(header) + moved.length;
+      headerBytes = Buffer.byteLength(header);
       journalAfter = at.seq;
     });
     log?.(`compacted: ${SNAPSHOT_FILE} holds ${at.seq} batches (${bytes} bytes)`);
@@ -361,7 +481,7 @@ export async function openDataLog(options: DataLogOptions): Promise<DataLog> {
     // One writer: nothing to catch up with.
     catchingUp: false,
     positionOf: (s) => positions.get(s),
-    append(events, next, base) {
+    append(events, next, base, meta) {
       return lane.run(async (): Promise<Appended> => {
         if (fatal !== undefined) throw fatal;
         if (positions.get(base) !== seq)
@@ -369,7 +489,9 @@ export async function openDataLog(options: DataLogOptions): Promise<DataLog> {
             written,
             'the batch was computed on a state that is not the newest',
           );
-        await appendLine(Buffer.from(`${encodeBatch(events)}\n`, 'utf8'));
+        const record = makeRecord(lastHash, seq + 1, events, meta, { base, next });
+        await appendLine(Buffer.from(`${record.line}\n`, 'utf8'));
+        lastHash = record.hash;
         seq++;
         positions.set(next, seq);
         written = next;
@@ -385,6 +507,32 @@ export async function openDataLog(options: DataLogOptions): Promise<DataLog> {
         }
         return { position: seq, durable };
       });
+    },
+    async audit(after, limit) {
+      // The journal as it is now (a handle keeps this version even if a compaction swaps
+      // the file), and what of it is durable; records it let go of are in the archive by then.
+      const at = await lane.run(async () => {
+        await lastDurable;
+        return { handle: await open(path, 'r'), headerBytes, end, journalAfter };
+      });
+      const out: string[] = [];
+      try {
+        for await (const { text } of archivedLines(dir, after)) {
+          if (out.length >= limit) return out;
+          const position = positionOf(text);
+          if (position > after && position <= at.journalAfter) out.push(text);
+        }
+        const bytes = Buffer.alloc(at.end - at.headerBytes);
+        await at.handle.read(bytes, 0, bytes.length, at.headerBytes);
+        for (const line of bytes.toString('utf8').split('\n')) {
+          if (out.length >= limit) break;
+          if (!line.startsWith('{')) continue;
+          if (positionOf(line) > after) out.push(line);
+        }
+      } finally {
+        await at.handle.close();
+      }
+      return out;
     },
     async compactions() {
       while (compacting !== undefined) await compacting.catch(() => undefined);

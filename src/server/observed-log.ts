@@ -38,9 +38,9 @@ export function observeAppends(log: EventLog, observe: (batch: DurableBatch) => 
     },
     notificationQueue: log.notificationQueue,
     positionOf: (state) => log.positionOf(state),
-    async append(events, next, base): Promise<Appended> {
+    async append(events, next, base, meta): Promise<Appended> {
       const started = performance.now();
-      const appended = await log.append(events, next, base);
+      const appended = await log.append(events, next, base, meta);
       appended.durable.then(
         () => {
           try {
@@ -59,6 +59,7 @@ export function observeAppends(log: EventLog, observe: (batch: DurableBatch) => 
       );
       return appended;
     },
+    audit: log.audit,
     catchUp: (current) => log.catchUp(current),
     follow: (fn) => log.follow(fn),
     snapshot: () => log.snapshot(),

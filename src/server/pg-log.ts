@@ -27,7 +27,19 @@ import {
   serialQueue,
 } from 'peg-limits';
 import type pg from 'pg';
+import { makeRecord, ZERO_HASH } from './audit.js';
+import { NEWEST_RECORD, trailTail } from './pg-audit.js';
 import { connectClient, PgLogError, serversOf } from './pg-connect.js';
+import {
+  announced,
+  type BatchRow,
+  commitStatement,
+  following,
+  NEWEST_SEQ,
+  queueUsage,
+  READ_ROWS,
+  readAfter,
+} from './pg-rows.js';
 import {
   CHANNEL,
   connectionLost,
@@ -42,6 +54,7 @@ import {
 import { redactStore } from './redact.js';
 
 export { PgLogError } from './pg-connect.js';
+
 export {
   DEFAULT_KEEP_BATCHES,
   DEFAULT_PG_SNAPSHOT_EVERY,
@@ -50,56 +63,10 @@ export {
   PG_SCHEMA_VERSION,
 } from './pg-tables.js';
 
-/** The newest position the database holds: its newest row, or its newest snapshot's. */
-const NEWEST_SEQ =
-  'SELECT GREATEST((SELECT max(seq) FROM peg_limits_batches), (SELECT max(seq) FROM peg_limits_snapshots)) AS newest';
-
 /** The key of the advisory lock a replica holds from catching up to committing its rows. */
 export const WRITE_LOCK = 7_417_003;
 /** How long a write waits for other replicas to release the write lock, unless configured. */
 export const DEFAULT_LOCK_WAIT_MS = 2_000;
-
-/** A row of the batches table as read back. */
-interface BatchRow {
-  readonly seq: string;
-  readonly events: string;
-}
-
-// Rows read per query while catching up.
-const READ_ROWS = 5_000;
-// The query that reads the rows after `position` (an integer, written in the text so that it
-// can run in a simple query beside other statements).
-const readAfter = (position: number) =>
-  `SELECT seq, events FROM peg_limits_batches WHERE seq > ${position} ORDER BY seq LIMIT ${READ_ROWS}`;
-
-// What a commit's notification says: its rows (the first `seq`, then each row's text, one
-// a line) when they fit in a notification, else only the newest position, and the others
-// read them. A row's text is compact JSON, without a line break.
-const NOTIFY_BYTES = 7_900;
-function announcement(rows: ReadonlyArray<{ seq: number; text: string }>): string {
-  const last = rows[rows.length - 1]!.seq;
-  let bytes = 0;
-  for (const r of rows) {
-    bytes += Buffer.byteLength(r.text) + 1;
-    if (bytes > NOTIFY_BYTES || r.text.includes('\n')) return `${last}`;
-  }
-  return `${rows[0]!.seq}\n${rows.map((r) => r.text).join('\n')}`;
-}
-
-// The rows a notification carries, or undefined when it names a position only (as every
-// notification of a release before this one does).
-function announced(payload: string | undefined): BatchRow[] | undefined {
-  if (payload === undefined) return undefined;
-  const lines = payload.split('\n');
-  const first = Number(lines[0]);
-  if (lines.length < 2 || !Number.isSafeInteger(first)) return undefined;
-  return lines.slice(1).map((events, i) => ({ seq: String(first + i), events }));
-}
-
-// Whether `rows` (none, or some) are the rows right after `position`, in order, without a gap.
-function following(rows: ReadonlyArray<BatchRow>, position: number): boolean {
-  return rows.every((r, i) => Number(r.seq) === position + 1 + i);
-}
 
 /** Options of {@link openPgLog}. */
 export interface PgLogOptions {
@@ -121,6 +88,11 @@ export interface PgLogOptions {
   readonly lockWaitMs?: number | undefined;
   /** Where warnings and reconnection notes go. */
   readonly logLine?: ((line: string) => void) | undefined;
+  /**
+   * When the audit trail's newest records do not link up: start a new chain that records
+   * the break, instead of refusing to start.
+   */
+  readonly auditRepair?: boolean | undefined;
 }
 
 /**
@@ -284,10 +256,22 @@ export async function openPgLog(options: PgLogOptions): Promise<PgLog> {
       .catch((e: unknown) => (e instanceof PgLogError ? undefined : lost(e)));
   }
 
+  // The newest audit record's hash, read under the write lock with the rows before it.
+  let newestHash = ZERO_HASH;
+
   // The write transaction: open from taking the lock until its commit settles. The rows
   // appended under it, with the state after each; `done` settles with the commit.
   interface Transaction {
-    readonly rows: Array<{ seq: number; text: string; state: LimitsState }>;
+    readonly rows: Array<{
+      seq: number;
+      text: string;
+      state: LimitsState;
+      /** The batch's audit record, and its hash. */
+      record: string;
+      hash: string;
+    }>;
+    /** The newest record's hash, as this transaction's rows move it on. */
+    hash: string;
     /** When the lock's answer came (`performance.now()`). */
     readonly locked: number;
     readonly done: Promise<void>;
@@ -314,11 +298,12 @@ export async function openPgLog(options: PgLogOptions): Promise<PgLog> {
       // rows after this replica's position, read by a statement of its own after the lock
       // was granted (read committed: it sees every row committed before).
       const results = (await c.query(
-        `BEGIN; SET LOCAL lock_timeout = ${lockWaitMs}; SELECT pg_advisory_xact_lock(${WRITE_LOCK}); ${readAfter(position)}`,
+        `BEGIN; SET LOCAL lock_timeout = ${lockWaitMs}; SELECT pg_advisory_xact_lock(${WRITE_LOCK}); ${readAfter(position)}; ${NEWEST_RECORD}`,
       )) as unknown as pg.QueryResult[];
       lockedAt = performance.now();
       lock.waitedSeconds += (lockedAt - asked) / 1000;
       await catchUp(results[3]!.rows as BatchRow[]);
+      newestHash = (results[4]!.rows[0]?.hash as string | undefined) ?? ZERO_HASH;
     } catch (e) {
       if (lockedAt === undefined) lock.waitedSeconds += (performance.now() - asked) / 1000;
       await c.query('ROLLBACK').catch(() => undefined);
@@ -342,7 +327,7 @@ export async function openPgLog(options: PgLogOptions): Promise<PgLog> {
       reject = rej;
     });
     done.catch(() => undefined);
-    const t: Transaction = { rows: [], locked: lockedAt, done, resolve, reject };
+    const t: Transaction = { rows: [], hash: newestHash, locked: lockedAt, done, resolve, reject };
     txn = t;
     // Every change already queued behind this one is computed (in microtasks) before this
     // runs: they all go in this transaction.
@@ -357,14 +342,7 @@ export async function openPgLog(options: PgLogOptions): Promise<PgLog> {
     const c = client;
     try {
       if (c === undefined || !connected) throw new Error('the database connection was lost');
-      // One round trip: the rows (as literals: a simple query takes no parameters), the
-      // notification, the commit.
-      const values = t.rows.map((r) => `(${r.seq}, ${c.escapeLiteral(r.text)})`).join(', ');
-      await c.query(
-        t.rows.length > 0
-          ? `INSERT INTO peg_limits_batches (seq, events) VALUES ${values}; NOTIFY ${CHANNEL}, ${c.escapeLiteral(announcement(t.rows))}; COMMIT`
-          : 'COMMIT',
-      );
+      await c.query(commitStatement(c, t.rows));
     } catch (e) {
       await c?.query('ROLLBACK').catch(() => undefined);
       released(t);
@@ -458,9 +436,19 @@ export async function openPgLog(options: PgLogOptions): Promise<PgLog> {
     connected = true;
   }
 
+  // Past a break (--audit-repair): the next record starts a new chain that says where and why.
+  let repair: { after: number; reason: string } | undefined;
   try {
     await attach();
     await serial(catchUp);
+    const broken = await trailTail(client!);
+    if (broken !== undefined) {
+      if (options.auditRepair !== true)
+        throw new PgLogError(
+          `the audit trail breaks at position ${broken.position}: ${broken.why}; refusing to start (peg-limits audit verify --store … checks the whole trail; --audit-repair starts a new chain that records the break)`,
+        );
+      repair = { after: broken.position - 1, reason: broken.why };
+    }
   } catch (e) {
     // Not started (a row that cannot be applied, say): nothing is left open.
     closing = true;
@@ -492,7 +480,7 @@ export async function openPgLog(options: PgLogOptions): Promise<PgLog> {
     return run;
   }
 
-  return {
+  const pgLog: PgLog = {
     get state() {
       return state;
     },
@@ -515,25 +503,8 @@ export async function openPgLog(options: PgLogOptions): Promise<PgLog> {
     },
     // Asked on the listening connection, which is idle between notifications (the other one
     // may be inside a write transaction); a scrape waits for it at most a second.
-    async notificationQueue() {
-      const l = listener;
-      if (l === undefined || !connected) return undefined;
-      let timer: ReturnType<typeof setTimeout> | undefined;
-      try {
-        const r = await Promise.race([
-          l.query('SELECT pg_notification_queue_usage() AS usage'),
-          new Promise<undefined>((resolve) => {
-            timer = setTimeout(() => resolve(undefined), 1_000);
-          }),
-        ]);
-        return r === undefined ? undefined : Number(r.rows[0].usage);
-      } catch {
-        return undefined;
-      } finally {
-        clearTimeout(timer);
-      }
-    },
-    append(events, next, base) {
+    notificationQueue: () => (connected ? queueUsage(listener) : Promise.resolve(undefined)),
+    append(events, next, base, meta) {
       return serial(async () => {
         // Not under the lock yet (no catch-up came first, or it failed): take it now.
         if (txn === undefined) await begin();
@@ -542,7 +513,23 @@ export async function openPgLog(options: PgLogOptions): Promise<PgLog> {
         // Computed on a state that is not the newest: another writer's rows came first.
         if (base !== state) throw new LogConflict(state, 'the log moved on before this change');
         const seq = position + 1;
-        t.rows.push({ seq, text: encodeBatch(events), state: next });
+        const record = makeRecord(
+          repair === undefined ? t.hash : ZERO_HASH,
+          seq,
+          events,
+          meta,
+          { base, next },
+          repair === undefined ? {} : { repair },
+        );
+        repair = undefined;
+        t.rows.push({
+          seq,
+          text: encodeBatch(events),
+          state: next,
+          record: record.line,
+          hash: record.hash,
+        });
+        t.hash = record.hash;
         state = next;
         position = seq;
         positions.set(next, seq);
@@ -567,6 +554,18 @@ export async function openPgLog(options: PgLogOptions): Promise<PgLog> {
       const at = positions.get(current);
       return at === undefined || at < position ? state : undefined;
     },
+    audit(after, limit) {
+      return serial(async () => {
+        const c = client;
+        if (c === undefined || !connected)
+          throw new LogUnavailable('the database is out of reach: the audit trail cannot be read');
+        const { rows } = await c.query(
+          'SELECT record FROM peg_limits_audit WHERE seq > $1 ORDER BY seq LIMIT $2',
+          [after, limit],
+        );
+        return rows.map((r) => String(r.record));
+      });
+    },
     async snapshot() {
       if (!connected) throw new LogUnavailable('the database is out of reach');
       await snapshotAt(committedState, committedPosition);
@@ -583,4 +582,13 @@ export async function openPgLog(options: PgLogOptions): Promise<PgLog> {
       for (const c of [client, listener]) await c?.end().catch(() => undefined);
     },
   };
+  // Past a break (--audit-repair): the repair record goes in now, as a batch of no events.
+  if (repair !== undefined) {
+    const note = await pgLog.append([], state, state);
+    await note.durable;
+    log?.(
+      `warning: the audit trail broke; --audit-repair started a new chain at position ${note.position}`,
+    );
+  }
+  return pgLog;
 }

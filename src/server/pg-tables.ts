@@ -18,7 +18,7 @@ import type pg from 'pg';
 import { connectClient, PgLogError } from './pg-connect.js';
 
 /** The schema version this release creates and reads. */
-export const PG_SCHEMA_VERSION = 2;
+export const PG_SCHEMA_VERSION = 3;
 /** Batches between two snapshot rows, unless configured. */
 export const DEFAULT_PG_SNAPSHOT_EVERY = 1000;
 /** Batch rows kept behind the newest snapshot, unless configured. */
@@ -57,12 +57,17 @@ export async function ensureSchema(client: pg.Client): Promise<void> {
     await client.query(
       'CREATE TABLE IF NOT EXISTS peg_limits_snapshot_parts (seq bigint NOT NULL, part integer NOT NULL, body text NOT NULL, PRIMARY KEY (seq, part))',
     );
+    // Version 3: the audit trail, one record per batch, written in the batch's transaction
+    // and never pruned.
+    await client.query(
+      'CREATE TABLE IF NOT EXISTS peg_limits_audit (seq bigint PRIMARY KEY, hash text NOT NULL, record text NOT NULL)',
+    );
     await client.query(
       "INSERT INTO peg_limits_meta (key, value) VALUES ('schema', $1) ON CONFLICT (key) DO NOTHING",
       [String(PG_SCHEMA_VERSION)],
     );
     await client.query(
-      "UPDATE peg_limits_meta SET value = $1 WHERE key = 'schema' AND value = '1'",
+      "UPDATE peg_limits_meta SET value = $1 WHERE key = 'schema' AND value IN ('1', '2')",
       [String(PG_SCHEMA_VERSION)],
     );
     const { rows } = await client.query("SELECT value FROM peg_limits_meta WHERE key = 'schema'");

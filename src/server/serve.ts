@@ -294,11 +294,13 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       }
       const handle = (body: Uint8Array | undefined, done: (r: HttpResponse) => void) =>
         service
-          .handle({ ...head, body, match })
+          .handle({ ...head, body, match, remote: req.socket.remoteAddress })
           .then(done, (e: unknown) => done(problem(500, 'internal_error', (e as Error).message)));
       if (maxBody === 0) {
-        // A read is answered at once from the state reads see; only a change waits its turn.
-        if (isChange(head.method)) void handle(undefined, answer);
+        // A read is answered at once from the state reads see; only a change waits its turn,
+        // and a read of the audit trail (files or rows) takes its time.
+        if (isChange(head.method) || match?.pattern === '/admin/audit')
+          void handle(undefined, answer);
         else answer(service.read({ ...head, match }));
         return;
       }

@@ -72,7 +72,9 @@ function idsOnDisk(dir: string): Set<string> {
     // A torn last line is no batch.
     let batch: Array<{ type: string; id?: string }>;
     try {
-      batch = decodeJson(line) as typeof batch;
+      // A line is the batch's audit record (or, as written before the trail, its events).
+      const value = decodeJson(line) as typeof batch | { events: typeof batch };
+      batch = Array.isArray(value) ? value : value.events;
     } catch {
       continue;
     }

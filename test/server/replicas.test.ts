@@ -22,7 +22,12 @@ import {
   snapshotOf,
 } from '../../src/index.js';
 import { openDataLog } from '../../src/server/data-log.js';
-import { openPgLog, type PgLogOptions, WRITE_LOCK } from '../../src/server/pg-log.js';
+import {
+  openPgLog,
+  PG_SCHEMA_VERSION,
+  type PgLogOptions,
+  WRITE_LOCK,
+} from '../../src/server/pg-log.js';
 import { type RunningServer, startServer } from '../../src/server/serve.js';
 import {
   type FailoverAddress,
@@ -376,6 +381,53 @@ describe.skipIf(!POSTGRES_AVAILABLE)('replicas over one PostgreSQL', () => {
     });
     expect(cli.code).not.toBe(0);
     expect(cli.stderr).toMatch(/batch 3 does not apply/);
+  });
+
+  test('the audit trail on PostgreSQL: a record per batch in its transaction, served by any replica; a changed record is named by verify, a broken tail stops the start unless --audit-repair', async () => {
+    const url = await db.database();
+    const [a, b] = [await replica(url), await replica(url)];
+    for (let h = 1; h <= 5; h++)
+      expect(
+        (await post((h % 2 === 0 ? a : b).url, { type: 'blockConnected', height: h })).status,
+      ).toBe(200);
+    await waitFor(() => a.position === 5 && b.position === 5);
+    const served = await fetch(`${b.url}/admin/audit?after=2`, {
+      headers: { authorization: `Bearer ${TOKEN}` },
+    });
+    const rows = decodeJson(await served.text()) as Array<{ position: bigint; actor: unknown }>;
+    expect(rows.map((r) => r.position)).toEqual([3n, 4n, 5n]);
+    expect(rows[0]!.actor).toEqual({ kind: 'operator', name: 'admin' });
+    await trailAgrees(url);
+    const c = new pg.Client({ connectionString: url });
+    await c.connect();
+    try {
+      await c.query(
+        `UPDATE peg_limits_audit SET record = replace(record, '"height":3', '"height":33') WHERE seq = 3`,
+      );
+      const v = await runToEnd('node', [CLI, 'audit', 'verify', '--store', url]);
+      expect(v.code).toBe(1);
+      expect(v.stderr).toMatch(/breaks at position 3/);
+      // The newest record changed: a replica does not start on it…
+      await c.query(
+        `UPDATE peg_limits_audit SET record = replace(record, '"height":5', '"height":55') WHERE seq = 5`,
+      );
+      await expect(openPgLog({ url, initial: initial() })).rejects.toThrow(
+        /the audit trail breaks at position 5/,
+      );
+      // …unless told to start a new chain, which says so in its first record.
+      const repaired = await openPgLog({ url, initial: initial(), auditRepair: true });
+      const { rows: newest } = await c.query(
+        'SELECT seq, record FROM peg_limits_audit ORDER BY seq DESC LIMIT 1',
+      );
+      expect(Number(newest[0].seq)).toBe(repaired.position);
+      expect(String(newest[0].record)).toMatch(
+        /"events":\[\],"repair":\{"after":4,"reason":"[^"]+"\}/,
+      );
+      await repaired.close();
+      await openPgLog({ url, initial: initial() }).then((l) => l.close());
+    } finally {
+      await c.end();
+    }
   });
 
   test('GET /events works the same on every replica: a change written through one is streamed by another, with its position', async () => {
@@ -760,6 +812,25 @@ describe.skipIf(!POSTGRES_AVAILABLE)('replicas over one PostgreSQL', () => {
     expect((decodeJson(bodies[0]!) as { availableToWithdraw: bigint }).availableToWithdraw).toBe(
       10_000_000_000n - 3n * BigInt(ids.size),
     );
+    await trailAgrees(url);
+  }
+
+  /** Every batch has its audit record and every record its batch, and the chain links up. */
+  async function trailAgrees(url: string): Promise<void> {
+    const c = new pg.Client({ connectionString: url });
+    await c.connect();
+    try {
+      const { rows } = await c.query(
+        'SELECT (SELECT count(*)::int FROM peg_limits_batches b WHERE NOT EXISTS (SELECT 1 FROM peg_limits_audit a WHERE a.seq = b.seq)) AS bare, (SELECT count(*)::int FROM peg_limits_audit a WHERE NOT EXISTS (SELECT 1 FROM peg_limits_batches b WHERE b.seq = a.seq)) AS orphans, (SELECT count(*)::int FROM peg_limits_audit) AS records, (SELECT max(seq)::int FROM peg_limits_batches) AS newest',
+      );
+      expect(rows[0]).toMatchObject({ bare: 0, orphans: 0 });
+      expect(rows[0].records).toBe(rows[0].newest);
+    } finally {
+      await c.end();
+    }
+    const v = await runToEnd('node', [CLI, 'audit', 'verify', '--store', url]);
+    expect(v.code, v.stderr).toBe(0);
+    expect(v.stdout).toMatch(/links up: \d+ records, positions 1…\d+/);
   }
 
   /** Waits until each of `nodes` accepts a change of its own (20 s at most); `acked` gets them. */
@@ -1054,7 +1125,7 @@ describe.skipIf(!POSTGRES_AVAILABLE)('replicas over one PostgreSQL', () => {
     expect(log.state.tip).toBe(6);
     expect(encodeJson(snapshotOf(log.state))).toContain('"id":"v1"');
     const meta = await c.query("SELECT value FROM peg_limits_meta WHERE key = 'schema'");
-    expect(meta.rows[0].value).toBe('2');
+    expect(meta.rows[0].value).toBe(String(PG_SCHEMA_VERSION));
     await c.end();
     await log.close();
   });

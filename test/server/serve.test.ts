@@ -128,11 +128,14 @@ describe('the server over a loopback port', () => {
     const openapi = await send(s.url, '/openapi.json');
     expect(openapi.json.openapi).toBe('3.1.0');
     const before = (await send(s.url, '/limits')).body;
-    // One line per accepted request after the header; the throttle start as its event.
+    // One line per accepted request after the header, its audit record: the throttle start
+    // as its event, by the key that pulled the brake.
     const lines = readFileSync(join(dir, 'journal.jsonl'), 'utf8').trim().split('\n');
     expect(lines).toHaveLength(3);
     expect(lines[0]).toBe('{"format":"peg-limits/journal","after":0}');
-    expect(lines[2]).toBe('[{"type":"throttleStarted","initiator":"ops-1"}]');
+    expect(lines[2]).toMatch(
+      /^\{"position":2,"at":"[^"]+","actor":\{"kind":"throttleKey","name":"ops-1"\},"requestId":"[^"]+","remote":"127\.0\.0\.1","events":\[\{"type":"throttleStarted","initiator":"ops-1"\}\],"hash":"[0-9a-f]{64}"\}$/,
+    );
 
     // A clean stop writes a snapshot of both batches and starts a fresh journal after them.
     await s.close();
@@ -235,9 +238,13 @@ describe('the journal', () => {
     expect(s.service.state.tip).toBe(7);
     expect(warnings.join('\n')).toMatch(/journal\.jsonl:2: dropped a last line cut short/);
     await send(s.url, '/admin/events', events({ type: 'blockConnected', height: 8 }));
-    expect(readFileSync(join(dir, 'journal.jsonl'), 'utf8')).toBe(
-      '[{"type":"blockConnected","height":7}]\n[{"type":"blockConnected","height":8}]\n',
+    // The old line stays as it was; the new one is an audit record, the first of its chain.
+    const [old, added, rest] = readFileSync(join(dir, 'journal.jsonl'), 'utf8').split('\n');
+    expect(old).toBe('[{"type":"blockConnected","height":7}]');
+    expect(added).toMatch(
+      /^\{"position":2,.*"events":\[\{"type":"blockConnected","height":8\}\],"hash":"[0-9a-f]{64}"\}$/,
     );
+    expect(rest).toBe('');
   });
 
   test('damage anywhere else refuses to start, naming the line', async () => {

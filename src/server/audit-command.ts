@@ -1,0 +1,31 @@
+/**
+ * `peg-limits audit verify --data DIR | --store URL`: recomputes the audit trail's chain,
+ * from its first record to its last. Exit 0 with the count of records, or 1 naming the
+ * first position where it breaks (a record changed, missing or out of order). Node-only.
+ */
+import { join } from 'node:path';
+import { verifyTrail } from './audit.js';
+import { dataTrail } from './data-audit.js';
+import { JOURNAL_FILE } from './data-log.js';
+import { storeTrail } from './pg-audit.js';
+import { redactStore } from './redact.js';
+
+/** Runs the check; resolves with the exit code and what to print. */
+export async function auditVerify(
+  from: { readonly data: string } | { readonly store: string },
+): Promise<{ readonly code: 0 | 1; readonly out: string }> {
+  const where = 'data' in from ? from.data : redactStore(from.store);
+  const lines =
+    'data' in from ? dataTrail(from.data, join(from.data, JOURNAL_FILE)) : storeTrail(from.store);
+  const v = await verifyTrail(lines);
+  if (!v.ok)
+    return {
+      code: 1,
+      out: `the audit trail of ${where} breaks at position ${v.position}: ${v.why} (${v.count} records before it link up)`,
+    };
+  const span = v.count === 0 ? 'no records' : `${v.count} records, positions ${v.first}…${v.last}`;
+  const repairs = v.repairs
+    .map((r) => `\na new chain starts at position ${r.position} (--audit-repair): ${r.reason}`)
+    .join('');
+  return { code: 0, out: `the audit trail of ${where} links up: ${span}${repairs}` };
+}
