@@ -110,15 +110,24 @@ export function eventsRoute(
     const bounded = checkChainBounds(state, events, options.chainBounds);
     if (!bounded.ok) {
       const e = bounded.error;
-      return unchanged(
-        state,
-        problem(
-          409,
-          e.code,
-          `${e.message}; nothing was applied. An operator holding chain and limits who means it sends the batch with Peg-Limits-Override: ${OVERRIDE}`,
-          { path: e.path },
+      return {
+        ...unchanged(
+          state,
+          problem(
+            409,
+            e.code,
+            `${e.message}; nothing was applied. An operator holding chain and limits who means it sends the batch with Peg-Limits-Override: ${OVERRIDE}`,
+            { path: e.path },
+          ),
         ),
-      );
+        // An emergency, not traffic: the operators hear of it.
+        notice: {
+          type: 'chainBoundRefused',
+          actor: actorOf(caller),
+          path: e.path,
+          detail: e.message,
+        },
+      };
     }
   }
   const r = applyAll(state, events);

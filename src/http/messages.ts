@@ -50,6 +50,11 @@ export interface HandleResult {
    * trail answers with them; `response` is the answer of one that keeps none.
    */
   readonly audit?: { readonly after: number; readonly limit: number } | undefined;
+  /**
+   * Something to tell the operators that is no change (a jump past the chain bounds,
+   * refused): `{ type, … }`, for an adapter that sends alerts.
+   */
+  readonly notice?: ({ readonly type: string } & Readonly<Record<string, unknown>>) | undefined;
 }
 
 /** Options of {@link handleRequest}. */

@@ -76,6 +76,10 @@ export interface ServiceOptions {
         meta: BatchMeta,
       ) => void | Promise<undefined | Persisted> | Promise<void>)
     | undefined;
+  /** Told of what a request refused that the operators should hear of (a jump past the chain bounds). */
+  readonly onNotice?:
+    | ((notice: { readonly type: string } & Readonly<Record<string, unknown>>) => void)
+    | undefined;
   /**
    * Without a `log`, with a store other writers share: called before each change, so that
    * every answer to a change, a refusal too, is computed on the newest state.
@@ -168,6 +172,13 @@ export function createService(options: ServiceOptions): Service {
     }
     for (let attempt = 1; ; attempt++) {
       const result = handleRequest(written, request, handleOptions);
+      if (result.notice !== undefined) {
+        try {
+          options.onNotice?.(result.notice);
+        } catch {
+          // The listener's failure is its own.
+        }
+      }
       // A refusal or a no-op computed on a state not yet durable waits for that state.
       if (result.events.length === 0) return { response: result.response, wait: allDurable };
       let persisted: Persisted | undefined;

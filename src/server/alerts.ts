@@ -1,54 +1,99 @@
 /**
- * Alerts when throttle mode starts or ends (SPEC §10, `--alert-url`): a POST of
- * `{ type, initiator, position, at }` to each URL once the change is durable, sent by the
- * process that wrote the change (so once per change across replicas), retried with
- * exponential backoff on a failure, a time-out or a non-2xx answer, for at least
- * {@link ALERT_RETRY_MS}. Never awaited by a request: it cannot delay or fail one. Node-only.
+ * Alerts (`--alert-url`, docs/operating.md "Alerts"): every change that is not chain
+ * traffic, posted to each URL as `{ type, position, at, actor, … }`. Delivery follows the
+ * audit trail, whose records carry the alerts of their batch: each URL has a cursor, the
+ * last position delivered, kept durably (the data folder, or the database), so a restart or
+ * a crash resumes where it stopped, however long the receiver was away. At least once, in
+ * order per URL, with `Peg-Limits-Alert-Id` (the position and the alert's index in its
+ * record) for the receiver to drop a repeat; signed with `--alert-secret` in Stripe's
+ * scheme (`Peg-Limits-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256 of "t.body">`).
+ * A failure, a non-2xx answer or no answer within 5 s is retried, the pause doubling from
+ * 1 s up to 5 minutes; an answer's body is never read. With replicas, the replica that holds
+ * a URL's lease in the database delivers its alerts: each is sent once per change across
+ * them. A refused jump past the chain bounds (`chainBoundRefused`) is no change and has no
+ * record: it is sent from memory, beside the others. Node-only.
  */
-import { type EventLog, encodeJson, getLimits } from 'peg-limits';
+import { createHash, createHmac } from 'node:crypto';
+import { type EventLog, encodeJson } from 'peg-limits';
+import { readRecord } from './audit.js';
 import { observeAppends } from './observed-log.js';
 import { redactAlertUrl } from './redact.js';
 
-/** What is posted. */
-export interface Alert {
-  readonly type: 'throttleStarted' | 'throttleEnded';
-  /** The key that started throttle mode (for `throttleEnded`, the one whose mode ended). */
-  readonly initiator: string;
-  /** The log position of the change. */
-  readonly position: number;
-  /** When the change was durable, as an ISO time. */
-  readonly at: string;
-}
-
-/** How long a delivery keeps being retried, at least: 10 minutes. */
-export const ALERT_RETRY_MS = 10 * 60_000;
 /** How long one attempt waits for an answer. */
 export const ALERT_TIMEOUT_MS = 5_000;
+/** The longest pause between two attempts. */
+export const ALERT_MAX_DELAY_MS = 5 * 60_000;
+/** The fewest characters `--alert-secret` may have (128 bits). */
+export const MIN_ALERT_SECRET_LENGTH = 22;
+
+/** Where each URL's cursor is kept, and, with replicas, who delivers for it. */
+export interface AlertCursors {
+  /** The last position delivered to the URL of `key`, or undefined for a URL never seen. */
+  load(key: string): Promise<number | undefined>;
+  /** Records that every alert up to `position` was delivered to the URL of `key`. */
+  save(key: string, position: number): Promise<void>;
+  /**
+   * Whether this process delivers for `key` now (replicas share a lease; one writer always
+   * does). Asked before each round of delivery.
+   */
+  lead?(key: string): Promise<boolean>;
+  /** Lets go of the leases (the server stops). */
+  close?(): Promise<void>;
+}
+
+/**
+ * Cursors kept in memory only: a restart forgets them (and a URL then starts from the
+ * position it meets). For `startServer` without a store of its own; the command keeps them
+ * in the data folder or the database.
+ */
+export function memoryCursors(): AlertCursors {
+  const cursors = new Map<string, number>();
+  return {
+    load: async (key) => cursors.get(key),
+    save: async (key, position) => {
+      cursors.set(key, Math.max(position, cursors.get(key) ?? 0));
+    },
+  };
+}
 
 /** Options of {@link createAlerts}. */
 export interface AlertOptions {
   /** Where alerts are posted (http or https). */
   readonly urls: ReadonlyArray<string>;
+  /** Signs each POST (`Peg-Limits-Signature`); at least 22 characters. */
+  readonly secret?: string | undefined;
   /** Where failures are told (`warning: …`). */
   readonly logLine?: ((line: string) => void) | undefined;
-  /** Retries go on for at least this long (default {@link ALERT_RETRY_MS}). */
-  readonly retryMs?: number | undefined;
   /** One attempt's time-out (default {@link ALERT_TIMEOUT_MS}). */
   readonly timeoutMs?: number | undefined;
-  /** The first retry's pause, doubled each time up to a minute (default 1 s). */
+  /** The first retry's pause, doubled each time up to `maxDelayMs` (default 1 s). */
   readonly firstDelayMs?: number | undefined;
+  /** The longest pause (default {@link ALERT_MAX_DELAY_MS}). */
+  readonly maxDelayMs?: number | undefined;
+  /** Where the cursors are kept (default: in memory, {@link memoryCursors}). */
+  readonly cursors?: AlertCursors | undefined;
 }
+
+/** What delivery reads: the audit trail and the cursors. */
+export interface AlertSource {
+  /** The log whose trail holds the alerts (its `audit` reads the records). */
+  readonly log: EventLog;
+  readonly cursors: AlertCursors;
+}
+
+/** One alert as posted, besides its id. */
+export type AlertBody = { readonly type: string } & Readonly<Record<string, unknown>>;
 
 /** The alerts of one server. */
 export interface Alerts {
-  /** `log`, alerting on each durable batch of this process that starts or ends throttle mode. */
+  /** `log`, waking delivery at each durable batch of this process. */
   watch(log: EventLog): EventLog;
-  /** Posts one alert to every URL (in the background). */
-  send(alert: Alert): void;
-  /** Deliveries still under way (tests wait for them). */
+  /** Posts an alert that is no change (it has no record) to every URL, from memory. */
+  notify(alert: AlertBody): void;
+  /** Alerts read but not yet delivered, over every URL. */
   readonly pending: number;
-  /** Stops retrying. */
-  close(): void;
+  /** Stops delivering (what is undelivered is resumed from the cursors at the next start). */
+  close(): Promise<void>;
 }
 
 /** Whether `url` is an http(s) URL an alert can go to. */
@@ -61,31 +106,84 @@ export function isAlertUrl(url: string): boolean {
   }
 }
 
+/** The key a URL's cursor is kept under (its SHA-256, so that no URL is written down). */
+export function cursorKey(url: string): string {
+  return createHash('sha256').update(url).digest('hex').slice(0, 32);
+}
+
 /**
- * Alerts for `urls`.
+ * `Peg-Limits-Signature` of `body` at `t` (unix seconds): Stripe's scheme.
  *
- * @throws TypeError when a URL is not http(s)
+ * @example
+ * ```ts
+ * signature('a-secret-of-22-characters', '{"type":"limitsChanged"}', 1767225600);
+ * // 't=1767225600,v1=…' (64 hex digits)
+ * ```
  */
-export function createAlerts(options: AlertOptions): Alerts {
+export function signature(secret: string, body: string, t: number): string {
+  return `t=${t},v1=${createHmac('sha256', secret).update(`${t}.${body}`).digest('hex')}`;
+}
+
+const BATCH = 100;
+const sleep = (ms: number) =>
+  new Promise<void>((r) => {
+    const t = setTimeout(r, ms);
+    t.unref();
+  });
+
+/**
+ * Alerts for `urls`, delivered from the trail of `source.log`.
+ *
+ * @throws TypeError when a URL is not http(s), or the secret is shorter than 22 characters
+ */
+export function createAlerts(options: AlertOptions, source: AlertSource): Alerts {
   for (const url of options.urls)
     if (!isAlertUrl(url))
       throw new TypeError(`an alert URL must be http(s), got ${redactAlertUrl(url)}`);
-  const retryMs = options.retryMs ?? ALERT_RETRY_MS;
+  if (options.secret !== undefined && options.secret.length < MIN_ALERT_SECRET_LENGTH)
+    throw new TypeError(
+      `an alert secret must have at least ${MIN_ALERT_SECRET_LENGTH} characters, got ${options.secret.length}`,
+    );
   const timeoutMs = options.timeoutMs ?? ALERT_TIMEOUT_MS;
   const firstDelay = options.firstDelayMs ?? 1_000;
-  const timers = new Set<ReturnType<typeof setTimeout>>();
-  let pending = 0;
+  const maxDelay = options.maxDelayMs ?? ALERT_MAX_DELAY_MS;
+  const audit = source.log.audit;
+  if (audit === undefined) throw new TypeError('alerts need a log that keeps an audit trail');
   let closed = false;
+  let wake: (() => void) | undefined;
+  let woken = Promise.resolve();
+  const rewake = () => {
+    woken = new Promise<void>((r) => {
+      wake = r;
+    });
+  };
+  rewake();
+  const poke = () => {
+    wake?.();
+    rewake();
+  };
 
-  async function attempt(url: string, body: string): Promise<string | undefined> {
+  // One POST: undefined when it was taken (2xx), else why not. The body of the answer is
+  // never read (a receiver cannot make the server buffer it).
+  async function attempt(url: string, body: string, id: string): Promise<string | undefined> {
+    const headers: Record<string, string> = {
+      'content-type': 'application/json',
+      'peg-limits-alert-id': id,
+    };
+    if (options.secret !== undefined)
+      headers['peg-limits-signature'] = signature(
+        options.secret,
+        body,
+        Math.floor(Date.now() / 1000),
+      );
     try {
       const r = await fetch(url, {
         method: 'POST',
-        headers: { 'content-type': 'application/json' },
+        headers,
         body,
         signal: AbortSignal.timeout(timeoutMs),
       });
-      await r.arrayBuffer().catch(() => undefined);
+      await r.body?.cancel().catch(() => undefined);
       return r.ok ? undefined : `answered ${r.status}`;
     } catch (e) {
       return (e as Error).name === 'TimeoutError'
@@ -94,58 +192,122 @@ export function createAlerts(options: AlertOptions): Alerts {
     }
   }
 
-  function deliver(url: string, alert: Alert): void {
-    const body = encodeJson(alert);
-    const until = Date.now() + retryMs;
-    pending++;
-    const go = async (delay: number, tries: number) => {
-      const failure = await attempt(url, body);
-      if (failure === undefined || closed) {
-        pending--;
-        return;
-      }
-      if (Date.now() + delay > until) {
-        pending--;
-        options.logLine?.(
-          `warning: the ${alert.type} alert at position ${alert.position} to ${redactAlertUrl(url)} was given up after ${tries} attempts: ${failure}`,
-        );
-        return;
-      }
+  // Posts until taken (or the server stops), the pause growing; resolves with whether taken.
+  async function deliver(url: string, body: string, id: string, type: string): Promise<boolean> {
+    for (let delay = firstDelay, tries = 1; !closed; tries++) {
+      const failure = await attempt(url, body, id);
+      if (failure === undefined) return true;
+      if (closed) return false;
       options.logLine?.(
-        `warning: the ${alert.type} alert to ${redactAlertUrl(url)} failed (${failure}); retrying in ${delay} ms`,
+        `warning: the ${type} alert ${id} to ${redactAlertUrl(url)} failed (${failure}, attempt ${tries}); retrying in ${delay} ms`,
       );
-      const timer = setTimeout(() => {
-        timers.delete(timer);
-        void go(Math.min(delay * 2, 60_000), tries + 1);
-      }, delay);
-      timer.unref();
-      timers.add(timer);
-    };
-    void go(firstDelay, 1);
+      await sleep(delay);
+      delay = Math.min(delay * 2, maxDelay);
+    }
+    return false;
   }
 
-  function send(alert: Alert): void {
-    for (const url of options.urls) deliver(url, alert);
+  const queued = new Map<string, number>();
+  const memory = new Map<string, Array<{ body: string; id: string; type: string }>>();
+  let notices = 0;
+
+  // One URL: the alerts of the records after its cursor, in order, then those from memory.
+  async function run(url: string): Promise<void> {
+    const key = cursorKey(url);
+    let cursor = await source.cursors.load(key);
+    if (cursor === undefined) {
+      // A URL never seen starts from now: it is told of changes from here on.
+      cursor = source.log.position;
+      await source.cursors.save(key, cursor);
+    }
+    while (!closed) {
+      const fromMemory = memory.get(url) ?? [];
+      while (fromMemory.length > 0 && !closed) {
+        const next = fromMemory[0]!;
+        if (await deliver(url, next.body, next.id, next.type)) fromMemory.shift();
+      }
+      if (
+        source.cursors.lead !== undefined &&
+        !(await source.cursors.lead(key).catch(() => false))
+      ) {
+        await Promise.race([woken, sleep(1_000)]);
+        continue;
+      }
+      // Asked again: another replica may have delivered meanwhile.
+      cursor = Math.max(cursor, (await source.cursors.load(key)) ?? cursor);
+      let lines: ReadonlyArray<string>;
+      try {
+        lines = await audit!(cursor, BATCH);
+      } catch {
+        await sleep(1_000);
+        continue;
+      }
+      if (lines.length === 0) {
+        await Promise.race([woken, sleep(1_000)]);
+        continue;
+      }
+      const records = [];
+      for (const line of lines) {
+        const read = readRecord(line);
+        if (read.ok) records.push(read.record);
+        else
+          options.logLine?.(
+            `warning: an audit record cannot be read for alerts (${read.why}); passed over`,
+          );
+      }
+      // The backlog: what was read and waits.
+      queued.set(
+        url,
+        records.reduce((n, r) => n + r.alerts.length, 0),
+      );
+      for (const r of records) {
+        for (const [i, alert] of r.alerts.entries()) {
+          const body = encodeJson({ ...alert, position: r.position, at: r.at, actor: r.actor });
+          if (!(await deliver(url, body, `${r.position}-${i}`, alert.type))) return;
+          queued.set(url, (queued.get(url) ?? 1) - 1);
+        }
+        cursor = r.position;
+        if (r.alerts.length > 0) await source.cursors.save(key, cursor);
+      }
+      // Read up to a record that failed to read: go on after it.
+      const last = lines[lines.length - 1]!;
+      const position = Number(/^\{"position":(\d+),/.exec(last)?.[1] ?? cursor);
+      if (position > cursor) cursor = position;
+    }
   }
+
+  const running = options.urls.map((url) =>
+    run(url).catch((e: unknown) =>
+      options.logLine?.(
+        `warning: alerts to ${redactAlertUrl(url)} stopped: ${(e as Error).message}`,
+      ),
+    ),
+  );
 
   return {
-    send,
-    watch: (log) =>
-      observeAppends(log, ({ base, next, position }) => {
-        const before = getLimits(base).throttleModeInitiator;
-        const after = getLimits(next).throttleModeInitiator;
-        if (before === after) return;
-        const at = new Date().toISOString();
-        if (before !== null) send({ type: 'throttleEnded', initiator: before, position, at });
-        if (after !== null) send({ type: 'throttleStarted', initiator: after, position, at });
-      }),
-    get pending() {
-      return pending;
+    watch: (log) => observeAppends(log, poke),
+    notify(alert) {
+      const at = new Date().toISOString();
+      const body = encodeJson({ ...alert, position: source.log.position, at });
+      const id = `notice-${Date.now()}-${notices++}`;
+      for (const url of options.urls) {
+        const list = memory.get(url) ?? [];
+        list.push({ body, id, type: alert.type });
+        memory.set(url, list);
+      }
+      poke();
     },
-    close() {
+    get pending() {
+      let n = 0;
+      for (const v of queued.values()) n += v;
+      for (const list of memory.values()) n += list.length;
+      return n;
+    },
+    async close() {
       closed = true;
-      for (const t of timers) clearTimeout(t);
-      timers.clear();
+      poke();
+      await Promise.race([Promise.all(running), sleep(timeoutMs + 100)]);
+      await source.cursors.close?.();
     },
   };
 }

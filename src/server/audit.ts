@@ -18,8 +18,11 @@ import {
   type LimitsEvent,
   type LimitsState,
   pendingChanges,
+  type SettledChange,
+  scopeOf,
   tryDecodeJson,
 } from 'peg-limits';
+import { type Notice, noticesOf } from './notices.js';
 
 export type { AuditActor, BatchMeta } from 'peg-limits';
 
@@ -37,6 +40,8 @@ export interface AuditRecord {
   readonly hash: string;
   /** Set on the first record of a new chain after a break (`--audit-repair`). */
   readonly repair: { readonly after: number; readonly reason: string } | undefined;
+  /** What an operator is told of the batch (`--alert-url`), in order. */
+  readonly alerts: ReadonlyArray<Notice>;
   readonly line: string;
 }
 
@@ -46,18 +51,39 @@ function sha256(text: string): string {
   return createHash('sha256').update(text).digest('hex');
 }
 
-/** What became of pending changes inside a batch: the service's own doing, said as such. */
-function settledOf(base: LimitsState, next: LimitsState, events: ReadonlyArray<LimitsEvent>) {
-  // The list is shared as long as nothing happens to it: most batches cost one compare.
-  if (pendingChanges(base) === pendingChanges(next)) return undefined;
+// What became of pending changes inside a batch (computed again from the batch, only when
+// the list of pending changes moved: most batches cost one compare).
+function settledIn(
+  base: LimitsState,
+  next: LimitsState,
+  events: ReadonlyArray<LimitsEvent>,
+): ReadonlyArray<SettledChange> {
+  if (pendingChanges(base) === pendingChanges(next)) return [];
   const r = applyAll(base, events);
-  if (!r.ok || r.settled.length === 0) return undefined;
-  return r.settled.map((s) => ({
+  return r.ok ? r.settled : [];
+}
+
+// The record's account of them: the service's own doing, said as such.
+function settledOf(settled: ReadonlyArray<SettledChange>) {
+  if (settled.length === 0) return undefined;
+  return settled.map((s) => ({
     id: s.change.id,
     outcome: s.outcome,
     actor: { kind: 'system' },
     ...(s.error === undefined ? {} : { error: { code: s.error.code, message: s.error.message } }),
   }));
+}
+
+// What an operator is told of the batch: nothing of chain traffic alone.
+function alertsOf(
+  base: LimitsState,
+  next: LimitsState,
+  events: ReadonlyArray<LimitsEvent>,
+  settled: ReadonlyArray<SettledChange>,
+): ReadonlyArray<Notice> | undefined {
+  if (settled.length === 0 && events.every((e) => scopeOf(e.type) === 'chain')) return undefined;
+  const notices = noticesOf(base, next, events, settled);
+  return notices.length === 0 ? undefined : notices;
 }
 
 /**
@@ -73,7 +99,10 @@ export function makeRecord(
   states: { readonly base: LimitsState; readonly next: LimitsState } | undefined,
   extra: { readonly at?: Date; readonly repair?: { after: number; reason: string } } = {},
 ): { readonly line: string; readonly hash: string } {
-  const settled = states === undefined ? undefined : settledOf(states.base, states.next, events);
+  const changes = states === undefined ? [] : settledIn(states.base, states.next, events);
+  const settled = settledOf(changes);
+  const alerts =
+    states === undefined ? undefined : alertsOf(states.base, states.next, events, changes);
   const body = encodeJson({
     position,
     at: (extra.at ?? new Date()).toISOString(),
@@ -82,6 +111,7 @@ export function makeRecord(
     remote: meta?.remote ?? null,
     events,
     ...(settled === undefined ? {} : { settled }),
+    ...(alerts === undefined ? {} : { alerts }),
     ...(extra.repair === undefined ? {} : { repair: extra.repair }),
   });
   const hash = sha256(`${prev}\n${body}`);
@@ -129,6 +159,7 @@ export function readRecord(
         repair === undefined
           ? undefined
           : { after: Number(repair.after), reason: String(repair.reason) },
+      alerts: Array.isArray(v.alerts) ? (v.alerts as Notice[]) : [],
       line,
     },
   };

@@ -14,7 +14,7 @@ import {
   MIN_TOKEN_LENGTH,
   type Operator,
 } from 'peg-limits';
-import { isAlertUrl } from './alerts.js';
+import { isAlertUrl, MIN_ALERT_SECRET_LENGTH } from './alerts.js';
 import { auditVerify } from './audit-command.js';
 import {
   DEFAULT_SERVER_CONFIG,
@@ -22,6 +22,7 @@ import {
   type ServerConfig,
   serverConfigFrom,
 } from './config.js';
+import { dataAlertCursors } from './data-audit.js';
 import {
   DEFAULT_SNAPSHOT_EVERY,
   type OpenJournalFile,
@@ -29,6 +30,7 @@ import {
   StoreError,
 } from './data-log.js';
 import { type CommandLogger, createLogger, LoggerUnavailable } from './logger.js';
+import { pgAlertCursors } from './pg-audit.js';
 import {
   DEFAULT_KEEP_BATCHES,
   DEFAULT_PG_SNAPSHOT_EVERY,
@@ -80,7 +82,10 @@ export const USAGE = `usage: peg-limits serve [options]
                             default: any origin)
   --no-cors                 no CORS headers at all
   --no-metrics              no GET /metrics (it needs the prom-client package otherwise)
-  --alert-url URL           POST an alert there when throttle mode starts or ends (repeatable)
+  --alert-url URL           POST an alert there for every change that is not chain traffic
+                            (repeatable); delivery resumes after a restart
+  --alert-secret SECRET     sign each alert (Peg-Limits-Signature), at least 22 characters
+                            (also PEG_LIMITS_ALERT_SECRET)
   --audit-repair            start even when the audit trail does not link up, with a new
                             chain whose first record says where and why it broke
   --quiet                   no request log
@@ -174,6 +179,7 @@ export async function serveCommand(
         'no-metrics': { type: 'boolean' },
         'audit-repair': { type: 'boolean' },
         'alert-url': { type: 'string', multiple: true },
+        'alert-secret': { type: 'string' },
         quiet: { type: 'boolean' },
         'log-format': { type: 'string' },
         help: { type: 'boolean', short: 'h' },
@@ -251,6 +257,13 @@ export async function serveCommand(
     throw e;
   }
   const state = config.state;
+  const alertSecret =
+    str('alert-secret') ?? (process.env.PEG_LIMITS_ALERT_SECRET || undefined) ?? config.alertSecret;
+  if (alertSecret !== undefined && alertSecret.length < MIN_ALERT_SECRET_LENGTH)
+    fail(
+      `--alert-secret has ${alertSecret.length} characters; it needs at least ${MIN_ALERT_SECRET_LENGTH} (128 bits): make one with \`peg-limits token\``,
+    );
+
   if (command === 'migrate-journal') {
     if (postgres === undefined || str('data') === undefined)
       fail(`migrate-journal needs --data DIR and --store postgres://…\n${USAGE}`);
@@ -336,7 +349,11 @@ export async function serveCommand(
       logRequest: (line) => logger.request(line),
       warn: log,
       metrics: values['no-metrics'] !== true,
-      alerts: { urls: alertUrls },
+      alerts: {
+        urls: alertUrls,
+        secret: alertSecret,
+        cursors: postgres !== undefined ? pgAlertCursors(postgres) : dataAlertCursors(dir),
+      },
       limits,
       cors,
     });

@@ -43,6 +43,7 @@ const FIELDS = [
   'operators',
   'chainBounds',
   'loosening',
+  'alertSecret',
 ];
 
 /** What a configuration holds besides the initial state. */
@@ -53,6 +54,8 @@ export interface ServerConfig {
   readonly operators: ReadonlyArray<Operator>;
   readonly chainBounds: ChainBounds;
   readonly loosening: LooseningPolicy;
+  /** Signs each alert (`--alert-secret` wins over it). */
+  readonly alertSecret: string | undefined;
 }
 
 function bound(value: unknown, path: string, min: number, source: string): number {
@@ -123,7 +126,20 @@ export function serverConfigFrom(
       throw e;
     }
   }
-  return { state, operators, chainBounds: chainBoundsOf(fields.chainBounds, source), loosening };
+  const alertSecret = fields.alertSecret;
+  if (alertSecret !== undefined && typeof alertSecret !== 'string')
+    throw new LimitsError(
+      'invalid_option',
+      `${source}: alertSecret: expected a string`,
+      'alertSecret',
+    );
+  return {
+    state,
+    operators,
+    chainBounds: chainBoundsOf(fields.chainBounds, source),
+    loosening,
+    alertSecret,
+  };
 }
 
 /**

@@ -6,7 +6,7 @@
  * them; so a crash leaves each record in the archive, in the journal, or in both (the
  * same line). Node-only.
  */
-import { mkdir, open, readdir } from 'node:fs/promises';
+import { mkdir, open, readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { eachLine, writeAtomically } from './data-files.js';
 
@@ -122,4 +122,46 @@ export async function* dataTrail(
     if (position > last) lines.push({ text, where: `${journal}:${n}` });
   });
   for (const line of lines) yield line;
+}
+
+/** The file the alert cursors of a data folder are kept in. */
+export const ALERT_CURSORS_FILE = 'alert-cursors.json';
+
+/**
+ * Alert cursors in a data folder: one small file, written atomically at each advance (a
+ * cursor moves once per record that carries alerts: rarely).
+ */
+export function dataAlertCursors(dir: string): {
+  load(key: string): Promise<number | undefined>;
+  save(key: string, position: number): Promise<void>;
+} {
+  let cursors: Record<string, number> | undefined;
+  let writing: Promise<unknown> = Promise.resolve();
+  const read = async () => {
+    if (cursors !== undefined) return cursors;
+    try {
+      const parsed = JSON.parse(await readFile(join(dir, ALERT_CURSORS_FILE), 'utf8')) as unknown;
+      cursors =
+        typeof parsed === 'object' && parsed !== null ? (parsed as Record<string, number>) : {};
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== 'ENOENT') throw e;
+      cursors = {};
+    }
+    return cursors;
+  };
+  return {
+    async load(key) {
+      const c = await read();
+      return typeof c[key] === 'number' ? c[key] : undefined;
+    },
+    async save(key, position) {
+      const c = await read();
+      if ((c[key] ?? -1) >= position) return;
+      c[key] = position;
+      const text = JSON.stringify(c);
+      const run = writing.then(() => writeAtomically(dir, ALERT_CURSORS_FILE, (put) => put(text)));
+      writing = run.catch(() => undefined);
+      await run;
+    },
+  };
 }

@@ -5,13 +5,16 @@
  */
 
 export {
-  ALERT_RETRY_MS,
+  ALERT_MAX_DELAY_MS,
   ALERT_TIMEOUT_MS,
-  type Alert,
+  type AlertBody,
+  type AlertCursors,
   type AlertOptions,
   type Alerts,
   createAlerts,
   isAlertUrl,
+  memoryCursors,
+  signature,
 } from './alerts.js';
 export { type CommandHooks, serveCommand, USAGE } from './command.js';
 export {

@@ -46,6 +46,8 @@ export interface MetricsSource {
   writeLock?(): WriteLockFigures | undefined;
   /** The share of the database's notification queue in use (replicas), if the log has one. */
   readonly notificationQueue?: (() => Promise<number | undefined>) | undefined;
+  /** Alerts waiting to be delivered, when alerts are on. */
+  alertsPending?(): number | undefined;
 }
 
 const EXACT = 'A float64: exact below 2^53 (90 million BTC in satoshis).';
@@ -123,6 +125,11 @@ export async function createMetrics(source: MetricsSource): Promise<ServerMetric
     'peg_limits_pending_changes',
     'Pending changes: batches that loosen the limits, waiting for their height or their quorum.',
     () => pendingChanges(source.state()).length,
+  );
+  gauge(
+    'peg_limits_alerts_pending',
+    'Alerts read from the audit trail (or refusals told from memory) and not yet delivered, over every --alert-url; absent when alerts are off.',
+    () => source.alertsPending?.(),
   );
   gauge('peg_limits_store_available', '1 when changes can be written, else 0.', () =>
     source.writable() ? 1 : 0,

@@ -63,3 +63,72 @@ export async function* storeTrail(
     await client.end().catch(() => undefined);
   }
 }
+
+// Any fixed number: the first key of the advisory locks that lease a URL's delivery.
+const ALERT_LEASE = 7_417_010;
+
+/**
+ * Alert cursors in the database (`peg_limits_alert_cursors`), and the lease that makes one
+ * replica deliver each URL's alerts: a session-level advisory lock on a connection of the
+ * cursors' own, held while it lives (a replica that dies lets it go with its connection).
+ */
+export function pgAlertCursors(url: string): {
+  load(key: string): Promise<number | undefined>;
+  save(key: string, position: number): Promise<void>;
+  lead(key: string): Promise<boolean>;
+  close(): Promise<void>;
+} {
+  let client: pg.Client | undefined;
+  const held = new Set<string>();
+  const connection = async () => {
+    if (client !== undefined) return client;
+    const c = await connectClient(url);
+    c.on('error', () => {
+      if (client === c) client = undefined;
+      held.clear();
+    });
+    client = c;
+    return c;
+  };
+  const query = async (text: string, values: unknown[]) => {
+    const c = await connection();
+    try {
+      return await c.query(text, values);
+    } catch (e) {
+      // The connection went: the leases with it; the next call connects again.
+      if (client === c) client = undefined;
+      held.clear();
+      await c.end().catch(() => undefined);
+      throw e;
+    }
+  };
+  return {
+    async load(key) {
+      const { rows } = await query('SELECT position FROM peg_limits_alert_cursors WHERE key = $1', [
+        key,
+      ]);
+      return rows[0] === undefined ? undefined : Number(rows[0].position);
+    },
+    async save(key, position) {
+      await query(
+        'INSERT INTO peg_limits_alert_cursors (key, position) VALUES ($1, $2) ON CONFLICT (key) DO UPDATE SET position = GREATEST(peg_limits_alert_cursors.position, EXCLUDED.position)',
+        [key, position],
+      );
+    },
+    async lead(key) {
+      if (held.has(key)) return true;
+      const { rows } = await query('SELECT pg_try_advisory_lock($1, hashtext($2)) AS got', [
+        ALERT_LEASE,
+        key,
+      ]);
+      if (rows[0]?.got === true) held.add(key);
+      return held.has(key);
+    },
+    async close() {
+      const c = client;
+      client = undefined;
+      held.clear();
+      await c?.end().catch(() => undefined);
+    },
+  };
+}

@@ -62,6 +62,10 @@ export async function ensureSchema(client: pg.Client): Promise<void> {
     await client.query(
       'CREATE TABLE IF NOT EXISTS peg_limits_audit (seq bigint PRIMARY KEY, hash text NOT NULL, record text NOT NULL)',
     );
+    // Where each alert URL's delivery stands (by a hash of the URL: no URL is written down).
+    await client.query(
+      'CREATE TABLE IF NOT EXISTS peg_limits_alert_cursors (key text PRIMARY KEY, position bigint NOT NULL)',
+    );
     await client.query(
       "INSERT INTO peg_limits_meta (key, value) VALUES ('schema', $1) ON CONFLICT (key) DO NOTHING",
       [String(PG_SCHEMA_VERSION)],

@@ -21,7 +21,7 @@ import {
   problem,
   type Service,
 } from 'peg-limits';
-import { type AlertOptions, createAlerts } from './alerts.js';
+import { type AlertOptions, createAlerts, memoryCursors } from './alerts.js';
 import { createAnswers } from './answers.js';
 import { recordChanges } from './change-record.js';
 import { limitsInForce, type ServerLimits } from './client-limits.js';
@@ -120,16 +120,20 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
         writable: () => eventLog.writable,
         writeLock: () => eventLog.writeLock,
         notificationQueue: eventLog.notificationQueue,
+        alertsPending: () => alerts?.pending,
       });
     } catch (e) {
       if (!(e instanceof MetricsUnavailable)) throw e;
       options.warn?.(`warning: ${e.message}; serving without metrics`);
     }
   }
-  // Alerts when throttle mode starts or ends, on the changes this process writes.
+  // Alerts for every change that is not chain traffic, delivered from the audit trail.
   const alerts =
     options.alerts !== undefined && options.alerts.urls.length > 0
-      ? createAlerts({ ...options.alerts, logLine: options.alerts.logLine ?? options.warn })
+      ? createAlerts(
+          { ...options.alerts, logLine: options.alerts.logLine ?? options.warn },
+          { log: eventLog, cursors: options.alerts.cursors ?? memoryCursors() },
+        )
       : undefined;
   let served = eventLog;
   if (metrics !== undefined) served = metrics.timed(served);
@@ -144,6 +148,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     chainBounds: options.chainBounds,
     loosening: options.loosening,
     cors: options.cors,
+    onNotice: (notice) => alerts?.notify(notice),
   });
   const storeUnavailable = () => !eventLog.writable;
   const limitsRequest = { method: 'GET', path: '/limits', headers: {} };
@@ -390,7 +395,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
         });
         server.closeIdleConnections();
       }).then(async () => {
-        alerts?.close();
+        await alerts?.close();
         await eventLog.close();
       });
       return closing;

@@ -22,6 +22,7 @@ import {
   snapshotOf,
 } from '../../src/index.js';
 import { openDataLog } from '../../src/server/data-log.js';
+import { pgAlertCursors } from '../../src/server/pg-audit.js';
 import {
   openPgLog,
   PG_SCHEMA_VERSION,
@@ -86,7 +87,12 @@ describe.skipIf(!POSTGRES_AVAILABLE)('replicas over one PostgreSQL', () => {
       log: await openPgLog({ url, initial: initial(), ...extra }),
       port: 0,
       adminToken: TOKEN,
-      alerts: { urls: alertUrls, firstDelayMs: 50 },
+      // Their cursors and leases in the database, as the command keeps them.
+      alerts: {
+        urls: alertUrls,
+        firstDelayMs: 50,
+        cursors: alertUrls.length > 0 ? pgAlertCursors(url) : undefined,
+      },
     });
     running.push(s);
     return s;
@@ -1032,7 +1038,7 @@ describe.skipIf(!POSTGRES_AVAILABLE)('replicas over one PostgreSQL', () => {
     expect(r.position).toBe('3');
   });
 
-  test('each alert is sent once per change, by the replica that wrote it', async () => {
+  test("each alert is sent once per change across the replicas (one holds the URL's lease), and another takes over when it stops", async () => {
     const url = await db.database();
     const got: string[] = [];
     const hook = createHttpServer((req, res) => {
@@ -1060,6 +1066,16 @@ describe.skipIf(!POSTGRES_AVAILABLE)('replicas over one PostgreSQL', () => {
       expect(got.map((g) => (decodeJson(g) as { type: string }).type)).toEqual([
         'throttleStarted',
         'throttleEnded',
+      ]);
+      // The lease holder may be either: stop one, and the other delivers what comes next.
+      await a.close();
+      expect((await post(b.url, { type: 'throttleStarted', initiator: 'ops-2' })).status).toBe(200);
+      await waitFor(() => got.length >= 3, 10_000);
+      await new Promise((r) => setTimeout(r, 500));
+      expect(got.map((g) => (decodeJson(g) as { initiator: string }).initiator)).toEqual([
+        'ops-1',
+        'ops-1',
+        'ops-2',
       ]);
     } finally {
       hook.close();

@@ -150,7 +150,7 @@ describe('a running server', () => {
     });
     expect(wrong.status).toBe(401);
     await waitFor(
-      () => /alert to http:\/\/127\.0\.0\.1:\d+\/hook\?\*\*\* failed/.test(p.stderr),
+      () => /alert \S+ to http:\/\/127\.0\.0\.1:\d+\/hook\?\*\*\* failed/.test(p.stderr),
       10_000,
     );
     expectNowhere(p, token, admin, throttle);

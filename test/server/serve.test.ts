@@ -134,7 +134,7 @@ describe('the server over a loopback port', () => {
     expect(lines).toHaveLength(3);
     expect(lines[0]).toBe('{"format":"peg-limits/journal","after":0}');
     expect(lines[2]).toMatch(
-      /^\{"position":2,"at":"[^"]+","actor":\{"kind":"throttleKey","name":"ops-1"\},"requestId":"[^"]+","remote":"127\.0\.0\.1","events":\[\{"type":"throttleStarted","initiator":"ops-1"\}\],"hash":"[0-9a-f]{64}"\}$/,
+      /^\{"position":2,"at":"[^"]+","actor":\{"kind":"throttleKey","name":"ops-1"\},"requestId":"[^"]+","remote":"127\.0\.0\.1","events":\[\{"type":"throttleStarted","initiator":"ops-1"\}\],"alerts":\[\{"type":"throttleStarted","initiator":"ops-1"\}\],"hash":"[0-9a-f]{64}"\}$/,
     );
 
     // A clean stop writes a snapshot of both batches and starts a fresh journal after them.
