@@ -103,6 +103,36 @@ function plainEvent(event: Record<string, unknown>): LimitsEvent {
   } as unknown as LimitsEvent;
 }
 
+// A delay in blocks: null (none by time) or `min` to MAX_DELAY_BLOCKS.
+function delayOf(
+  value: unknown,
+  min: number,
+  code: 'invalid_change' | 'invalid_option',
+  path: string,
+): number | null {
+  const n = toNumber(value);
+  if (n === null) return null;
+  if (typeof n !== 'number' || !Number.isSafeInteger(n) || n < min || n > MAX_DELAY_BLOCKS)
+    fail(
+      code,
+      `expected null or a number of blocks from ${min} to ${MAX_DELAY_BLOCKS}, got ${describe(value)}`,
+      path,
+    );
+  return n;
+}
+
+// A quorum: 0 (none) or 2 to MAX_QUORUM approvals (the proposer alone is no quorum).
+function quorumOf(value: unknown, code: 'invalid_change' | 'invalid_option', path: string): number {
+  const n = toNumber(value);
+  if (typeof n !== 'number' || !Number.isSafeInteger(n) || n === 1 || n < 0 || n > MAX_QUORUM)
+    fail(
+      code,
+      `expected a quorum of 0 (none) or 2 to ${MAX_QUORUM} approvals, got ${describe(value)}`,
+      path,
+    );
+  return n;
+}
+
 // Who proposed a change and what it waits for: the rules a proposal and a change read back
 // from a snapshot share.
 function checkTerms(e: Readonly<Record<string, unknown>>): {
@@ -111,39 +141,15 @@ function checkTerms(e: Readonly<Record<string, unknown>>): {
   quorum: number;
 } {
   const proposedBy = requireOperator(e.proposedBy, 'proposedBy');
-  const delay = toNumber(e.delayBlocks);
-  if (
-    delay !== null &&
-    (typeof delay !== 'number' ||
-      !Number.isSafeInteger(delay) ||
-      delay < 1 ||
-      delay > MAX_DELAY_BLOCKS)
-  )
-    fail(
-      'invalid_change',
-      `expected null or a number of blocks from 1 to ${MAX_DELAY_BLOCKS}, got ${describe(e.delayBlocks)}`,
-      'delayBlocks',
-    );
-  const quorum = toNumber(e.quorum);
-  if (
-    typeof quorum !== 'number' ||
-    !Number.isSafeInteger(quorum) ||
-    quorum === 1 ||
-    quorum < 0 ||
-    quorum > MAX_QUORUM
-  )
-    fail(
-      'invalid_change',
-      `expected a quorum of 0 (none) or 2 to ${MAX_QUORUM} approvals, got ${describe(e.quorum)}`,
-      'quorum',
-    );
+  const delay = delayOf(e.delayBlocks, 1, 'invalid_change', 'delayBlocks');
+  const quorum = quorumOf(e.quorum, 'invalid_change', 'quorum');
   if (delay === null && quorum === 0)
     fail(
       'invalid_change',
       'a change that waits for neither blocks (delayBlocks null) nor a quorum (0) would never apply',
       'delayBlocks',
     );
-  return { proposedBy, delayBlocks: delay as number | null, quorum };
+  return { proposedBy, delayBlocks: delay, quorum };
 }
 
 /**
@@ -406,32 +412,17 @@ export function checkLooseningPolicy(value: unknown, path = 'loosening'): Loosen
   if (!isRecord(value))
     fail('invalid_option', `expected { delayBlocks, quorum }, got ${describe(value)}`, path);
   rejectUnknownFields(value, ['delayBlocks', 'quorum'], path);
-  const delay = value.delayBlocks === undefined ? 0 : toNumber(value.delayBlocks);
-  const quorum = value.quorum === undefined ? 0 : toNumber(value.quorum);
-  if (
-    delay !== null &&
-    (typeof delay !== 'number' ||
-      !Number.isSafeInteger(delay) ||
-      delay < 0 ||
-      delay > MAX_DELAY_BLOCKS)
-  )
-    fail(
-      'invalid_option',
-      `expected null or a number of blocks from 0 to ${MAX_DELAY_BLOCKS}, got ${describe(value.delayBlocks)}`,
-      joinPath(path, 'delayBlocks'),
-    );
-  if (
-    typeof quorum !== 'number' ||
-    !Number.isSafeInteger(quorum) ||
-    quorum === 1 ||
-    quorum < 0 ||
-    quorum > MAX_QUORUM
-  )
-    fail(
-      'invalid_option',
-      `expected 0 (no quorum) or 2 to ${MAX_QUORUM} approvals, got ${describe(value.quorum)}`,
-      joinPath(path, 'quorum'),
-    );
+  const delay = delayOf(
+    value.delayBlocks === undefined ? 0 : value.delayBlocks,
+    0,
+    'invalid_option',
+    joinPath(path, 'delayBlocks'),
+  );
+  const quorum = quorumOf(
+    value.quorum === undefined ? 0 : value.quorum,
+    'invalid_option',
+    joinPath(path, 'quorum'),
+  );
   if (delay === null && quorum === 0)
     fail(
       'invalid_option',
@@ -444,5 +435,5 @@ export function checkLooseningPolicy(value: unknown, path = 'loosening'): Loosen
       'with delayBlocks 0 a loosening applies at once and no quorum is ever asked: set delayBlocks to a number of blocks, or null for a quorum only',
       joinPath(path, 'delayBlocks'),
     );
-  return { delayBlocks: delay as number | null, quorum };
+  return { delayBlocks: delay, quorum };
 }

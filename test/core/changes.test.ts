@@ -3,6 +3,7 @@ import { describe, expect, test } from 'vitest';
 import {
   apply,
   applyAll,
+  checkLooseningPolicy,
   createLimitsState,
   decodeJson,
   encodeJson,
@@ -336,5 +337,33 @@ describe('pending changes are part of the state', () => {
       expect(r.error.code).toBe('invalid_snapshot');
       expect(r.error.path).toBe(path);
     }
+  });
+});
+
+describe('a loosening policy', () => {
+  test('what a configuration may say, and what it may not', () => {
+    expect(checkLooseningPolicy({})).toEqual({ delayBlocks: 0, quorum: 0 });
+    expect(checkLooseningPolicy({ delayBlocks: 6, quorum: 2 })).toEqual({
+      delayBlocks: 6,
+      quorum: 2,
+    });
+    expect(checkLooseningPolicy({ delayBlocks: null, quorum: 3n })).toEqual({
+      delayBlocks: null,
+      quorum: 3,
+    });
+    expect(checkLooseningPolicy({ delayBlocks: 144n })).toEqual({ delayBlocks: 144, quorum: 0 });
+    const refused = (value: unknown) => {
+      try {
+        checkLooseningPolicy(value);
+        return 'ok';
+      } catch (e) {
+        return (e as { path: string }).path;
+      }
+    };
+    expect(refused({ delayBlocks: -1 })).toBe('loosening.delayBlocks');
+    expect(refused({ delayBlocks: 6, quorum: 1 })).toBe('loosening.quorum');
+    expect(refused({ delayBlocks: null })).toBe('loosening.quorum');
+    expect(refused({ delayBlocks: 0, quorum: 2 })).toBe('loosening.delayBlocks');
+    expect(refused({ delay: 6 })).toBe('loosening.delay');
   });
 });

@@ -344,6 +344,30 @@ describe.skipIf(!HAVE_PROMETHEUS)('Prometheus scraping the service', () => {
 describe.skipIf(!HAVE_PROMETHEUS)('the operating page', () => {
   const page = readFileSync('docs/operating.md', 'utf8');
   const block = (marker: string) => fencedBlock(page, 'yaml', marker);
+  // One check of promtool's alert_rule_test: at `at`, rule `name` fires (with its severity
+  // and summary as the page's rules say them, and `labels`) or does not.
+  const alertAt = (name: string, labels: Record<string, string> = {}) => {
+    const rule = block('peg-limits-rules.yml')
+      .split('- alert: ')
+      .find((r) => r.startsWith(`${name}\n`));
+    if (rule === undefined) throw new Error(`no rule ${name} on the page`);
+    const severity = /severity: (\S+)/.exec(rule)![1]!;
+    const summary = /summary: (.+)/.exec(rule)![1]!;
+    const extra = Object.entries(labels)
+      .map(([k, v]) => `\n              ${k}: ${v}`)
+      .join('');
+    return (at: string, firing: boolean) => `      - eval_time: ${at}
+        alertname: ${name}
+        exp_alerts:${
+          firing
+            ? `
+          - exp_labels:
+              severity: ${severity}${extra}
+            exp_annotations:
+              summary: ${summary}`
+            : ' []'
+        }`;
+  };
   // Runs `promtool test rules` on the page's rules and `tests` (the entries under
   // `tests:`, one minute between evaluations) and expects every one to pass.
   const testRules = (tests: string) => {
@@ -385,17 +409,7 @@ describe.skipIf(!HAVE_PROMETHEUS)('the operating page', () => {
             `      - series: 'peg_limits_write_lock_held_seconds_total{job="${job}",instance="r${r}"}'\n        values: '0+${perMinute}x30'`,
         )
         .join('\n');
-    const alert = (at: string, firing: boolean) => `      - eval_time: ${at}
-        alertname: PegLimitsWriteLockSaturated
-        exp_alerts:${
-          firing
-            ? `
-          - exp_labels:
-              severity: warning
-            exp_annotations:
-              summary: The replicas hold their shared write lock over 80% of the time; send operator writes through one replica.`
-            : ' []'
-        }`;
+    const alert = alertAt('PegLimitsWriteLockSaturated');
     const test = (perMinute: number, checks: string) => `  - interval: 1m
     input_series:
 ${series('busy', perMinute)}
@@ -435,17 +449,7 @@ ${[0, 1, 2]
   });
 
   test('the pending-change alert fires while a change waits, on any replica, and stops once it is settled (promtool test rules)', () => {
-    const alert = (at: string, firing: boolean) => `      - eval_time: ${at}
-        alertname: PegLimitsChangePending
-        exp_alerts:${
-          firing
-            ? `
-          - exp_labels:
-              severity: page
-            exp_annotations:
-              summary: A change that loosens the limits is waiting (GET /admin/changes lists it); approve it, or cancel it before it applies.`
-            : ' []'
-        }`;
+    const alert = alertAt('PegLimitsChangePending');
     testRules(`  - interval: 1m
     input_series:
       - series: 'peg_limits_pending_changes{job="peg-limits",instance="r0"}'
@@ -459,17 +463,7 @@ ${alert('10m', false)}`);
   });
 
   test('the credentials alert fires at a burst of failures, not at a few (promtool test rules)', () => {
-    const alert = (at: string, firing: boolean) => `      - eval_time: ${at}
-        alertname: PegLimitsCredentialFailures
-        exp_alerts:${
-          firing
-            ? `
-          - exp_labels:
-              severity: page
-            exp_annotations:
-              summary: Over 20 requests in 5 minutes were refused for their credentials (peg_limits_auth_failures_total by route says where); someone may be guessing a token or a throttle key.`
-            : ' []'
-        }`;
+    const alert = alertAt('PegLimitsCredentialFailures');
     // /start_throttle: 2 failures a minute, then 10 a minute from minute 10; /admin/events: 1 a minute.
     testRules(`  - interval: 1m
     input_series:
@@ -484,19 +478,7 @@ ${alert('15m', true)}`);
 
   test('the store alert fires once a server has taken no changes for 2 minutes, not for a 1-minute outage (promtool test rules)', () => {
     // r0: out for a minute (minute 5), back; r1: out from minute 5 on.
-    const alert = (at: string, firing: boolean) => `      - eval_time: ${at}
-        alertname: PegLimitsStoreUnavailable
-        exp_alerts:${
-          firing
-            ? `
-          - exp_labels:
-              severity: page
-              instance: r1
-              job: peg-limits
-            exp_annotations:
-              summary: A server takes no changes (its store is out of reach, or a replica holds a row it cannot apply); its GET /readyz says why.`
-            : ' []'
-        }`;
+    const alert = alertAt('PegLimitsStoreUnavailable', { instance: 'r1', job: 'peg-limits' });
     testRules(`  - interval: 1m
     input_series:
       - series: 'peg_limits_store_available{job="peg-limits",instance="r0"}'
