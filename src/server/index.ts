@@ -10,6 +10,7 @@ export {
   type AlertBody,
   type AlertCursors,
   type AlertOptions,
+  type AlertSource,
   type Alerts,
   createAlerts,
   isAlertUrl,
