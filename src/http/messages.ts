@@ -7,9 +7,18 @@
 
 import type { ChainBounds } from '../core/bounds.js';
 import type { LooseningPolicy } from '../core/changes.js';
+import type { Scope } from '../core/scopes.js';
 import type { LimitsEvent, LimitsState } from '../core/state.js';
 import type { AuditActor } from './log.js';
-import type { Operator } from './operators.js';
+
+/** An operator: its name, the hash of its token (`hashOperatorToken`) and what it may do. */
+export interface Operator {
+  readonly name: string;
+  /** `sha256:` and the lowercase hex SHA-256 of the token. */
+  readonly tokenHash: string;
+  /** A non-empty subset of `chain`, `limits`, `keys`. */
+  readonly scopes: ReadonlyArray<Scope>;
+}
 
 /** A request as the handler sees it. `path` may carry a query string, which is ignored. */
 export interface HttpRequest {

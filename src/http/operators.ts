@@ -10,16 +10,9 @@ import { hashOperatorToken, isTokenHash } from '../core/keys.js';
 import { isAccountName, isRecord } from '../core/limits.js';
 import { isScope, SCOPES, type Scope } from '../core/scopes.js';
 import { header, problem } from './answers.js';
-import type { HttpRequest, HttpResponse } from './messages.js';
+import type { HttpRequest, HttpResponse, Operator } from './messages.js';
 
-/** An operator: its name, the hash of its token (`hashOperatorToken`) and what it may do. */
-export interface Operator {
-  readonly name: string;
-  /** `sha256:` and the lowercase hex SHA-256 of the token. */
-  readonly tokenHash: string;
-  /** A non-empty subset of `chain`, `limits`, `keys`. */
-  readonly scopes: ReadonlyArray<Scope>;
-}
+export type { Operator } from './messages.js';
 
 /** The name of the operator `adminToken` stands for. */
 export const ADMIN_OPERATOR = 'admin';
