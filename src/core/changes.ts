@@ -323,7 +323,8 @@ export function restoreChange(
   return { id, events, proposedBy, proposedAt, delayBlocks, effectiveAt, quorum, approvals };
 }
 
-const CHANGE_FIELDS = [
+/** The fields of a pending change, in the order a snapshot and an answer give them. */
+export const CHANGE_FIELDS = [
   'id',
   'events',
   'proposedBy',

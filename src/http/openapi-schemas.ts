@@ -2,6 +2,7 @@
  * The schemas of the OpenAPI document: the bodies the service answers with and takes.
  */
 
+import { CHANGE_FIELDS } from '../core/changes.js';
 import { CAP_FIELDS } from '../core/limits.js';
 
 const int64 = { type: ['integer', 'null'], format: 'int64' } as const;
@@ -191,16 +192,7 @@ export const SCHEMAS = {
   PendingChange: {
     type: 'object',
     additionalProperties: false,
-    required: [
-      'id',
-      'events',
-      'proposedBy',
-      'proposedAt',
-      'delayBlocks',
-      'effectiveAt',
-      'quorum',
-      'approvals',
-    ],
+    required: CHANGE_FIELDS,
     properties: {
       id: { type: 'integer', minimum: 1 },
       events: {

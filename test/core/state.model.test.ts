@@ -90,34 +90,28 @@ const initialCaps = capsArb(HISTORY).filter(
   (c) => new NaiveModel(HISTORY, PROFILE, NaiveModel.caps({})).capsError(c) === undefined,
 );
 
+/** The model and the state, on the same caps, after the same first block. */
+function startFrom(caps: CapsInput): { model: NaiveModel; real: Real } {
+  const model = new NaiveModel(HISTORY, PROFILE, NaiveModel.caps(caps));
+  const start = createLimitsState({ historyBlocks: HISTORY, limits: caps });
+  return {
+    model,
+    real: { state: applyBoth(start, model, { type: 'blockConnected', height: 1000 }) },
+  };
+}
+
 describe('the state against the naive model', () => {
   test.prop([initialCaps, commands], { numRuns: 100 })(
     'every view, check and whenAvailable agrees with a recompute from the plain list, after every command',
     (caps, cmds) => {
-      const setup = () => {
-        const model = new NaiveModel(HISTORY, PROFILE, NaiveModel.caps(caps));
-        const start = createLimitsState({ historyBlocks: HISTORY, limits: caps });
-        return {
-          model,
-          real: { state: applyBoth(start, model, { type: 'blockConnected', height: 1000 }) },
-        };
-      };
-      fc.modelRun(setup, cmds);
+      fc.modelRun(() => startFrom(caps), cmds);
     },
   );
 
   test.prop([initialCaps, changeCommands], { numRuns: 60 })(
     'pending changes wait, apply, are dropped and are cancelled as the model says, after every command',
     (caps, cmds) => {
-      const setup = () => {
-        const model = new NaiveModel(HISTORY, PROFILE, NaiveModel.caps(caps));
-        const start = createLimitsState({ historyBlocks: HISTORY, limits: caps });
-        return {
-          model,
-          real: { state: applyBoth(start, model, { type: 'blockConnected', height: 1000 }) },
-        };
-      };
-      fc.modelRun(setup, cmds);
+      fc.modelRun(() => startFrom(caps), cmds);
     },
   );
 });
