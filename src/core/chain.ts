@@ -1,5 +1,5 @@
 /**
- * What the chain reports (SPEC §2): blocks, reorganizations, withdrawals and their
+ * What the chain reports (the README, "Events"): blocks, reorganizations, withdrawals and their
  * rejections. Each rule validates its event, then changes the draft: the ring of per-block
  * sums, the withdrawal index and the books of the accounts with a window of their own.
  */
@@ -128,7 +128,7 @@ export function withdrawalRequested(d: Draft, e: Record<string, unknown>): void 
       'id',
     );
   }
-  // Older than the retained history: accepted, counted nowhere (SPEC §2).
+  // Older than the retained history: accepted, counted nowhere.
   if (height < oldestRetained(d)) return;
   putWithdrawal(d, { id, account, amount, height, rejected: false });
   d.window = addAt(d.ring, d.window, height, amount, 1, id, d.owner);

@@ -1,5 +1,5 @@
 /**
- * Checks: may this withdrawal or deposit go through now (SPEC §5), a batch admitted in
+ * Checks: may this withdrawal or deposit go through now (the README, "Checks"), a batch admitted in
  * order, and when a withdrawal would fit. A cap is inclusive: an amount equal to it passes.
  */
 import { type Amount, isInt64 } from './amount.js';

@@ -13,7 +13,7 @@ import type { Ring, SumNode } from './ring.js';
 export type { Height } from './events.js';
 
 /**
- * The caps that throttle mode imposes (SPEC §3). Defaults are those of the sBTC bridge:
+ * The caps that throttle mode imposes. Defaults are those of the sBTC bridge:
  * 1.5 BTC per withdrawal, at most 2 BTC in any 18 blocks.
  */
 export interface ThrottleProfile {

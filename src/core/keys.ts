@@ -1,6 +1,6 @@
 /**
  * Throttle keys: secrets, their salted hashes, constant-time verification, and the key
- * registry events (SPEC §3). Browser-safe: a pure-JS SHA-256 and the global Web Crypto
+ * registry events (the README, "Throttle mode"). Browser-safe: a pure-JS SHA-256 and the global Web Crypto
  * `getRandomValues`. The registry events that use them live with the state (`state.ts`).
  */
 import { sha256 } from '@noble/hashes/sha2';

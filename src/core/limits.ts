@@ -1,6 +1,6 @@
 /**
- * Caps: the six settable limits, their validation (SPEC §1.1) and the account fallback
- * (SPEC §1.2). Pure functions over plain values.
+ * Caps: the six settable limits, their validation and the account fallback (the
+ * README, "Semantics"). Pure functions over plain values.
  */
 import { type Amount, requireCap } from './amount.js';
 import { describe, fail, joinPath, type LimitsErrorCode } from './errors.js';
@@ -60,7 +60,7 @@ export function isRecord(value: unknown): value is Readonly<Record<string, unkno
 }
 
 /**
- * Validates caps against SPEC §1.1. Throws a LimitsError, caught at the public boundary.
+ * Validates caps against the rules of caps (the README, "Error codes"). Throws a LimitsError, caught at the public boundary.
  *
  * @param allowed - extra field names the caller handles itself (e.g. `accountCaps`)
  */
@@ -101,7 +101,7 @@ export function rejectUnknownFields(
   }
 }
 
-/** The cross-field rules of SPEC §1.1 on caps whose fields are already valid amounts. */
+/** The cross-field rules of caps whose fields are already valid amounts. */
 export function checkCaps(caps: Caps, path: string, historyBlocks: number): void {
   const blocks = caps.rollingWithdrawalBlocks;
   if ((blocks === null) !== (caps.rollingWithdrawalCap === null)) {
@@ -157,7 +157,7 @@ export function accountCapsEntries(value: unknown, path: string): Array<[string,
 }
 
 /**
- * The limits that apply to one account, with the account fallback of SPEC §1.2 resolved.
+ * The limits that apply to one account, with the account fallback resolved (the README, "Account fallback").
  * The global window and peg cap apply to every account; an entry's own window and peg cap
  * apply on top, counting that account alone.
  */

@@ -54,19 +54,18 @@ export type Loosening =
   | { readonly kind: 'throttleEnded'; readonly initiator: string }
   | { readonly kind: 'keyRevoked'; readonly name: string };
 
-// Higher is looser for caps; lower is looser for windows and minimums.
-const CAPS: ReadonlyArray<LoosenedField> = [
-  'perWithdrawalCap',
-  'perDepositCap',
-  'pegCap',
-  'accountPegCap',
-  'rollingWithdrawalCap',
-  'accountRollingWithdrawalCap',
-];
-const FLOORS: ReadonlyArray<LoosenedField> = [
-  'rollingWithdrawalBlocks',
-  'accountRollingWithdrawalBlocks',
-  'perDepositMinimum',
+// Each field and which way loosens it: up for caps, down for windows and minimums (and
+// removing any of them loosens).
+const FIELDS: ReadonlyArray<readonly [LoosenedField, 1 | -1]> = [
+  ['perWithdrawalCap', 1],
+  ['perDepositCap', 1],
+  ['pegCap', 1],
+  ['accountPegCap', 1],
+  ['rollingWithdrawalCap', 1],
+  ['accountRollingWithdrawalCap', 1],
+  ['rollingWithdrawalBlocks', -1],
+  ['accountRollingWithdrawalBlocks', -1],
+  ['perDepositMinimum', -1],
 ];
 
 // An account's caps (or the global ones, entry undefined), resolved, with or without the
@@ -94,15 +93,11 @@ function compare(
     seen.add(key);
     out.push({ kind: 'cap', account, field, before: was, after: now, view });
   };
-  for (const field of CAPS) {
+  for (const [field, looser] of FIELDS) {
     const was = before[field];
     const now = after[field];
-    if (was !== null && (now === null || now > was)) push(field, was, now);
-  }
-  for (const field of FLOORS) {
-    const was = before[field];
-    const now = after[field];
-    if (was !== null && (now === null || now < was)) push(field, was, now);
+    if (was !== null && (now === null || (looser === 1 ? now > was : now < was)))
+      push(field, was, now);
   }
 }
 

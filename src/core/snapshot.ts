@@ -1,5 +1,5 @@
 /**
- * Snapshots (SPEC §6): the state as plain, JSON-safe data, and back. A snapshot holds what
+ * Snapshots (docs/design.md, "Snapshots"): the state as plain, JSON-safe data, and back. A snapshot holds what
  * the state knows and nothing of how it got there, so its size follows the retained
  * history, never the number of events seen.
  */
@@ -275,7 +275,7 @@ function nullable<T>(value: unknown, read: (v: unknown) => T): T | null {
 
 /**
  * Restores a state from a snapshot (as {@link snapshotOf} made it, or as `decodeJson` read
- * it back). A snapshot is input: every rule of SPEC §1.1 and §2 is checked, and a malformed,
+ * it back). A snapshot is input: every rule of caps and events is checked, and a malformed,
  * inconsistent or unknown-version snapshot gets `invalid_snapshot` with the `path` of the
  * field at fault. Never throws.
  *

@@ -1,5 +1,5 @@
 /**
- * Starting throttle mode with a key (SPEC §3): `startThrottle`, the operation behind
+ * Starting throttle mode with a key (the README, "Throttle mode"): `startThrottle`, the operation behind
  * `POST /start_throttle`. It verifies the key holder's request, applies the
  * `throttleStarted` event and reports the limits, so it sits above the state and the views;
  * throttle mode itself (profile, overlay, events) is in `throttle.ts`.

@@ -1,5 +1,5 @@
 /**
- * The state and its events: `createLimitsState`, `apply`, `applyAll` (SPEC §2). The rules
+ * The state and its events: `createLimitsState`, `apply`, `applyAll` (the README, "Events"). The rules
  * of the operator's events (limits, account entries, pegged totals) are here; the chain's
  * are in `chain.ts`, throttle mode's and the key registry's in `throttle.ts`.
  *
@@ -217,7 +217,7 @@ function setLimits(d: Draft, input: unknown, path: string): void {
   }
   d.limits = caps;
   for (const [account, entry] of updates) setEntry(d, account, entry);
-  // An operator setting the caps overrides throttle mode (SPEC §3).
+  // An operator setting the caps overrides throttle mode.
   d.throttleInitiator = null;
   d.changed = true;
 }

@@ -1,5 +1,5 @@
 /**
- * Throttle mode (SPEC §3): its profile, the overlay it lays on the configured caps (while
+ * Throttle mode (the README, "Throttle mode"): its profile, the overlay it lays on the configured caps (while
  * active, every view and check sees tightened values; the configured values are never
  * rewritten), and the events of the key registry and of throttle mode. Starting it with a
  * key (`startThrottle`) is in `start.ts`: it applies an event and reports the views, so it
@@ -26,7 +26,7 @@ export const DEFAULT_THROTTLE_PROFILE: ThrottleProfile = {
   rollingWithdrawalCap: 200_000_000n,
 };
 
-/** Validates a throttle profile against the history (SPEC §3). Throws a LimitsError. */
+/** Validates a throttle profile against the history. Throws a LimitsError. */
 export function validateProfile(
   value: unknown,
   historyBlocks: number,
@@ -109,7 +109,7 @@ export function seenEntry(state: LimitsState, entry: Caps | undefined): Caps | u
   return throttledEntry(entry, state.throttleProfile);
 }
 
-// The throttle key registry and throttle mode (SPEC §3).
+// The throttle key registry and throttle mode.
 
 function requireKeyName(value: unknown, path: string): string {
   return requireName(value, path, 'invalid_key_name', 'a key name');

@@ -35,7 +35,7 @@ export interface Limits {
   readonly accountCaps: Readonly<Record<string, AccountLimits>>;
 }
 
-/** The limits that apply to one account, resolved (SPEC §1.2) and with what is left. */
+/** The limits that apply to one account, resolved (the account fallback) and with what is left. */
 export interface EffectiveLimits extends ResolvedCaps {
   readonly account: string;
   /** Whether the account has an entry of its own. */
@@ -136,7 +136,7 @@ export function getAccountLimits(state: LimitsState, account: string): AccountLi
 }
 
 /**
- * The limits that apply to one account with the fallback of SPEC §1.2 resolved, the
+ * The limits that apply to one account with the account fallback resolved, the
  * throttle overlay applied, and what it may still withdraw now. An account without an
  * entry (or an invalid name, which cannot have one) gets the global values.
  *

@@ -1,5 +1,5 @@
 /**
- * The service interface as a pure function (SPEC §4): a request and a state in, a response
+ * The service interface as a pure function (the README, "The service"): a request and a state in, a response
  * and the next state out. No sockets, no clocks: the adapters (`createService`, the Fetch
  * handler, `peg-limits serve`) carry requests to it. The routes themselves are a table
  * (`routes.ts`); this module admits a request against it and answers it.

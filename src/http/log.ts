@@ -1,5 +1,5 @@
 /**
- * The event log a service keeps its accepted changes in (SPEC §7, §8): the contract the
+ * The event log a service keeps its accepted changes in (docs/operating.md, "Reliability", and docs/replicas.md): the contract the
  * data folder and the log on PostgreSQL both keep, the batch codec they share, and the
  * serial queue that orders their work and the service's. Browser-safe: the logs themselves
  * are Node adapters in `peg-limits/server`.

@@ -96,7 +96,7 @@ export interface HandleOptions {
    */
   readonly cors?: '*' | ReadonlyArray<string> | false | undefined;
   /**
-   * Whether the service can take changes now, for `GET /readyz` (SPEC §10); without it the
+   * Whether the service can take changes now, for `GET /readyz`; without it the
    * service is always ready (its state is in memory).
    */
   readonly health?: (() => Readiness) | undefined;
@@ -128,7 +128,7 @@ export interface Route {
    * `public`: anyone may call it, and a page on another origin too (CORS, as configured).
    * `operator`: the bearer token is checked before the body is read; never CORS; the route
    * does not exist (404) when no operator is configured. `ops`: for the operators'
-   * tools (health, metrics): anyone may call it, never CORS (SPEC §10).
+   * tools (health, metrics): anyone may call it, never CORS.
    */
   readonly access: 'public' | 'operator' | 'ops';
   /** The largest body it takes, in bytes; 0 when it reads none (any body is ignored). */

@@ -142,7 +142,7 @@ function auditQuery(
   return { ok: true, after, limit };
 }
 
-/** Every route of the service (SPEC §4), in the order the OpenAPI document lists them. */
+/** Every route of the service (the README's table, "The service"), in the order the OpenAPI document lists them. */
 export const ROUTES: ReadonlyArray<Route> = [
   {
     method: 'GET',

@@ -220,7 +220,7 @@ export function createService(options: ServiceOptions): Service {
     }
   }
 
-  // What reads see changes: tell the watchers (a stream of changes, SPEC §10).
+  // What reads see changes: tell the watchers (`GET /events`).
   const watchers = new Set<(state: LimitsState) => void>();
   function show(state: LimitsState): void {
     if (state === visible) return;

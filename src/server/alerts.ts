@@ -15,7 +15,7 @@
  */
 import { createHash, createHmac } from 'node:crypto';
 import { type EventLog, encodeJson } from 'peg-limits';
-import { readRecord } from './audit.js';
+import { readRecord, recordPosition } from './audit.js';
 import { observeAppends } from './observed-log.js';
 import { redactAlertUrl } from './redact.js';
 
@@ -271,7 +271,7 @@ export function createAlerts(options: AlertOptions, source: AlertSource): Alerts
       }
       // Read up to a record that failed to read: go on after it.
       const last = lines[lines.length - 1]!;
-      const position = Number(/^\{"position":(\d+),/.exec(last)?.[1] ?? cursor);
+      const position = recordPosition(last);
       if (position > cursor) cursor = position;
     }
   }

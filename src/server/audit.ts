@@ -47,13 +47,21 @@ export interface AuditRecord {
 
 const HASH_TAIL = /,"hash":"([0-9a-f]{64})"\}$/;
 
+/** A record's position, read from the start of its line (written first); 0 for no record. */
+export function recordPosition(line: string): number {
+  const m = /^\{"position":(\d+),/.exec(line);
+  return m === null ? 0 : Number(m[1]);
+}
+
 function sha256(text: string): string {
   return createHash('sha256').update(text).digest('hex');
 }
 
-// What became of pending changes inside a batch (computed again from the batch, only when
-// the list of pending changes moved: most batches cost one compare).
-function settledIn(
+/**
+ * What became of pending changes inside a batch (computed again from the batch, only when
+ * the list of pending changes moved: most batches cost one compare).
+ */
+export function settledIn(
   base: LimitsState,
   next: LimitsState,
   events: ReadonlyArray<LimitsEvent>,

@@ -4,7 +4,8 @@
  * change settles inside another batch (a block, an approval, a throttle start), so the log
  * line is how an operator learns that a change was dropped. Node-only.
  */
-import { applyAll, type EventLog, encodeJson, pendingChanges } from 'peg-limits';
+import { type EventLog, encodeJson, pendingChanges } from 'peg-limits';
+import { settledIn } from './audit.js';
 import { type DurableBatch, observeAppends } from './observed-log.js';
 
 /** The lines one durable batch gives (none when no pending change was touched). */
@@ -28,17 +29,13 @@ export function changeLines(batch: DurableBatch): string[] {
       `change ${c.id} proposed by ${c.proposedBy} at position ${batch.position}: applies ${when.join(' or ')}: ${encodeJson(c.events)}`,
     );
   }
-  // What settled is computed again from the batch: only when the list changed.
-  const r = applyAll(batch.base, batch.events);
-  if (r.ok) {
-    for (const s of r.settled) {
-      const what = `change ${s.change.id} (proposed by ${s.change.proposedBy})`;
-      if (s.outcome === 'dropped')
-        lines.push(
-          `warning: ${what} dropped at position ${batch.position}: it no longer applies: ${s.error?.message ?? ''}`,
-        );
-      else lines.push(`${what} ${s.outcome} at position ${batch.position}`);
-    }
+  for (const s of settledIn(batch.base, batch.next, batch.events)) {
+    const what = `change ${s.change.id} (proposed by ${s.change.proposedBy})`;
+    if (s.outcome === 'dropped')
+      lines.push(
+        `warning: ${what} dropped at position ${batch.position}: it no longer applies: ${s.error?.message ?? ''}`,
+      );
+    else lines.push(`${what} ${s.outcome} at position ${batch.position}`);
   }
   return lines;
 }

@@ -8,6 +8,7 @@
  */
 import { mkdir, open, readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { recordPosition } from './audit.js';
 import { eachLine, writeAtomically } from './data-files.js';
 
 /** The archive's folder inside the data folder. */
@@ -117,8 +118,7 @@ export async function* dataTrail(
   let n = 0;
   await eachLine(journal, (text) => {
     n++;
-    if (!text.startsWith('{"position":')) return;
-    const position = Number(/^\{"position":(\d+),/.exec(text)?.[1] ?? 0);
+    const position = recordPosition(text);
     if (position > last) lines.push({ text, where: `${journal}:${n}` });
   });
   for (const line of lines) yield line;

@@ -1,5 +1,5 @@
 /**
- * The files of the data folder's event log (SPEC §7) apart from the journal: the snapshot
+ * The files of the data folder's event log (docs/operating.md, "Reliability") apart from the journal: the snapshot
  * file, written in slices beside the appends and read streaming, and the atomic write, line
  * and range reads it is made of. The log itself is `data-log.ts`. Node-only.
  */
@@ -69,7 +69,7 @@ const SLICE = 2_000;
 const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
 
 /**
- * Writes `state` as the snapshot of batches 1…seq, in slices (SPEC §7): a header line, the
+ * Writes `state` as the snapshot of batches 1…seq, in slices: a header line, the
  * head (everything but the entries and the withdrawals), then the entries and the
  * withdrawals a slice per line, yielding to the event loop between slices, and a last line
  * with their counts. No whole-state object or string is made. Returns the bytes written.

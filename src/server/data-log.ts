@@ -13,7 +13,7 @@ import {
   tryDecodeJson,
 } from 'peg-limits';
 
-import { checkLink, makeRecord, readRecord, ZERO_HASH } from './audit.js';
+import { checkLink, makeRecord, readRecord, recordPosition, ZERO_HASH } from './audit.js';
 import { archive, archivedLines, archiveFiles, lastLineOf } from './data-audit.js';
 import {
   eachLine,
@@ -119,12 +119,6 @@ export interface DataLog extends EventLog {
    * `snapshotEvery` events): before a backup of the folder, say.
    */
   compactions(): Promise<void>;
-}
-
-// A record's position, read from the start of its line (written first).
-function positionOf(line: string): number {
-  const m = /^\{"position":(\d+),/.exec(line);
-  return m === null ? 0 : Number(m[1]);
 }
 
 function journalHeader(after: number): string {
@@ -413,7 +407,7 @@ export async function openDataLog(options: DataLogOptions): Promise<DataLog> {
     archivedUpTo = last;
   }
 
-  // A compaction (SPEC §7). The state is immutable, so the snapshot is written from the
+  // A compaction (docs/operating.md, "Reliability"). The state is immutable, so the snapshot is written from the
   // state of one position while appends go on, in slices; only the journal switch takes a
   // turn among the appends: the lines appended meanwhile move to a fresh journal that starts
   // after the snapshot's position, and the file is swapped atomically.
@@ -519,7 +513,7 @@ export async function openDataLog(options: DataLogOptions): Promise<DataLog> {
       try {
         for await (const { text } of archivedLines(dir, after)) {
           if (out.length >= limit) return out;
-          const position = positionOf(text);
+          const position = recordPosition(text);
           if (position > after && position <= at.journalAfter) out.push(text);
         }
         const bytes = Buffer.alloc(at.end - at.headerBytes);
@@ -527,7 +521,7 @@ export async function openDataLog(options: DataLogOptions): Promise<DataLog> {
         for (const line of bytes.toString('utf8').split('\n')) {
           if (out.length >= limit) break;
           if (!line.startsWith('{')) continue;
-          if (positionOf(line) > after) out.push(line);
+          if (recordPosition(line) > after) out.push(line);
         }
       } finally {
         await at.handle.close();

@@ -1,5 +1,5 @@
 /**
- * The command's log (SPEC §10): plain lines by default, or with `--log-format json` one JSON
+ * The command's log (docs/operating.md, "Operating it"): plain lines by default, or with `--log-format json` one JSON
  * object per line made by `pino` (an optional peer dependency, loaded only then), with
  * `level`, `time`, `msg` and fields. Both go to stderr: stdout's first line stays
  * `listening on URL`. Node-only.

@@ -1,5 +1,5 @@
 /**
- * Prometheus metrics of `peg-limits serve` (SPEC §10), made with `prom-client`, an optional
+ * Prometheus metrics of `peg-limits serve` (docs/operating.md, "Operating it"), made with `prom-client`, an optional
  * peer dependency loaded only here. The limit gauges are read from the state reads see at
  * each scrape, so they always equal what `GET /limits` and `GET /window` answer; the
  * request and persist figures are counted as they happen. Node-only.

@@ -1,5 +1,5 @@
 /**
- * The event log on PostgreSQL (SPEC §8), shared by every replica; it keeps the
+ * The event log on PostgreSQL (docs/replicas.md), shared by every replica; it keeps the
  * {@link EventLog} contract with many writers.
  *
  * One table of batches (`seq bigint primary key`, the exact `encodeJson` text of an accepted

@@ -1,5 +1,5 @@
 /**
- * The tables of the event log on PostgreSQL (SPEC §8): the schema and its version, the
+ * The tables of the event log on PostgreSQL (docs/replicas.md): the schema and its version, the
  * snapshot rows written and read in parts, and the move of a data folder into an empty
  * database. The connection is `pg-connect.ts`; the log itself, its write lock and its
  * followers, is `pg-log.ts`. Node-only.

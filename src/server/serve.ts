@@ -110,7 +110,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     (socket) => !isLingering(socket),
     () => streams.evictOldest(),
   );
-  // Metrics (SPEC §10): on unless turned off, when prom-client is installed.
+  // Metrics (docs/operating.md, "Operating it"): on unless turned off, when prom-client is installed.
   let metrics: ServerMetrics | undefined;
   if (options.metrics !== false) {
     try {
@@ -237,7 +237,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     const maxBody = admitted.maxBody;
     // The metrics' route label: the pattern, never the raw path.
     route = match?.pattern ?? 'none';
-    // Read your writes (SPEC §11): a request that names a log position is answered once
+    // Read your writes (docs/replicas.md): a request that names a log position is answered once
     // this replica shows it, or after MIN_POSITION_WAIT_MS with 503 catching_up. A change
     // needs no wait: it is computed on the newest state of the log.
     const wanted = req.headers['peg-limits-min-position'];

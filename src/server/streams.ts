@@ -1,5 +1,5 @@
 /**
- * `GET /events` (SPEC §10): a Server-Sent Events stream of changes. On connecting, and after
+ * `GET /events` (docs/operating.md, "Operating it"): a Server-Sent Events stream of changes. On connecting, and after
  * every change reads see, one `limits` event whose data is the `GET /limits` body (int64
  * exact) and whose `id` is the log position; `throttleStarted` and `throttleEnded` events
  * (data `{ initiator, position }`) when throttle mode starts or ends; a comment line every
