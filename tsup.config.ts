@@ -1,11 +1,31 @@
-import { defineConfig } from 'tsup';
+import { resolve } from 'node:path';
+import { defineConfig, type Options } from 'tsup';
+
+type Plugin = NonNullable<Options['esbuildPlugins']>[number];
+
+// The adapters import the plumbing from src/internal.ts. In their bundles that import stays
+// an import of the internal entry built beside them (dist/internal.js or .cjs), so that the
+// server, the command and `peg-limits` load one copy of the core.
+const INTERNAL = resolve('src/internal.ts');
+const internalEntry: Plugin = {
+  name: 'internal-entry',
+  setup(build) {
+    const file = build.initialOptions.format === 'cjs' ? './internal.cjs' : './internal.js';
+    build.onResolve({ filter: /internal\.js$/ }, (args) =>
+      resolve(args.resolveDir, args.path.replace(/\.js$/, '.ts')) === INTERNAL
+        ? { path: file, external: true }
+        : undefined,
+    );
+  },
+};
 
 export default defineConfig([
   {
     // The browser-safe core as ES modules, one file a module as in src/: a page's bundler
     // takes only the modules it imports (package.json says "sideEffects": false), so a page
     // that imports the client does not carry the core, the dashboard or the OpenAPI document.
-    entry: ['src/index.ts', 'src/core/**/*.ts', 'src/http/**/*.ts'],
+    // The internal entry re-exports the same modules: one copy of each is ever loaded.
+    entry: ['src/index.ts', 'src/internal.ts', 'src/core/**/*.ts', 'src/http/**/*.ts'],
     outDir: 'dist',
     format: ['esm'],
     bundle: false,
@@ -16,23 +36,37 @@ export default defineConfig([
     platform: 'neutral',
   },
   {
-    // The same entry as one CommonJS file, for require().
-    entry: { index: 'src/index.ts' },
+    // The same two entries as CommonJS, for require(), sharing one chunk of the core.
+    entry: { index: 'src/index.ts', internal: 'src/internal.ts' },
     format: ['cjs'],
+    splitting: true,
     dts: { entry: { index: 'src/index.ts' } },
     sourcemap: true,
     target: 'es2022',
     platform: 'neutral',
   },
   {
-    // The Node-only adapters and the command.
-    entry: { server: 'src/server/index.ts', cli: 'src/cli.ts' },
-    format: ['esm', 'cjs'],
+    // The Node-only adapters as CommonJS, for require().
+    entry: { server: 'src/server/index.ts' },
+    format: ['cjs'],
     dts: { entry: { server: 'src/server/index.ts' } },
     sourcemap: true,
     target: 'node20',
     platform: 'node',
-    // The adapters use the core entry itself, so one copy of the core is loaded.
     external: ['peg-limits'],
+    esbuildPlugins: [internalEntry],
+  },
+  {
+    // The Node-only adapters, the command (an unlisted entry: it may exit the process) and
+    // the binary, as ES modules sharing their chunks.
+    entry: { server: 'src/server/index.ts', command: 'src/command.ts', cli: 'src/cli.ts' },
+    format: ['esm'],
+    dts: { entry: { server: 'src/server/index.ts' } },
+    sourcemap: true,
+    target: 'node20',
+    platform: 'node',
+    // The adapters use the core entry itself, and the internal one, so one copy of the core is loaded.
+    external: ['peg-limits'],
+    esbuildPlugins: [internalEntry],
   },
 ]);

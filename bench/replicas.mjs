@@ -209,7 +209,7 @@ let staleAsked = 0;
 const ROUNDS = Number(process.env.ROUNDS ?? 3);
 // Writes before each measured run: V8 compiles a replica's write path in its first seconds
 // of writes (on threads of its own), and spread over three, three replicas compile it at
-// once inside the run (docs/write-sharing.md, "Warm replicas").
+// once inside the run (docs/notes/write-sharing.md, "Warm replicas").
 const WARM_SECONDS = Number(process.env.WARM_SECONDS ?? 3);
 const CONNECTIONS = Number(process.env.CONNECTIONS ?? 16);
 const OFFERED = Number(process.env.OFFERED ?? 1500);

@@ -7,7 +7,6 @@
 export { type Amount, formatAmount, MAX_AMOUNT, MIN_AMOUNT, parseAmount } from './core/amount.js';
 export { type ChainBounds, checkChainBounds, DEFAULT_CHAIN_BOUNDS } from './core/bounds.js';
 export {
-  CHANGE_EVENT_TYPES,
   checkLooseningPolicy,
   type LooseningPolicy,
   looseningWaits,
@@ -30,8 +29,6 @@ export {
   generateThrottleSecret,
   hashOperatorToken,
   hashThrottleSecret,
-  isTokenHash,
-  MIN_TOKEN_LENGTH,
 } from './core/keys.js';
 export type { Caps, CapsInput, LimitsConfig, ResolvedCaps } from './core/limits.js';
 export {
@@ -40,20 +37,17 @@ export {
   loosenings,
   loosens,
 } from './core/loosening.js';
-export { isScope, SCOPES, type Scope, scopeOf, scopesOf } from './core/scopes.js';
+export { SCOPES, type Scope, scopeOf, scopesOf } from './core/scopes.js';
 export {
   SNAPSHOT_FORMAT,
   SNAPSHOT_VERSION,
   type Snapshot,
-  type SnapshotParts,
-  type SnapshotResult,
   snapshotOf,
-  snapshotParts,
   stateFromSnapshot,
 } from './core/snapshot.js';
-export { type StartThrottleResult, startThrottle } from './core/start.js';
+export { startThrottle, type ThrottleStarted } from './core/start-throttle.js';
 export {
-  type ApplyResult,
+  type Applied,
   apply,
   applyAll,
   createLimitsState,
@@ -82,64 +76,39 @@ export {
   windowOf,
 } from './core/views.js';
 export {
-  type BodyCollector,
-  bodyCollector,
-  declaredTooLarge,
-  payloadTooLarge,
-  readBody,
-} from './http/body.js';
-export {
+  type Answered,
   type CheckAnswer,
-  type ClientResult,
   createLimitsClient,
   type LimitsClient,
   type LimitsClientOptions,
   type Problem,
 } from './http/client.js';
 export { eventFromJson, eventsFromJson } from './http/codec.js';
-export { DASHBOARD_HTML } from './http/dashboard.js';
+export type {
+  Appended,
+  AuditActor,
+  BatchMeta,
+  EventLog,
+  WriteLockFigures,
+} from './http/event-log.js';
 export {
-  admitRequest,
   type HandleOptions,
   type HandleResult,
   type HttpErrorCode,
   type HttpRequest,
   type HttpResponse,
   handleRequest,
-  MAX_EVENTS_BODY,
-  MAX_THROTTLE_BODY,
-  problem,
   type Readiness,
-  type RequestAdmission,
 } from './http/handler.js';
 export { decodeJson, encodeJson, tryDecodeJson } from './http/json.js';
-export {
-  type Appended,
-  type AuditActor,
-  type BatchMeta,
-  decodeBatch,
-  type EventLog,
-  encodeBatch,
-  LogBusy,
-  LogConflict,
-  LogUnavailable,
-  type SerialQueue,
-  serialQueue,
-  type WriteLockFigures,
-} from './http/log.js';
-export type { PathMatch, Route, RouteParams } from './http/messages.js';
 export { openApiDocument } from './http/openapi.js';
-export { ADMIN_OPERATOR, type Operator, validateOperators } from './http/operators.js';
-export { matchPath, ROUTES, routeFor } from './http/routes.js';
+export type { Operator } from './http/operators.js';
 export {
   createFetchHandler,
   createService,
   type FetchHandler,
-  isChange,
-  MAX_PERSIST_ATTEMPTS,
   type Persisted,
   type Refresh,
-  readinessOf,
   type Service,
   type ServiceOptions,
 } from './http/service.js';

@@ -75,12 +75,29 @@ describe('imports only point down', () => {
     }
   });
 
-  test('src/server and the command reach the core only through the package entry', () => {
-    for (const file of [...sources('src/server'), 'src/cli.ts']) {
+  test('src/server and the command reach the core through the package entry and the internal one only', () => {
+    for (const file of [...sources('src/server'), 'src/cli.ts', 'src/command.ts']) {
       for (const spec of importsOf(file)) {
-        if (spec.startsWith('.')) expect(local(file, spec), file).toMatch(/^src\/server\//);
+        if (spec.startsWith('.'))
+          expect(local(file, spec), file).toMatch(/^src\/(server\/|internal\.ts$|command\.ts$)/);
       }
     }
+  });
+
+  test('the internal entry adds to the public one: no name is exported by both', () => {
+    const names = (file: string) =>
+      new Set(
+        [...readFileSync(file, 'utf8').matchAll(/export (?:type )?\{([^}]*)\}/g)].flatMap((m) =>
+          m[1]!
+            .split(',')
+            .map((n) => n.replace(/\btype\b/, '').trim())
+            .filter((n) => n !== ''),
+        ),
+      );
+    const pub = names('src/index.ts');
+    const internal = names('src/internal.ts');
+    expect(internal.size).toBeGreaterThan(10);
+    expect([...internal].filter((n) => pub.has(n))).toEqual([]);
   });
 
   test('the core has no import cycles', () => {

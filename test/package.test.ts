@@ -51,13 +51,110 @@ describe('the packed package', () => {
     expect(out.trim()).toBe('200 {} true');
   });
 
-  test('the server entry shares the core: a state from one is served by the other', () => {
-    const esm = `import { createLimitsState, LimitsError } from 'peg-limits'; import { stateFromConfig } from 'peg-limits/server';
-      try { stateFromConfig({ limits: { pegCap: -1n } }); } catch (e) { console.log(e instanceof LimitsError, e.code); }`;
-    expect(node(['--input-type=module', '-e', esm]).trim()).toBe('true invalid_amount');
-    const cjs = `const { LimitsError } = require('peg-limits'); const { stateFromConfig } = require('peg-limits/server');
-      try { stateFromConfig({ limits: { pegCap: -1n } }); } catch (e) { console.log(e instanceof LimitsError, e.code); }`;
-    expect(node(['-e', cjs]).trim()).toBe('true invalid_amount');
+  test('the server entry shares the core: the adapters carry no copy of it, and one is loaded', () => {
+    const dist = join(project, 'node_modules/peg-limits/dist');
+    const copies = readdirSync(dist).filter(
+      (f) =>
+        /\.c?js$/.test(f) &&
+        /class LimitsError\b|LimitsError = class\b/.test(readFileSync(join(dist, f), 'utf8')),
+    );
+    // The ES modules keep one file a module (dist/core/errors.js); CommonJS has one shared chunk.
+    expect(copies).toHaveLength(1);
+    expect(copies[0]).toMatch(/^chunk-.*\.cjs$/);
+    const esm = `import { createLimitsState, getLimits } from 'peg-limits'; import { openDataLog } from 'peg-limits/server';
+      const log = await openDataLog({ dir: process.argv[1], initial: createLimitsState({ limits: { pegCap: 5n } }) });
+      console.log(String(getLimits(log.state).pegCap)); await log.close();`;
+    expect(node(['--input-type=module', '-e', esm, tempDir()]).trim()).toBe('5');
+    const cjs = `require('peg-limits/server'); require('peg-limits');
+      console.log(Object.keys(require.cache).map((f) => f.replace(/.*\\//, '')).filter((f) => f.endsWith('.cjs')).sort().join(' '));`;
+    expect(node(['-e', cjs]).trim()).toMatch(
+      /^chunk-\S+\.cjs index\.cjs internal\.cjs server\.cjs$/,
+    );
+  });
+
+  // What each entry exports, name by name: anything more is a promise nobody meant to make.
+  const PUBLIC = [
+    'DEFAULT_CHAIN_BOUNDS',
+    'DEFAULT_HISTORY_BLOCKS',
+    'DEFAULT_THROTTLE_PROFILE',
+    'LimitsError',
+    'MAX_AMOUNT',
+    'MIN_AMOUNT',
+    'NO_WAITING',
+    'SCOPES',
+    'SNAPSHOT_FORMAT',
+    'SNAPSHOT_VERSION',
+    'admitDeposits',
+    'admitWithdrawals',
+    'apply',
+    'applyAll',
+    'checkChainBounds',
+    'checkDeposit',
+    'checkLooseningPolicy',
+    'checkWithdrawal',
+    'createFetchHandler',
+    'createLimitsClient',
+    'createLimitsState',
+    'createService',
+    'decodeJson',
+    'effectiveLimits',
+    'encodeJson',
+    'eventFromJson',
+    'eventsFromJson',
+    'formatAmount',
+    'generateOperatorToken',
+    'generateThrottleSecret',
+    'getAccountLimits',
+    'getLimits',
+    'handleRequest',
+    'hashOperatorToken',
+    'hashThrottleSecret',
+    'looseningWaits',
+    'loosenings',
+    'loosens',
+    'openApiDocument',
+    'parseAmount',
+    'pendingChanges',
+    'scopeOf',
+    'scopesOf',
+    'snapshotOf',
+    'startThrottle',
+    'stateFromSnapshot',
+    'tryDecodeJson',
+    'whenAvailable',
+    'windowOf',
+  ];
+  const SERVER = [
+    'DEFAULT_SERVER_LIMITS',
+    'FlushError',
+    'PgLogError',
+    'StoreError',
+    'openDataLog',
+    'openPgLog',
+    'startServer',
+  ];
+
+  test.each([
+    ['peg-limits', PUBLIC],
+    ['peg-limits/server', SERVER],
+  ])('%s exports exactly its listed names, as ESM and as CJS', (entry, names) => {
+    const esm = `const m = await import('${entry}'); console.log(JSON.stringify(Object.keys(m).sort()));`;
+    expect(JSON.parse(node(['--input-type=module', '-e', esm]))).toEqual([...names].sort());
+    const cjs = `console.log(JSON.stringify(Object.keys(require('${entry}')).sort()))`;
+    expect(JSON.parse(node(['-e', cjs]))).toEqual([...names].sort());
+  });
+
+  test.each([
+    'peg-limits/dist/internal.js',
+    'peg-limits/dist/internal.cjs',
+    'peg-limits/dist/command.js',
+    'peg-limits/dist/http/routes.js',
+    'peg-limits/internal',
+  ])('the plumbing cannot be imported: %s', (path) => {
+    const esm = `import('${path}').then(() => console.log('imported'), (e) => console.log(e.code));`;
+    expect(node(['--input-type=module', '-e', esm]).trim()).toBe('ERR_PACKAGE_PATH_NOT_EXPORTED');
+    const cjs = `try { require('${path}'); console.log('required'); } catch (e) { console.log(e.code); }`;
+    expect(node(['-e', cjs]).trim()).toBe('ERR_PACKAGE_PATH_NOT_EXPORTED');
   });
 
   test('ships the OpenAPI document', () => {
@@ -138,7 +235,14 @@ describe('the published types', () => {
   test('declare LimitsState opaque, with none of its internals', () => {
     for (const file of ['index.d.ts', 'index.d.cts']) {
       const dts = readFileSync(join(project, 'node_modules/peg-limits/dist', file), 'utf8');
-      for (const internal of ['HashLog', 'interface Book', 'SumNode', 'Generation', 'PMap', 'Ring'])
+      for (const internal of [
+        'HashLog',
+        'interface Book',
+        'SumNode',
+        'Generation',
+        'PMap',
+        'TreeShape',
+      ])
         expect(dts, `${file}: ${internal}`).not.toContain(internal);
       expect(dts).toMatch(/interface LimitsState \{[^}]*readonly \[opaque\]: 'LimitsState';\s*\}/);
     }

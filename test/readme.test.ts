@@ -7,9 +7,9 @@ import {
   checkWithdrawal,
   createLimitsState,
   getLimits,
-  ROUTES,
   whenAvailable,
 } from '../src/index.js';
+import { ROUTES } from '../src/internal.js';
 import { DEFAULT_SERVER_CONFIG, stateFromConfig } from '../src/server/config.js';
 import { openDataLog } from '../src/server/data-log.js';
 import { type RunningServer, startServer } from '../src/server/serve.js';
@@ -41,6 +41,7 @@ test('the README example gives the results it shows', () => {
     ok: false,
     reason: 'above_per_withdrawal_cap',
     limit: 150_000_000n,
+    availableAt: null,
   });
   expect(whenAvailable(state, { account: 'bob', amount: 150_000_000n })).toBe(870_000);
 });
@@ -70,6 +71,20 @@ describe('the README stays a ten-minute read that matches the code', () => {
 
   test('is at most 300 lines', () => {
     expect(readme.trimEnd().split('\n').length).toBeLessThanOrEqual(300);
+  });
+
+  test('reads in order: install, the example, the two commands, the API, the service, the semantics, performance', () => {
+    const sections = [...readme.matchAll(/^## (.+)$/gm)].map((m) => m[1]);
+    expect(sections).toEqual([
+      'Install',
+      'Example',
+      'The two commands',
+      'API',
+      'The service',
+      'Semantics',
+      'Performance',
+      'More',
+    ]);
   });
 
   test('its error table names every code the library and the service can answer with', () => {

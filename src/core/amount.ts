@@ -14,6 +14,11 @@ export function isInt64(value: unknown): value is bigint {
   return typeof value === 'bigint' && value >= MIN_AMOUNT && value <= MAX_AMOUNT;
 }
 
+/** What is left of `cap` once `used` is taken: never negative. */
+export function roomLeft(cap: Amount, used: Amount): Amount {
+  return cap > used ? cap - used : 0n;
+}
+
 /** Validates a cap or minimum: an int64 bigint ≥ 0. Throws a LimitsError (caught at the boundary). */
 export function requireCap(value: unknown, path: string): Amount {
   if (!isInt64(value) || value < 0n) {

@@ -12,14 +12,15 @@ import {
   type LimitsState,
   NO_BOOK,
 } from './draft.js';
+import { heightsLeaving } from './heights.js';
 import type { Owner } from './pmap.js';
 import { mapDelete, mapGet, mapSet, ownerToken } from './pmap.js';
-import { addAt, clearHeights, type SumNode } from './ring.js';
+import { addAt, clearHeights, type SumNode } from './sum-tree.js';
 import { forEachHeld } from './withdrawals.js';
 
 // Heights that left the history since the book was last clean are cleared from its tree.
 function cleanTree(
-  s: Pick<LimitsState, 'ring' | 'historyBlocks' | 'highestTip'>,
+  s: Pick<LimitsState, 'treeShape' | 'historyBlocks' | 'highestTip'>,
   book: Book,
   owner: Owner,
 ): SumNode {
@@ -27,14 +28,11 @@ function cleanTree(
   const highest = s.highestTip;
   if (upTo === null || highest === null || upTo === highest) return book.tree;
   // A reorganization never lowers the highest tip: only heights below it have left.
-  if (highest - s.historyBlocks >= upTo) return s.ring.empty;
-  return clearHeights(
-    s.ring,
-    book.tree,
-    Math.max(0, upTo - s.historyBlocks + 1),
-    highest - s.historyBlocks,
-    owner,
-  );
+  if (highest - s.historyBlocks >= upTo) return s.treeShape.empty;
+  const leaving = heightsLeaving(s.historyBlocks, upTo, highest);
+  return leaving === undefined
+    ? book.tree
+    : clearHeights(s.treeShape, book.tree, leaving.from, leaving.to, owner);
 }
 
 /** The per-block sums of an account's book, with the heights that left the history cleared. @internal */
@@ -66,14 +64,14 @@ export function ownBook(d: Draft, account: string, book: Book): Book {
   return owned;
 }
 
-// An entry gained its own window: its sums over the retained history must be exact (SPEC
-// §1.2), so the account's held withdrawals are summed once: O(withdrawals held), for this
+// An entry gained its own window: its sums over the retained history must be exact (docs/semantics.md,
+// "Account entries"), so the account's held withdrawals are summed once: O(withdrawals held), for this
 // rare operator event only.
 export function openBook(d: Draft, account: string): void {
-  const book: Book = { tree: d.ring.empty, upTo: d.highestTip, owner: d.owner };
+  const book: Book = { tree: d.treeShape.empty, upTo: d.highestTip, owner: d.owner };
   forEachHeld(d, (w) => {
     if (w.account === account && !w.rejected)
-      book.tree = addAt(d.ring, book.tree, w.height, w.amount, 1, undefined, d.owner);
+      book.tree = addAt(d.treeShape, book.tree, w.height, w.amount, 1, undefined, d.owner);
   });
   d.bookCache ??= new Map();
   d.bookCache.set(account, book);
@@ -89,7 +87,7 @@ export function bookAdd(
   const book = bookOf(d, account);
   if (book === undefined) return;
   const owned = ownBook(d, account, book);
-  owned.tree = addAt(d.ring, owned.tree, height, delta, count, undefined, d.owner);
+  owned.tree = addAt(d.treeShape, owned.tree, height, delta, count, undefined, d.owner);
 }
 
 /** Writes the books a call changed, opened or dropped into the draft's map of books. */

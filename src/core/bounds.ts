@@ -10,7 +10,7 @@
  * like any other, so the state never depends on the bounds in force.
  */
 import type { Height, LimitsState } from './draft.js';
-import { LimitsError } from './errors.js';
+import { LimitsError, type Result } from './errors.js';
 
 /** How far one batch may move the tip. */
 export interface ChainBounds {
@@ -42,7 +42,7 @@ export function checkChainBounds(
   state: LimitsState,
   events: Iterable<{ readonly type: string; readonly height?: unknown }>,
   bounds: ChainBounds = DEFAULT_CHAIN_BOUNDS,
-): { readonly ok: true } | { readonly ok: false; readonly error: LimitsError } {
+): Result<object> {
   let tip: Height | null = state.tip;
   let i = 0;
   for (const event of events) {
@@ -73,6 +73,6 @@ function exceeded(index: number, what: string): { ok: false; error: LimitsError 
   const path = `[${index}].height`;
   return {
     ok: false,
-    error: new LimitsError('chain_bound_exceeded', `event ${index}: ${what}`, path),
+    error: new LimitsError('chain_bound_exceeded', what, path),
   };
 }

@@ -7,28 +7,18 @@ import { requirePositive } from './amount.js';
 import { bookAdd } from './books.js';
 import { type Draft, type Height, NO_BOOK, oldestRetained } from './draft.js';
 import { describe, fail } from './errors.js';
+import { heightsLeaving, requireHeight } from './heights.js';
 import { MAX_NAME_LENGTH, requireAccount } from './limits.js';
-import { addAt, clearHeights, visitHeights } from './ring.js';
+import { addAt, clearHeights, visitHeights } from './sum-tree.js';
 import {
+  findWithdrawal,
   forgetBefore,
-  getWithdrawal,
   putWithdrawal,
   rejectWithdrawal,
   removeWithdrawal,
 } from './withdrawals.js';
 
-function requireHeight(value: unknown, path: string): Height {
-  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 0) {
-    fail(
-      'invalid_height',
-      `expected a block height (a non-negative safe integer), got ${describe(value)}`,
-      path,
-    );
-  }
-  return value;
-}
-
-function requireId(value: unknown, path: string): string {
+export function requireId(value: unknown, path: string): string {
   if (typeof value !== 'string' || value.length === 0 || value.length > MAX_NAME_LENGTH) {
     fail(
       'invalid_withdrawal_id',
@@ -42,13 +32,15 @@ function requireId(value: unknown, path: string): string {
 // Removes every withdrawal at heights from..to (all inside the history) from the id map,
 // the books and the ring: a reorganization, rare and shallow, so one by one.
 function dropHeights(d: Draft, from: Height, to: Height): void {
-  visitHeights(d.ring, d.window, from, to, (id) => {
-    const w = getWithdrawal(d, id);
-    if (w === undefined || w.height < from || w.height > to) return;
-    removeWithdrawal(d, id);
+  visitHeights(d.treeShape, d.historySums, from, to, (id) => {
+    const held = findWithdrawal(d, id);
+    if (held === undefined) return;
+    const w = held.withdrawal;
+    if (w.height < from || w.height > to) return;
+    removeWithdrawal(d, held);
     if (!w.rejected) bookAdd(d, w.account, w.height, -w.amount, -1);
   });
-  d.window = clearHeights(d.ring, d.window, from, to, d.owner);
+  d.historySums = clearHeights(d.treeShape, d.historySums, from, to, d.owner);
   d.changed = true;
 }
 
@@ -56,12 +48,10 @@ function dropHeights(d: Draft, from: Height, to: Height): void {
 // bulk. The index first (it reads their ids in the ring), then the ring clears them as a
 // range; the books clear them when next read or changed.
 function forget(d: Draft, after: Height): void {
-  const before = d.highestTip;
-  forgetBefore(d, after);
-  if (before === null) return;
-  const from = Math.max(0, before - d.historyBlocks + 1);
-  const to = after - d.historyBlocks;
-  if (from <= to) d.window = clearHeights(d.ring, d.window, from, to, d.owner);
+  const leaving = heightsLeaving(d.historyBlocks, d.highestTip, after);
+  forgetBefore(d, after, leaving);
+  if (leaving !== undefined)
+    d.historySums = clearHeights(d.treeShape, d.historySums, leaving.from, leaving.to, d.owner);
 }
 
 export function blockConnected(d: Draft, e: Record<string, unknown>): void {
@@ -106,10 +96,7 @@ export function chainReorganized(d: Draft, e: Record<string, unknown>): void {
 
 export function withdrawalRequested(d: Draft, e: Record<string, unknown>): void {
   const id = requireId(e.id, 'id');
-  // An account this call has looked a book up for has been validated already.
-  const cached = d.bookCache?.get(e.account as string);
-  const account =
-    cached !== undefined ? (e.account as string) : requireAccount(e.account, 'account');
+  const account = requireAccount(e.account, 'account');
   const amount = requirePositive(e.amount, 'amount');
   const height = requireHeight(e.height, 'height');
   if (d.tip === null || height > d.tip) {
@@ -119,8 +106,9 @@ export function withdrawalRequested(d: Draft, e: Record<string, unknown>): void 
       'height',
     );
   }
-  const known = getWithdrawal(d, id);
-  if (known !== undefined) {
+  const held = findWithdrawal(d, id);
+  if (held !== undefined) {
+    const known = held.withdrawal;
     if (known.account === account && known.amount === amount && known.height === height) return;
     fail(
       'duplicate_withdrawal',
@@ -131,24 +119,26 @@ export function withdrawalRequested(d: Draft, e: Record<string, unknown>): void 
   // Older than the retained history: accepted, counted nowhere.
   if (height < oldestRetained(d)) return;
   putWithdrawal(d, { id, account, amount, height, rejected: false });
-  d.window = addAt(d.ring, d.window, height, amount, 1, id, d.owner);
-  if (cached !== NO_BOOK) bookAdd(d, account, height, amount, 1);
+  d.historySums = addAt(d.treeShape, d.historySums, height, amount, 1, id, d.owner);
+  // A book looked up earlier in this call may say the account keeps none.
+  if (d.bookCache?.get(account) !== NO_BOOK) bookAdd(d, account, height, amount, 1);
   d.changed = true;
 }
 
 export function withdrawalRejected(d: Draft, e: Record<string, unknown>): void {
   const id = requireId(e.id, 'id');
-  const w = getWithdrawal(d, id);
-  if (w === undefined) {
+  const held = findWithdrawal(d, id);
+  if (held === undefined) {
     fail(
       'unknown_withdrawal',
       `no withdrawal "${id}" is held (never requested, dropped by a reorganization, or older than the history)`,
       'id',
     );
   }
+  const w = held.withdrawal;
   if (w.rejected) return;
-  rejectWithdrawal(d, w);
-  d.window = addAt(d.ring, d.window, w.height, -w.amount, 0, undefined, d.owner);
+  rejectWithdrawal(d, held);
+  d.historySums = addAt(d.treeShape, d.historySums, w.height, -w.amount, 0, undefined, d.owner);
   bookAdd(d, w.account, w.height, -w.amount, -1);
   d.changed = true;
 }

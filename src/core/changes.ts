@@ -175,11 +175,7 @@ export function changeProposed(d: Draft, e: Record<string, unknown>, batches: Ba
   }
   const trial = batches.trial(d, events);
   if (!trial.ok)
-    throw new LimitsError(
-      trial.error.code,
-      `events: ${trial.error.message}`,
-      `events${trial.error.path ?? ''}`,
-    );
+    throw new LimitsError(trial.error.code, trial.error.message, `events${trial.error.path ?? ''}`);
   if (!loosens(trial.before, trial.after))
     fail(
       'change_loosens_nothing',

@@ -2,10 +2,10 @@
  * Checks: may this withdrawal or deposit go through now (the README, "Checks"), a batch admitted in
  * order, and when a withdrawal would fit. A cap is inclusive: an amount equal to it passes.
  */
-import { type Amount, isInt64 } from './amount.js';
+import { type Amount, isInt64, roomLeft } from './amount.js';
 import { isAccountName } from './limits.js';
-import type { SumNode } from './ring.js';
 import type { LimitsState } from './state.js';
+import type { SumNode } from './sum-tree.js';
 import { seenGlobal } from './throttle.js';
 import { accountPeggedTotal, resolvedCaps } from './views.js';
 import { accountTree, heightWithin, windowSpan, withdrawnIn } from './window.js';
@@ -25,9 +25,10 @@ export type VerdictReason =
 /**
  * A check's answer. When refused, `limit` is the bound the rule would have allowed: the
  * cap, the minimum, or for a window or peg cap the room left (never negative); `null` for a
- * malformed request. A refusal by a window cap (`rolling_cap_exceeded`,
- * `account_rolling_cap_exceeded`) also says when the request would pass: `availableAt`,
- * the {@link whenAvailable} height, or `null` when it never would.
+ * malformed request. `availableAt` says when the request would pass: for a refusal by a
+ * window cap (`rolling_cap_exceeded`, `account_rolling_cap_exceeded`), the
+ * {@link whenAvailable} height; `null` when there is no such height (any other refusal, or a
+ * window refusal that never passes).
  */
 export type Verdict =
   | { readonly ok: true }
@@ -35,7 +36,7 @@ export type Verdict =
       readonly ok: false;
       readonly reason: VerdictReason;
       readonly limit: Amount | null;
-      readonly availableAt?: number | null;
+      readonly availableAt: number | null;
     };
 
 /** A withdrawal or deposit to check: who, and how much in the smallest unit. */
@@ -51,23 +52,19 @@ export interface Admission<R extends TransferRequest> {
     readonly request: R;
     readonly reason: VerdictReason;
     readonly limit: Amount | null;
-    /** For a window cap: when this request would pass after those admitted before it. */
-    readonly availableAt?: number | null;
+    /** For a window cap: when this request would pass after those admitted before it; else `null`. */
+    readonly availableAt: number | null;
   }>;
 }
 
 const OK: Verdict = { ok: true };
 
 function refuse(reason: VerdictReason, limit: Amount | null): Verdict {
-  return { ok: false, reason, limit };
+  return { ok: false, reason, limit, availableAt: null };
 }
 
 function refuseWindow(reason: VerdictReason, limit: Amount, at: number | null): Verdict {
   return { ok: false, reason, limit, availableAt: at };
-}
-
-function room(cap: Amount, used: Amount): Amount {
-  return cap > used ? cap - used : 0n;
 }
 
 function malformed(request: unknown): Verdict | undefined {
@@ -97,7 +94,7 @@ function withdrawalVerdict(
     return refuse('above_per_withdrawal_cap', r.perWithdrawalCap);
   }
   if (r.rollingWithdrawalCap !== null) {
-    const left = room(r.rollingWithdrawalCap, globalUsed + pending.total);
+    const left = roomLeft(r.rollingWithdrawalCap, globalUsed + pending.total);
     if (req.amount > left)
       return refuseWindow('rolling_cap_exceeded', left, availableAt(state, req, pending));
   }
@@ -105,7 +102,7 @@ function withdrawalVerdict(
     const used =
       withdrawnIn(state, accountTree(state, req.account), r.accountRollingWithdrawalBlocks) +
       (pending.byAccount.get(req.account) ?? 0n);
-    const left = room(r.accountRollingWithdrawalCap, used);
+    const left = roomLeft(r.accountRollingWithdrawalCap, used);
     if (req.amount > left)
       return refuseWindow('account_rolling_cap_exceeded', left, availableAt(state, req, pending));
   }
@@ -121,11 +118,11 @@ function depositVerdict(state: LimitsState, req: TransferRequest, pending: Pendi
   if (r.perDepositCap !== null && req.amount > r.perDepositCap)
     return refuse('above_per_deposit_cap', r.perDepositCap);
   if (r.pegCap !== null) {
-    const left = room(r.pegCap, state.peggedTotal + pending.total);
+    const left = roomLeft(r.pegCap, state.peggedTotal + pending.total);
     if (req.amount > left) return refuse('peg_cap_exceeded', left);
   }
   if (r.accountPegCap !== null) {
-    const left = room(
+    const left = roomLeft(
       r.accountPegCap,
       accountPeggedTotal(state, req.account) + (pending.byAccount.get(req.account) ?? 0n),
     );
@@ -136,7 +133,7 @@ function depositVerdict(state: LimitsState, req: TransferRequest, pending: Pendi
 
 function globalWithdrawn(state: LimitsState): Amount {
   const blocks = seenGlobal(state).rollingWithdrawalBlocks;
-  return blocks === null ? 0n : withdrawnIn(state, state.window, blocks);
+  return blocks === null ? 0n : withdrawnIn(state, state.historySums, blocks);
 }
 
 function isIterable(value: unknown): value is Iterable<unknown> {
@@ -157,7 +154,7 @@ function admit<R extends TransferRequest>(
     request: R;
     reason: VerdictReason;
     limit: Amount | null;
-    availableAt?: number | null;
+    availableAt: number | null;
   }> = [];
   // Checks never throw on data: what cannot be iterated holds no request, so admits nothing.
   if (!isIterable(requests)) return { admitted, refused };
@@ -168,11 +165,7 @@ function admit<R extends TransferRequest>(
       pending.total += req.amount;
       pending.byAccount.set(req.account, (pending.byAccount.get(req.account) ?? 0n) + req.amount);
     } else {
-      refused.push(
-        v.availableAt === undefined
-          ? { request: req, reason: v.reason, limit: v.limit }
-          : { request: req, reason: v.reason, limit: v.limit, availableAt: v.availableAt },
-      );
+      refused.push({ request: req, reason: v.reason, limit: v.limit, availableAt: v.availableAt });
     }
   }
   return { admitted, refused };
@@ -273,7 +266,7 @@ function availableAt(
   if (r.perWithdrawalCap !== null && amount > r.perWithdrawalCap) return null;
   let height = state.tip;
   const windows: Array<[Amount | null, Amount | null, SumNode | undefined, Amount]> = [
-    [r.rollingWithdrawalBlocks, r.rollingWithdrawalCap, state.window, pending.total],
+    [r.rollingWithdrawalBlocks, r.rollingWithdrawalCap, state.historySums, pending.total],
     [
       r.accountRollingWithdrawalBlocks,
       r.accountRollingWithdrawalCap,

@@ -8,7 +8,7 @@ import type { Amount } from './amount.js';
 import type { Height, PendingChange, SettledChange } from './events.js';
 import type { Caps } from './limits.js';
 import { type Owner, ownerToken, type PMap } from './pmap.js';
-import type { Ring, SumNode } from './ring.js';
+import type { SumNode, TreeShape } from './sum-tree.js';
 
 export type { Height } from './events.js';
 
@@ -66,9 +66,9 @@ export interface LimitsState {
   /** @internal The throttle key registry. */
   readonly throttleKeys: PMap<ThrottleKey>;
   /** @internal The ring of per-block sums of all accounts, with the ids listed per height. */
-  readonly ring: Ring;
+  readonly treeShape: TreeShape;
   /** @internal */
-  readonly window: SumNode;
+  readonly historySums: SumNode;
   /**
    * @internal The withdrawals held, by id, in generations, youngest first: a generation takes
    * the withdrawals requested while it is the youngest, and is dropped whole once all of them
@@ -137,11 +137,6 @@ export type Draft = { -readonly [K in keyof StateFields]: StateFields[K] } & {
    * object) does not change.
    */
   homes: Map<string, Height> | undefined;
-  /**
-   * Where the last successful `findWithdrawal` found its withdrawal: the generation holding
-   * it (by the tip it was opened at), or undefined when it was in the pending map.
-   */
-  foundHome: Height | undefined;
   /** Generations this call made (no other state shares them): new withdrawals may go there. */
   fresh: Set<Generation> | undefined;
   /** Books looked up or changed during this call (NO_BOOK: none; DROPPED_BOOK: removed). */
@@ -158,35 +153,44 @@ export const NO_BOOK = Symbol('no book');
 
 export const DROPPED_BOOK = Symbol('dropped book');
 
-// Written out field by field: a spread with extra fields is several times slower here.
-export function draftOf(state: LimitsState, single = false): Draft {
+/**
+ * A copy of every field of a state: the one place that lists them, so a field added to
+ * {@link LimitsState} and not here does not compile. Written out field by field: a spread is
+ * several times slower here, and this runs on every `apply`.
+ */
+export function stateFieldsOf(s: StateFields): StateFields {
   return {
-    historyBlocks: state.historyBlocks,
-    tip: state.tip,
-    highestTip: state.highestTip,
-    limits: state.limits,
-    entries: state.entries,
-    peggedTotal: state.peggedTotal,
-    throttleProfile: state.throttleProfile,
-    throttleInitiator: state.throttleInitiator,
-    throttleKeys: state.throttleKeys,
-    ring: state.ring,
-    window: state.window,
-    generations: state.generations,
-    books: state.books,
-    accountPegged: state.accountPegged,
-    changes: state.changes,
-    nextChangeId: state.nextChangeId,
-    gensOwned: false,
-    pending: undefined,
-    homes: undefined,
-    foundHome: undefined,
-    fresh: undefined,
-    bookCache: undefined,
-    settled: undefined,
-    owner: ownerToken(single),
-    changed: false,
+    historyBlocks: s.historyBlocks,
+    tip: s.tip,
+    highestTip: s.highestTip,
+    limits: s.limits,
+    entries: s.entries,
+    peggedTotal: s.peggedTotal,
+    throttleProfile: s.throttleProfile,
+    throttleInitiator: s.throttleInitiator,
+    throttleKeys: s.throttleKeys,
+    treeShape: s.treeShape,
+    historySums: s.historySums,
+    generations: s.generations,
+    books: s.books,
+    accountPegged: s.accountPegged,
+    changes: s.changes,
+    nextChangeId: s.nextChangeId,
   };
+}
+
+/** A draft of `state`: its fields, and this call's own bookkeeping, empty. */
+export function draftOf(state: LimitsState, single = false): Draft {
+  const d = stateFieldsOf(state) as Draft;
+  d.gensOwned = false;
+  d.pending = undefined;
+  d.homes = undefined;
+  d.fresh = undefined;
+  d.bookCache = undefined;
+  d.settled = undefined;
+  d.owner = ownerToken(single);
+  d.changed = false;
+  return d;
 }
 
 /** The oldest height whose data the state still holds (0 before the history fills up). @internal */

@@ -39,8 +39,10 @@ export type LimitsErrorCode =
   | 'change_not_found';
 
 /**
- * An error with a stable snake_case `code`, a message that says what was wrong and where,
- * and the `path` of the field at fault when there is one.
+ * An error with a stable snake_case `code`, a `message` that says what was wrong, and the
+ * `path` of the field at fault when there is one. The three are kept apart: the message
+ * never repeats the path, and an error of a batch carries the event's index in its path
+ * (`[3].amount`), never in its message.
  *
  * Returned as data by everything that takes outside input; thrown only by
  * {@link createLimitsState} for bad options (a programmer error at set-up).
@@ -65,10 +67,21 @@ export class LimitsError extends Error {
   }
 }
 
-/** A result that is either a value or a {@link LimitsError}. */
-export type Result<T> =
+/**
+ * What every operation that can fail on outside input returns: `{ ok: true, …fields }` or
+ * `{ ok: false, error }`. The error is a {@link LimitsError}, except for the HTTP client,
+ * whose error is the service's problem object (`Problem`: `code`, `message`, `path` too).
+ *
+ * @example
+ * ```ts
+ * const r = applyAll(state, events); // Result<Applied>
+ * if (r.ok) state = r.state;
+ * else console.error(r.error.code, r.error.path, r.error.message);
+ * ```
+ */
+export type Result<T extends object, E = LimitsError> =
   | ({ readonly ok: true } & T)
-  | { readonly ok: false; readonly error: LimitsError };
+  | { readonly ok: false; readonly error: E };
 
 /** Joins a field name onto a dotted path. */
 export function joinPath(base: string | undefined, key: string): string {
@@ -80,7 +93,22 @@ export function joinPath(base: string | undefined, key: string): string {
  * `{ ok: false, error }` result. Never escapes a public function.
  */
 export function fail(code: LimitsErrorCode, message: string, path?: string): never {
-  throw new LimitsError(code, path === undefined ? message : `${path}: ${message}`, path);
+  throw new LimitsError(code, message, path);
+}
+
+/**
+ * The error as one line of text for a person, its place first: `event 3: amount: expected…`
+ * for a batch's event, `limits.pegCap: expected…` for a field, the message alone without a
+ * path. How the service words its problem answers and the command its errors. @internal
+ */
+export function located(error: LimitsError): string {
+  const path = error.path;
+  if (path === undefined || path === '') return error.message;
+  const event = /^\[(\d+)\]\.?(.*)$/.exec(path);
+  if (event === null) return `${path}: ${error.message}`;
+  return event[2] === ''
+    ? `event ${event[1]}: ${error.message}`
+    : `event ${event[1]}: ${event[2]}: ${error.message}`;
 }
 
 /** Describes a value for an error message without risking a throw. */

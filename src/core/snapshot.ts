@@ -3,12 +3,16 @@
  * the state knows and nothing of how it got there, so its size follows the retained
  * history, never the number of events seen.
  */
-import type { Amount } from './amount.js';
+
+import { type Amount, requireCap, requirePositive } from './amount.js';
+import { requireId } from './chain.js';
 import { restoreChange } from './changes.js';
-import { asState, type StateFields } from './draft.js';
-import { describe, joinPath, LimitsError } from './errors.js';
+import { asState, stateFieldsOf } from './draft.js';
+import { describe, joinPath, LimitsError, type Result } from './errors.js';
 import type { PendingChange } from './events.js';
-import { CAP_FIELDS, type Caps, isRecord, rejectUnknownFields } from './limits.js';
+import { heightFromJson, requireHeight } from './heights.js';
+import { isSecretHash } from './keys.js';
+import { CAP_FIELDS, type Caps, isRecord, rejectUnknownFields, requireAccount } from './limits.js';
 import { mapForEach, mapWalk } from './pmap.js';
 import {
   applyAll,
@@ -20,6 +24,7 @@ import {
   type ThrottleProfile,
   type Withdrawal,
 } from './state.js';
+import { requireKeyName } from './throttle.js';
 import { forEachWithdrawal, withdrawalWalk } from './withdrawals.js';
 
 /** The `format` every snapshot carries. */
@@ -216,11 +221,6 @@ function snapshotHead(state: LimitsState): Snapshot {
   };
 }
 
-/** The result of {@link stateFromSnapshot}. */
-export type SnapshotResult =
-  | { readonly ok: true; readonly state: LimitsState }
-  | { readonly ok: false; readonly error: LimitsError };
-
 // Thrown inside stateFromSnapshot, caught at its boundary.
 class Invalid extends Error {
   constructor(
@@ -242,12 +242,7 @@ function record(
 ): Record<string, unknown> {
   if (!isRecord(value)) invalid(path, `expected an object, got ${describe(value)}`);
   if (fields !== undefined) {
-    try {
-      rejectUnknownFields(value, fields, path);
-    } catch (e) {
-      if (e instanceof LimitsError) invalid(e.path ?? path, e.message.replace(/^[^:]*: /, ''));
-      throw e;
-    }
+    checked(() => rejectUnknownFields(value, fields, path), path);
     for (const f of fields) if (!(f in value)) invalid(joinPath(path, f), 'missing');
   }
   return value as Record<string, unknown>;
@@ -258,15 +253,20 @@ function list(value: unknown, path: string): ReadonlyArray<unknown> {
   return value;
 }
 
+// A field read by the core's own rule, its error put at the snapshot's path: the rule's
+// LimitsError carries the path and the reason apart, so nothing is read out of a message.
+function checked<T>(read: () => T, path: string): T {
+  try {
+    return read();
+  } catch (e) {
+    if (e instanceof LimitsError) invalid(e.path ?? path, e.message);
+    throw e;
+  }
+}
+
 // Heights are numbers in a state and may be bigints after decodeJson.
 function height(value: unknown, path: string): Height {
-  const n =
-    typeof value === 'bigint' && value >= 0n && value <= BigInt(Number.MAX_SAFE_INTEGER)
-      ? Number(value)
-      : value;
-  if (typeof n !== 'number' || !Number.isSafeInteger(n) || n < 0)
-    invalid(path, `expected a block height (a non-negative safe integer), got ${describe(value)}`);
-  return n;
+  return checked(() => requireHeight(heightFromJson(value), path), path);
 }
 
 function nullable<T>(value: unknown, read: (v: unknown) => T): T | null {
@@ -288,26 +288,19 @@ function nullable<T>(value: unknown, read: (v: unknown) => T): T | null {
  * if (!r.ok) console.error(r.error.code, r.error.path); // 'invalid_snapshot' 'withdrawals[3].amount'
  * ```
  */
-export function stateFromSnapshot(value: unknown): SnapshotResult {
+export function stateFromSnapshot(value: unknown): Result<{ readonly state: LimitsState }> {
   try {
     return { ok: true, state: restore(value) };
   } catch (e) {
     const error =
       e instanceof Invalid
-        ? new LimitsError('invalid_snapshot', `invalid snapshot: ${e.at}: ${e.reason}`, e.at)
+        ? new LimitsError('invalid_snapshot', e.reason, e.at)
         : new LimitsError(
             'invalid_snapshot',
-            `invalid snapshot: ${e instanceof Error ? e.message : String(e)}`,
+            `the snapshot could not be read: ${e instanceof Error ? e.message : String(e)}`,
           );
     return { ok: false, error };
   }
-}
-
-// The message of a LimitsError without the path prefix `fail` puts in front of it.
-function reasonOf(e: LimitsError): string {
-  return e.path !== undefined && e.message.startsWith(`${e.path}: `)
-    ? e.message.slice(e.path.length + 2)
-    : e.message;
 }
 
 function restore(value: unknown): LimitsState {
@@ -344,7 +337,7 @@ function restore(value: unknown): LimitsState {
   } catch (e) {
     if (!(e instanceof LimitsError)) throw e;
     const path = (e.path ?? '').replace(/^limits\.accountCaps\./, 'accountCaps.');
-    invalid(path, reasonOf(e));
+    invalid(path, e.message);
   }
 
   const tip = nullable(s.tip, (v) => height(v, 'tip'));
@@ -355,8 +348,9 @@ function restore(value: unknown): LimitsState {
     invalid('tip', `the tip ${tip} is above the highest tip ${highestTip}`);
   const oldest = highestTip === null ? 0 : Math.max(0, highestTip - historyBlocks + 1);
 
-  // The rest is replayed as events, so the state's own rules check it; each event carries
-  // the snapshot path its fields come from.
+  // Each field is checked where it stands, by the rule its event would apply; the rest is
+  // replayed as events, so the state's own rules check what spans entries (a key named
+  // twice, an initiator), each event carrying the snapshot path it comes from.
   const events: LimitsEvent[] = [];
   const paths: string[] = [];
   const push = (event: LimitsEvent, path: string) => {
@@ -375,48 +369,47 @@ function restore(value: unknown): LimitsState {
       invalid(`${at}.height`, `height ${h} is older than the retained history (${oldest}…)`);
     if (typeof w.rejected !== 'boolean')
       invalid(`${at}.rejected`, `expected true or false, got ${describe(w.rejected)}`);
-    if (typeof w.id === 'string') {
-      if (ids.has(w.id)) invalid(`${at}.id`, `the id ${JSON.stringify(w.id)} appears twice`);
-      ids.add(w.id);
-    }
-    push(
-      {
-        type: 'withdrawalRequested',
-        id: w.id as string,
-        account: w.account as string,
-        amount: w.amount as Amount,
-        height: h,
-      },
-      at,
-    );
-    if (w.rejected) push({ type: 'withdrawalRejected', id: w.id as string }, at);
+    const id = checked(() => requireId(w.id, `${at}.id`), `${at}.id`);
+    if (ids.has(id)) invalid(`${at}.id`, `the id ${JSON.stringify(id)} appears twice`);
+    ids.add(id);
+    const account = checked(() => requireAccount(w.account, `${at}.account`), `${at}.account`);
+    const amount = checked(() => requirePositive(w.amount, `${at}.amount`), `${at}.amount`);
+    push({ type: 'withdrawalRequested', id, account, amount, height: h }, at);
+    if (w.rejected) push({ type: 'withdrawalRejected', id }, at);
   }
   if (tip !== null && highestTip !== null && tip < highestTip)
     push({ type: 'chainReorganized', height: tip }, 'tip');
-  push({ type: 'peggedTotalObserved', total: s.peggedTotal as Amount }, 'peggedTotal');
+  const peggedTotal = checked(() => requireCap(s.peggedTotal, 'peggedTotal'), 'peggedTotal');
+  push({ type: 'peggedTotalObserved', total: peggedTotal }, 'peggedTotal');
   for (const [name, total] of Object.entries(
     record(s.accountPeggedTotals, 'accountPeggedTotals'),
   )) {
     const at = joinPath('accountPeggedTotals', name);
-    if (total === 0n) invalid(at, 'a total of 0 is left out');
+    checked(() => requireAccount(name, at), at);
+    if (checked(() => requireCap(total, at), at) === 0n) invalid(at, 'a total of 0 is left out');
     push({ type: 'peggedTotalObserved', account: name, total: total as Amount }, at);
   }
   for (const [i, item] of list(s.throttleKeys, 'throttleKeys').entries()) {
     const at = `throttleKeys[${i}]`;
     const k = record(item, at, KEY_FIELDS);
+    const name = checked(() => requireKeyName(k.name, `${at}.name`), `${at}.name`);
+    if (!isSecretHash(k.secretHash))
+      invalid(
+        `${at}.secretHash`,
+        'expected a secret hash made by hashThrottleSecret (sha256:<salt>:<digest>)',
+      );
     if (typeof k.revoked !== 'boolean')
       invalid(`${at}.revoked`, `expected true or false, got ${describe(k.revoked)}`);
-    push(
-      { type: 'throttleKeyAdded', name: k.name as string, secretHash: k.secretHash as string },
-      at,
-    );
-    if (k.revoked) push({ type: 'throttleKeyRevoked', name: k.name as string }, at);
+    push({ type: 'throttleKeyAdded', name, secretHash: k.secretHash }, at);
+    if (k.revoked) push({ type: 'throttleKeyRevoked', name }, at);
   }
-  if (s.throttleInitiator !== null)
-    push(
-      { type: 'throttleStarted', initiator: s.throttleInitiator as string },
+  if (s.throttleInitiator !== null) {
+    const initiator = checked(
+      () => requireKeyName(s.throttleInitiator, 'throttleInitiator'),
       'throttleInitiator',
     );
+    push({ type: 'throttleStarted', initiator }, 'throttleInitiator');
+  }
 
   const r = applyAll(state, events);
   if (r.ok) return withChanges(r.state, s, version === 1);
@@ -426,10 +419,7 @@ function restore(value: unknown): LimitsState {
   // Where the event stands for one snapshot field, that field is at fault; where it stands
   // for a snapshot entry (a withdrawal, a key), the entry's field of the same name.
   const path = field === undefined || !/\]$/.test(base) ? base : `${base}.${field}`;
-  let reason = r.error.message.replace(/^event \d+: /, '');
-  if (field !== undefined && reason.startsWith(`${field}: `))
-    reason = reason.slice(field.length + 2);
-  invalid(path, reason);
+  invalid(path, r.error.message);
 }
 
 // The pending changes, put in place once the rest is restored (they are not replayed: the
@@ -447,7 +437,7 @@ function withChanges(state: LimitsState, s: Record<string, unknown>, v1: boolean
     } catch (e) {
       if (!(e instanceof LimitsError)) throw e;
       const path = e.path === undefined || e.path === '' ? at : `${at}.${e.path}`;
-      invalid(path, reasonOf(e));
+      invalid(path, e.message);
     }
     const last = changes[changes.length - 1];
     if (last !== undefined && change.id <= last.id)
@@ -456,5 +446,5 @@ function withChanges(state: LimitsState, s: Record<string, unknown>, v1: boolean
       invalid(`${at}.id`, `the id ${change.id} is not below nextChangeId ${next}`);
     changes.push(change);
   }
-  return asState({ ...(state as StateFields), changes, nextChangeId: next });
+  return asState({ ...stateFieldsOf(state), changes, nextChangeId: next });
 }

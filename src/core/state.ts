@@ -30,9 +30,10 @@ import {
   type Draft,
   draftOf,
   type LimitsState,
+  stateFieldsOf,
   type ThrottleProfile,
 } from './draft.js';
-import { describe, fail, joinPath, LimitsError } from './errors.js';
+import { describe, fail, joinPath, LimitsError, type Result } from './errors.js';
 import type { LimitsEvent, SettledChange } from './events.js';
 import {
   accountCapsEntries,
@@ -45,7 +46,7 @@ import {
   validateCaps,
 } from './limits.js';
 import { emptyMap, mapDelete, mapGet, mapSet } from './pmap.js';
-import { ringOf } from './ring.js';
+import { treeShapeOf } from './sum-tree.js';
 import {
   DEFAULT_THROTTLE_PROFILE,
   throttleEnded,
@@ -63,15 +64,13 @@ export { DEFAULT_THROTTLE_PROFILE } from './throttle.js';
 /** The default number of blocks of retained history (two weeks of Bitcoin blocks). */
 export const DEFAULT_HISTORY_BLOCKS = 2016;
 
-/** The result of {@link apply} and {@link applyAll}. */
-export type ApplyResult =
-  | {
-      readonly ok: true;
-      readonly state: LimitsState;
-      /** What became of pending changes on the way (applied, dropped, cancelled), in order. */
-      readonly settled: ReadonlyArray<SettledChange>;
-    }
-  | { readonly ok: false; readonly error: LimitsError };
+/** What {@link apply} and {@link applyAll} give when the events apply. */
+export interface Applied {
+  /** The state after the events. */
+  readonly state: LimitsState;
+  /** What became of pending changes on the way (applied, dropped, cancelled), in order. */
+  readonly settled: ReadonlyArray<SettledChange>;
+}
 
 /** Options of {@link createLimitsState}. */
 export interface LimitsOptions {
@@ -106,11 +105,11 @@ export function createLimitsState(options: LimitsOptions = {}): LimitsState {
   if (!Number.isSafeInteger(historyBlocks) || historyBlocks < 1 || historyBlocks > 1_000_000) {
     throw new LimitsError(
       'invalid_option',
-      `historyBlocks: expected an integer from 1 to 1000000, got ${describe(historyBlocks)}`,
+      `expected an integer from 1 to 1000000, got ${describe(historyBlocks)}`,
       'historyBlocks',
     );
   }
-  const ring = ringOf(historyBlocks);
+  const treeShape = treeShapeOf(historyBlocks);
   const base = asState({
     historyBlocks,
     tip: null,
@@ -121,8 +120,8 @@ export function createLimitsState(options: LimitsOptions = {}): LimitsState {
     throttleProfile: DEFAULT_THROTTLE_PROFILE,
     throttleInitiator: null,
     throttleKeys: emptyMap(),
-    ring,
-    window: ring.empty,
+    treeShape,
+    historySums: treeShape.empty,
     generations: [
       {
         map: emptyMap(),
@@ -159,24 +158,7 @@ export function createLimitsState(options: LimitsOptions = {}): LimitsState {
 function freeze(d: Draft): LimitsState {
   flushWithdrawals(d);
   if (d.bookCache !== undefined) flushBooks(d, d.bookCache);
-  return asState({
-    historyBlocks: d.historyBlocks,
-    tip: d.tip,
-    highestTip: d.highestTip,
-    limits: d.limits,
-    entries: d.entries,
-    peggedTotal: d.peggedTotal,
-    throttleProfile: d.throttleProfile,
-    throttleInitiator: d.throttleInitiator,
-    throttleKeys: d.throttleKeys,
-    ring: d.ring,
-    window: d.window,
-    generations: d.generations,
-    books: d.books,
-    accountPegged: d.accountPegged,
-    changes: d.changes,
-    nextChangeId: d.nextChangeId,
-  });
+  return asState(stateFieldsOf(d));
 }
 
 // Makes the draft afresh from `state`, with a new owner token: nothing the draft made so far
@@ -311,11 +293,12 @@ function step(d: Draft, value: unknown): void {
 }
 
 function withIndex(error: LimitsError, index: number): LimitsError {
-  const path = error.path === undefined ? `[${index}]` : `[${index}].${error.path}`;
-  return new LimitsError(error.code, `event ${index}: ${error.message}`, path);
+  const path =
+    error.path === undefined || error.path === '' ? `[${index}]` : `[${index}].${error.path}`;
+  return new LimitsError(error.code, error.message, path);
 }
 
-function run(state: LimitsState, events: Iterable<unknown>, indexed: boolean): ApplyResult {
+function run(state: LimitsState, events: Iterable<unknown>, indexed: boolean): Result<Applied> {
   const d = draftOf(state, !indexed);
   let index = 0;
   try {
@@ -356,7 +339,7 @@ const NOTHING_SETTLED: ReadonlyArray<SettledChange> = [];
  * if (r.ok) state = r.state; else console.error(r.error.code, r.error.message);
  * ```
  */
-export function apply(state: LimitsState, event: LimitsEvent): ApplyResult {
+export function apply(state: LimitsState, event: LimitsEvent): Result<Applied> {
   return run(state, [event], false);
 }
 
@@ -374,6 +357,6 @@ export function apply(state: LimitsState, event: LimitsEvent): ApplyResult {
  * ]);
  * ```
  */
-export function applyAll(state: LimitsState, events: Iterable<LimitsEvent>): ApplyResult {
+export function applyAll(state: LimitsState, events: Iterable<LimitsEvent>): Result<Applied> {
   return run(state, events, true);
 }

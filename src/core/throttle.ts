@@ -2,7 +2,7 @@
  * Throttle mode (the README, "Throttle mode"): its profile, the overlay it lays on the configured caps (while
  * active, every view and check sees tightened values; the configured values are never
  * rewritten), and the events of the key registry and of throttle mode. Starting it with a
- * key (`startThrottle`) is in `start.ts`: it applies an event and reports the views, so it
+ * key (`startThrottle`) is in `start-throttle.ts`: it applies an event and reports the views, so it
  * sits above the state and the views, which both need what is here.
  */
 import { type Amount, requireCap } from './amount.js';
@@ -111,7 +111,7 @@ export function seenEntry(state: LimitsState, entry: Caps | undefined): Caps | u
 
 // The throttle key registry and throttle mode.
 
-function requireKeyName(value: unknown, path: string): string {
+export function requireKeyName(value: unknown, path: string): string {
   return requireName(value, path, 'invalid_key_name', 'a key name');
 }
 

@@ -2,11 +2,11 @@
  * The views: what `GET /limits` and `GET /limits/{account}` report, and the resolved
  * limits of one account. Reporting never fails: before any block, nothing is withdrawn.
  */
-import type { Amount } from './amount.js';
+import { type Amount, roomLeft } from './amount.js';
 import { type Caps, isAccountName, type ResolvedCaps, resolveCaps } from './limits.js';
 import { mapForEach, mapGet } from './pmap.js';
-import { forEachSum, type SumNode } from './ring.js';
 import type { LimitsState, PendingChange } from './state.js';
+import { forEachSum, type SumNode } from './sum-tree.js';
 import { seenEntry, seenGlobal } from './throttle.js';
 import { accountTree, windowSpan, withdrawnIn } from './window.js';
 
@@ -61,10 +61,6 @@ export function accountPeggedTotal(state: LimitsState, account: string): Amount 
   return isAccountName(account) ? (mapGet(state.accountPegged, account) ?? 0n) : 0n;
 }
 
-function remaining(cap: Amount, withdrawn: Amount): Amount {
-  return cap > withdrawn ? cap - withdrawn : 0n;
-}
-
 function accountView(caps: Caps, initiator: string | null): AccountLimits {
   return {
     pegCap: caps.pegCap,
@@ -106,7 +102,7 @@ export function getLimits(state: LimitsState): Limits {
     availableToWithdraw:
       blocks === null || cap === null
         ? null
-        : remaining(cap, withdrawnIn(state, state.window, blocks)),
+        : roomLeft(cap, withdrawnIn(state, state.historySums, blocks)),
     pegCap: caps.pegCap,
     perDepositCap: caps.perDepositCap,
     perDepositMinimum: caps.perDepositMinimum,
@@ -152,16 +148,16 @@ export function effectiveLimits(state: LimitsState, account: string): EffectiveL
   const resolved = resolveCaps(seenGlobal(state), seenEntry(state, rawEntry));
   let available: Amount | null = null;
   if (resolved.rollingWithdrawalBlocks !== null && resolved.rollingWithdrawalCap !== null) {
-    available = remaining(
+    available = roomLeft(
       resolved.rollingWithdrawalCap,
-      withdrawnIn(state, state.window, resolved.rollingWithdrawalBlocks),
+      withdrawnIn(state, state.historySums, resolved.rollingWithdrawalBlocks),
     );
   }
   if (
     resolved.accountRollingWithdrawalBlocks !== null &&
     resolved.accountRollingWithdrawalCap !== null
   ) {
-    const own = remaining(
+    const own = roomLeft(
       resolved.accountRollingWithdrawalCap,
       withdrawnIn(state, accountTree(state, account), resolved.accountRollingWithdrawalBlocks),
     );
@@ -231,7 +227,7 @@ export function windowOf(state: LimitsState, account?: string): WindowView | und
     const caps = seenGlobal(state);
     blocks = caps.rollingWithdrawalBlocks;
     cap = caps.rollingWithdrawalCap;
-    tree = state.window;
+    tree = state.historySums;
   } else {
     const r = resolvedCaps(state, account);
     blocks = r.accountRollingWithdrawalBlocks;
@@ -248,7 +244,7 @@ export function windowOf(state: LimitsState, account?: string): WindowView | und
     from = state.tip - Number(blocks) + 1;
     const span = windowSpan(state, blocks);
     if (span !== undefined && tree !== undefined) {
-      forEachSum(state.ring, tree, span.from, span.to, (height, amount) => {
+      forEachSum(state.treeShape, tree, span.from, span.to, (height, amount) => {
         sums.push({ height, amount });
         withdrawn += amount;
       });
@@ -265,7 +261,7 @@ export function windowOf(state: LimitsState, account?: string): WindowView | und
     from,
     to,
     withdrawn,
-    availableToWithdraw: cap === null ? null : remaining(cap, withdrawn),
+    availableToWithdraw: cap === null ? null : roomLeft(cap, withdrawn),
     sums,
     nextRelease:
       oldest === undefined || release === undefined || release > Number.MAX_SAFE_INTEGER

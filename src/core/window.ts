@@ -1,7 +1,7 @@
 /**
  * The rolling window's arithmetic: which heights a window of `B` blocks at the tip covers
  * (the retained ones), what was withdrawn in it, and from which tip height it has room for
- * an amount. The per-block sums it reads are the ring's (`ring.ts`): the global ones, or an
+ * an amount. The per-block sums it reads are the ring's (`sum-tree.ts`): the global ones, or an
  * account's own book.
  */
 import type { Amount } from './amount.js';
@@ -9,7 +9,7 @@ import { bookTree } from './books.js';
 import { type LimitsState, oldestRetained } from './draft.js';
 import { isAccountName } from './limits.js';
 import { mapGet } from './pmap.js';
-import { firstHeightReaching, type SumNode, sumHeights } from './ring.js';
+import { firstHeightReaching, type SumNode, sumHeights } from './sum-tree.js';
 
 /** The first height of a window of `blocks` at the tip that still has data, and the tip. */
 export function windowSpan(
@@ -25,7 +25,7 @@ export function windowSpan(
 export function withdrawnIn(state: LimitsState, tree: SumNode | undefined, blocks: Amount): Amount {
   const span = windowSpan(state, blocks);
   if (span === undefined || tree === undefined) return 0n;
-  return sumHeights(state.ring, tree, span.from, span.to);
+  return sumHeights(state.treeShape, tree, span.from, span.to);
 }
 
 /**
@@ -41,9 +41,9 @@ export function heightWithin(
   const span = windowSpan(state, blocks);
   if (span === undefined) return undefined;
   if (tree === undefined) return span.to;
-  const need = sumHeights(state.ring, tree, span.from, span.to) - room;
+  const need = sumHeights(state.treeShape, tree, span.from, span.to) - room;
   if (need <= 0n) return span.to;
-  const p = firstHeightReaching(state.ring, tree, span.from, span.to, need);
+  const p = firstHeightReaching(state.treeShape, tree, span.from, span.to, need);
   // p exists: the whole span sums to more than `need`.
   if (p === undefined) return undefined;
   // The window frees up at p + blocks; past the largest safe height no block can reach it.

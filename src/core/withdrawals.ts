@@ -1,6 +1,6 @@
 /**
  * The withdrawal index: the withdrawals a state holds, by id, behind six operations on a
- * draft: {@link getWithdrawal}, {@link putWithdrawal}, {@link rejectWithdrawal},
+ * draft: {@link findWithdrawal}, {@link putWithdrawal}, {@link rejectWithdrawal},
  * {@link removeWithdrawal} (a reorganization), {@link forgetBefore} (the highest tip rises)
  * and {@link flushWithdrawals} (the end of a call). Nothing outside this module sees how it
  * stores them.
@@ -36,7 +36,7 @@ import {
   mapWalk,
   type PMap,
 } from './pmap.js';
-import { visitHeights } from './ring.js';
+import { visitHeights } from './sum-tree.js';
 
 /** How many generations the history is split into: at most 1/GENERATIONS of it lingers. */
 export const GENERATIONS = 8;
@@ -84,17 +84,22 @@ function mayHold(filter: Uint32Array, hash: number): boolean {
 }
 
 /**
- * The withdrawal the draft holds under `id` (inside the history), or `undefined`. Notes
- * where it was found (`d.foundHome`), for a {@link rejectWithdrawal} or
- * {@link removeWithdrawal} of it that follows.
+ * A withdrawal the draft holds, and where: what {@link rejectWithdrawal} and
+ * {@link removeWithdrawal} take, so that neither looks it up again.
  */
-export function getWithdrawal(d: Draft, id: string): Withdrawal | undefined {
+export interface Held {
+  readonly withdrawal: Withdrawal;
+  /** The generation holding it (by the tip it was opened at); undefined: this call's own. */
+  readonly home: Height | undefined;
+}
+
+/** The withdrawal the draft holds under `id` (inside the history), or `undefined`. */
+export function findWithdrawal(d: Draft, id: string): Held | undefined {
   const oldest = oldestRetained(d);
   const p = d.pending?.get(id);
   if (p !== undefined) {
     // Ids are unique among the withdrawals held, so a pending entry decides.
-    d.foundHome = undefined;
-    return p === REMOVED || p.height < oldest ? undefined : p;
+    return p === REMOVED || p.height < oldest ? undefined : { withdrawal: p, home: undefined };
   }
   const gens = d.generations;
   let hash = -1;
@@ -104,10 +109,8 @@ export function getWithdrawal(d: Draft, id: string): Withdrawal | undefined {
     if (hash < 0) hash = hashOf(id);
     if (gen.filter !== undefined && !mayHold(gen.filter, hash)) continue;
     const w = mapGet(gen.map, id, hash);
-    if (w !== undefined && w.height >= oldest) {
-      d.foundHome = gen.opened ?? undefined;
-      return w;
-    }
+    if (w !== undefined && w.height >= oldest)
+      return { withdrawal: w, home: gen.opened ?? undefined };
   }
   return undefined;
 }
@@ -122,9 +125,10 @@ export function putWithdrawal(d: Draft, w: Withdrawal): void {
   pendingOf(d).set(w.id, w);
 }
 
-/** Marks rejected the withdrawal that {@link getWithdrawal} has just returned. */
-export function rejectWithdrawal(d: Draft, w: Withdrawal): void {
-  changeFound(d, w.id, {
+/** Marks rejected a withdrawal {@link findWithdrawal} found. */
+export function rejectWithdrawal(d: Draft, held: Held): void {
+  const w = held.withdrawal;
+  changeHeld(d, held, {
     id: w.id,
     account: w.account,
     amount: w.amount,
@@ -133,14 +137,15 @@ export function rejectWithdrawal(d: Draft, w: Withdrawal): void {
   });
 }
 
-/** Stops holding the withdrawal that {@link getWithdrawal} has just returned (a reorganization). */
-export function removeWithdrawal(d: Draft, id: string): void {
-  changeFound(d, id, REMOVED);
+/** Stops holding a withdrawal {@link findWithdrawal} found (a reorganization). */
+export function removeWithdrawal(d: Draft, held: Held): void {
+  changeHeld(d, held, REMOVED);
 }
 
-// Records a change to the withdrawal getWithdrawal found last.
-function changeFound(d: Draft, id: string, w: Withdrawal | typeof REMOVED): void {
-  const home = d.foundHome;
+// Records a change to a withdrawal where it was found.
+function changeHeld(d: Draft, held: Held, w: Withdrawal | typeof REMOVED): void {
+  const id = held.withdrawal.id;
+  const home = held.home;
   if (home !== undefined) {
     d.homes ??= new Map();
     d.homes.set(id, home);
@@ -313,8 +318,8 @@ function targetOf(targets: ReadonlyArray<FreshTarget>, height: Height): number {
 }
 
 /**
- * The highest tip rises from the draft's to `tip`: the withdrawals below the new history
- * (`tip - historyBlocks + 1`) are forgotten. Must run before the ring clears those heights
+ * The highest tip rises from the draft's to `tip`: the withdrawals at the heights `leaving`
+ * the history (`heightsLeaving`) are forgotten. Must run before the ring clears those heights
  * (it reads their ids there) and before the draft's `highestTip` changes.
  *
  * The ones this call added are let go of at once, so a long replay holds no more than the
@@ -322,18 +327,17 @@ function targetOf(targets: ReadonlyArray<FreshTarget>, height: Height): number {
  * has left. Opens the youngest generation's span, and seals it and opens a new one once it
  * spans 1/GENERATIONS of the history.
  */
-export function forgetBefore(d: Draft, tip: Height): void {
-  const before = d.highestTip;
+export function forgetBefore(
+  d: Draft,
+  tip: Height,
+  leaving: { readonly from: Height; readonly to: Height } | undefined,
+): void {
   const p = d.pending;
-  if (before !== null && p !== undefined && p.size > 0) {
-    const from = Math.max(0, before - d.historyBlocks + 1);
-    const to = tip - d.historyBlocks;
-    if (from <= to)
-      visitHeights(d.ring, d.window, from, to, (id) => {
-        if (d.homes?.get(id) === undefined) p.delete(id);
-      });
-  }
-  rollGenerations(d, before, tip);
+  if (leaving !== undefined && p !== undefined && p.size > 0)
+    visitHeights(d.treeShape, d.historySums, leaving.from, leaving.to, (id) => {
+      if (d.homes?.get(id) === undefined) p.delete(id);
+    });
+  rollGenerations(d, d.highestTip, tip);
 }
 
 function rollGenerations(d: Draft, before: Height | null, after: Height): void {

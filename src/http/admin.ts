@@ -6,7 +6,7 @@
  */
 import { checkChainBounds } from '../core/bounds.js';
 import { CHANGE_EVENT_TYPES, looseningWaits, NO_WAITING } from '../core/changes.js';
-import type { LimitsError } from '../core/errors.js';
+import { type LimitsError, located } from '../core/errors.js';
 import { loosens } from '../core/loosening.js';
 import { type Scope, scopeOf, scopesOf } from '../core/scopes.js';
 import { applyAll, type LimitsEvent, type LimitsState, type PendingChange } from '../core/state.js';
@@ -20,7 +20,7 @@ import {
   readJson,
 } from './answers.js';
 import { eventsFromJson } from './codec.js';
-import type { AuditActor } from './log.js';
+import type { AuditActor } from './event-log.js';
 import type {
   HandleOptions,
   HandleResult,
@@ -116,7 +116,7 @@ export function eventsRoute(
           problem(
             409,
             e.code,
-            `${e.message}; nothing was applied. An operator holding chain and limits who means it sends the batch with Peg-Limits-Override: ${OVERRIDE}`,
+            `${located(e)}; nothing was applied. An operator holding chain and limits who means it sends the batch with Peg-Limits-Override: ${OVERRIDE}`,
             { path: e.path },
           ),
         ),
@@ -125,7 +125,7 @@ export function eventsRoute(
           type: 'chainBoundRefused',
           actor: actorOf(caller),
           path: e.path,
-          detail: e.message,
+          detail: located(e),
         },
       };
     }
@@ -260,7 +260,7 @@ export const approveRoute = onChange((state, change, caller) => {
     response: problem(
       409,
       'change_dropped',
-      `change ${change.id} reached its quorum but no longer applies, so it was dropped: ${settled.error?.message ?? 'refused'}`,
+      `change ${change.id} reached its quorum but no longer applies, so it was dropped: ${settled.error === undefined ? 'refused' : located(settled.error)}`,
       { path: settled.error?.path },
     ),
     events: [event],

@@ -4,7 +4,7 @@
  * `messages.ts`). Pure.
  */
 
-import type { LimitsError } from '../core/errors.js';
+import { type LimitsError, located } from '../core/errors.js';
 import { encodeJson, tryDecodeJson } from './json.js';
 import type { HttpRequest, HttpResponse } from './messages.js';
 
@@ -112,7 +112,7 @@ export function problem(
 }
 
 export function fromError(status: number, error: LimitsError): HttpResponse {
-  return problem(status, error.code, error.message, { path: error.path });
+  return problem(status, error.code, located(error), { path: error.path });
 }
 
 /** A request header's value by its lower-case name (names in any case; repeats joined). */

@@ -5,6 +5,7 @@
  */
 import { type Amount, MAX_AMOUNT } from '../core/amount.js';
 import type { VerdictReason } from '../core/checks.js';
+import type { Result } from '../core/errors.js';
 import type { LimitsEvent, PendingChange } from '../core/state.js';
 import type { AccountLimits, HeightSum, Limits, WindowView } from '../core/views.js';
 import { encodeJson, tryDecodeJson } from './json.js';
@@ -36,10 +37,13 @@ export interface Problem {
   readonly path?: string;
 }
 
-/** What every client method resolves with; it never rejects. */
-export type ClientResult<T> =
-  | { readonly ok: true; readonly value: T; readonly status: number }
-  | { readonly ok: false; readonly problem: Problem };
+/** What a client method gives when the service answered as asked: the value and the status. */
+export interface Answered<T> {
+  /** The answer's body, read exactly (amounts as bigints). */
+  readonly value: T;
+  /** The HTTP status (200, or 201 and 202 where the interface says so). */
+  readonly status: number;
+}
 
 /** The answer of the check endpoints. */
 export interface CheckAnswer {
@@ -53,17 +57,17 @@ export interface CheckAnswer {
 /** A client of one service: see {@link createLimitsClient}. */
 export interface LimitsClient {
   /** `GET /limits`. */
-  getLimits(): Promise<ClientResult<Limits>>;
+  getLimits(): Promise<Result<Answered<Limits>, Problem>>;
   /** `GET /limits/{account}`; `account_not_found` when the account has no entry. */
-  getAccountLimits(account: string): Promise<ClientResult<AccountLimits>>;
+  getAccountLimits(account: string): Promise<Result<Answered<AccountLimits>, Problem>>;
   /** `GET /limits/{account}/withdrawals/{amount}`. */
-  checkWithdrawal(account: string, amount: Amount): Promise<ClientResult<CheckAnswer>>;
+  checkWithdrawal(account: string, amount: Amount): Promise<Result<Answered<CheckAnswer>, Problem>>;
   /** `GET /limits/{account}/deposits/{amount}`. */
-  checkDeposit(account: string, amount: Amount): Promise<ClientResult<CheckAnswer>>;
+  checkDeposit(account: string, amount: Amount): Promise<Result<Answered<CheckAnswer>, Problem>>;
   /** `GET /window`, or `GET /window/{account}` (`window_not_found` when it has none). */
-  getWindow(account?: string): Promise<ClientResult<WindowView>>;
+  getWindow(account?: string): Promise<Result<Answered<WindowView>, Problem>>;
   /** `POST /start_throttle`. */
-  startThrottle(name: string, secret: string): Promise<ClientResult<Limits>>;
+  startThrottle(name: string, secret: string): Promise<Result<Answered<Limits>, Problem>>;
   /**
    * `POST /admin/events` with an operator token: the Limits after the events (200), or,
    * where loosening waits and the batch loosens, the pending change it became (202: tell
@@ -72,16 +76,19 @@ export interface LimitsClient {
   postEvents(
     events: LimitsEvent | ReadonlyArray<LimitsEvent>,
     token: string,
-  ): Promise<ClientResult<Limits | PendingChange>>;
+  ): Promise<Result<Answered<Limits | PendingChange>, Problem>>;
   /** `GET /admin/changes`: the pending changes, oldest first. */
-  getChanges(token: string): Promise<ClientResult<ReadonlyArray<PendingChange>>>;
+  getChanges(token: string): Promise<Result<Answered<ReadonlyArray<PendingChange>>, Problem>>;
   /**
    * `POST /admin/changes/{id}/approve`: the change with the approval, or the Limits once
    * the approval reached its quorum and it applied (a change has `approvals`).
    */
-  approveChange(id: number, token: string): Promise<ClientResult<PendingChange | Limits>>;
+  approveChange(
+    id: number,
+    token: string,
+  ): Promise<Result<Answered<PendingChange | Limits>, Problem>>;
   /** `DELETE /admin/changes/{id}`: the change cancelled. */
-  cancelChange(id: number, token: string): Promise<ClientResult<PendingChange>>;
+  cancelChange(id: number, token: string): Promise<Result<Answered<PendingChange>, Problem>>;
   /**
    * Follows `GET /events`: calls `onLimits` with the current limits at once and after every
    * change, with the log position they reflect. A lost stream is opened again with back-off
@@ -161,8 +168,8 @@ function toCheck(value: unknown): CheckAnswer {
 
 /**
  * Creates a client of the service at `baseUrl`. Every method resolves with
- * `{ ok: true, value }` or `{ ok: false, problem }` (the service's problem object, with its
- * `code`); none rejects or throws, whatever the network or the server does. After a change
+ * `{ ok: true, value, status }` or `{ ok: false, error }` (the service's problem object,
+ * with its `code`); none rejects or throws, whatever the network or the server does. After a change
  * it made is accepted, its reads carry `Peg-Limits-Min-Position` with that change's log
  * position, so a replica answers them only once it has the change (read your writes).
  *
@@ -171,7 +178,7 @@ function toCheck(value: unknown): CheckAnswer {
  * const client = createLimitsClient({ baseUrl: 'https://limits.bridge.example' });
  * const r = await client.checkWithdrawal('alice', 150_000_000n);
  * if (r.ok && !r.value.ok) console.log(`try again at block ${r.value.availableAt}`);
- * if (!r.ok) console.error(r.problem.code, r.problem.message);
+ * if (!r.ok) console.error(r.error.code, r.error.message);
  * ```
  */
 export function createLimitsClient(options: LimitsClientOptions): LimitsClient {
@@ -184,7 +191,7 @@ export function createLimitsClient(options: LimitsClientOptions): LimitsClient {
     path: string,
     convert: (value: unknown) => T,
     init?: RequestInit,
-  ): Promise<ClientResult<T>> {
+  ): Promise<Result<Answered<T>, Problem>> {
     let response: Response;
     let text: string;
     try {
@@ -203,7 +210,7 @@ export function createLimitsClient(options: LimitsClientOptions): LimitsClient {
     } catch (e) {
       return {
         ok: false,
-        problem: localProblem(
+        error: localProblem(
           'network_error',
           0,
           `no answer from ${base}${path}: ${e instanceof Error ? e.message : String(e)}`,
@@ -214,11 +221,11 @@ export function createLimitsClient(options: LimitsClientOptions): LimitsClient {
     if (!response.ok) {
       if (parsed.ok && isProblem(parsed.value)) {
         const p = parsed.value as unknown as Record<string, unknown>;
-        return { ok: false, problem: { ...(p as unknown as Problem), status: Number(p.status) } };
+        return { ok: false, error: { ...(p as unknown as Problem), status: Number(p.status) } };
       }
       return {
         ok: false,
-        problem: localProblem(
+        error: localProblem(
           'invalid_response',
           response.status,
           `${path} answered ${response.status} without a problem body`,
@@ -228,7 +235,7 @@ export function createLimitsClient(options: LimitsClientOptions): LimitsClient {
     if (!parsed.ok || typeof parsed.value !== 'object' || parsed.value === null) {
       return {
         ok: false,
-        problem: localProblem(
+        error: localProblem(
           'invalid_response',
           response.status,
           `${path} answered ${response.status} with a body that is not a JSON object`,
@@ -240,7 +247,7 @@ export function createLimitsClient(options: LimitsClientOptions): LimitsClient {
     } catch (e) {
       return {
         ok: false,
-        problem: localProblem('invalid_response', response.status, `${path}: ${String(e)}`),
+        error: localProblem('invalid_response', response.status, `${path}: ${String(e)}`),
       };
     }
   }
@@ -250,9 +257,9 @@ export function createLimitsClient(options: LimitsClientOptions): LimitsClient {
 
   function check(kind: 'withdrawals' | 'deposits', name: string, amount: Amount) {
     if (typeof amount !== 'bigint' || amount < 1n || amount > MAX_AMOUNT) {
-      return Promise.resolve<ClientResult<CheckAnswer>>({
+      return Promise.resolve<Result<Answered<CheckAnswer>, Problem>>({
         ok: false,
-        problem: localProblem(
+        error: localProblem(
           'invalid_amount',
           0,
           `the amount must be a bigint from 1 to 2^63−1, got ${String(amount)}`,

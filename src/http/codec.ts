@@ -3,15 +3,11 @@
  * the core. These helpers turn decoded JSON into events and back, so journals and the
  * operator endpoint speak the same exact JSON.
  */
-import { describe, LimitsError, type Result } from '../core/errors.js';
+import { describe, LimitsError, located, type Result } from '../core/errors.js';
+import { heightFromJson } from '../core/heights.js';
 import { isRecord } from '../core/limits.js';
 import type { LimitsEvent } from '../core/state.js';
-
-function toHeight(value: unknown): unknown {
-  if (typeof value === 'bigint' && value >= 0n && value <= BigInt(Number.MAX_SAFE_INTEGER))
-    return Number(value);
-  return value;
-}
+import { encodeJson, tryDecodeJson } from './json.js';
 
 /**
  * Turns one decoded JSON value into an event: heights become numbers, amounts stay bigint.
@@ -30,7 +26,7 @@ export function eventFromJson(value: unknown, path = ''): Result<{ readonly even
       ok: false,
       error: new LimitsError(
         'invalid_event',
-        `${path === '' ? '' : `${path}: `}expected an event object with a string "type", got ${describe(value)}`,
+        `expected an event object with a string "type", got ${describe(value)}`,
         path === '' ? 'type' : `${path}.type`,
       ),
     };
@@ -45,17 +41,17 @@ function numbersOf(value: Readonly<Record<string, unknown>>): Readonly<Record<st
     case 'changeProposed':
       return {
         ...value,
-        delayBlocks: toHeight(value.delayBlocks),
-        quorum: toHeight(value.quorum),
+        delayBlocks: heightFromJson(value.delayBlocks),
+        quorum: heightFromJson(value.quorum),
         events: Array.isArray(value.events)
           ? value.events.map((e) => (isRecord(e) ? numbersOf(e) : e))
           : value.events,
       };
     case 'changeApproved':
     case 'changeCancelled':
-      return { ...value, id: toHeight(value.id) };
+      return { ...value, id: heightFromJson(value.id) };
     default:
-      return 'height' in value ? { ...value, height: toHeight(value.height) } : value;
+      return 'height' in value ? { ...value, height: heightFromJson(value.height) } : value;
   }
 }
 
@@ -78,4 +74,22 @@ export function eventsFromJson(
     events.push(r.event);
   }
   return { ok: true, events };
+}
+
+/** One batch's text in a log: the exact `encodeJson` text of its events, as an array. */
+export function encodeBatch(events: ReadonlyArray<LimitsEvent>): string {
+  return encodeJson(events);
+}
+
+/** Reads a batch's text back into events, or says why it cannot (parsed once). */
+export function decodeBatch(
+  text: string,
+):
+  | { readonly ok: true; readonly events: ReadonlyArray<LimitsEvent> }
+  | { readonly ok: false; readonly error: string } {
+  const json = tryDecodeJson(text);
+  if (!json.ok) return { ok: false, error: json.error.message };
+  if (!Array.isArray(json.value)) return { ok: false, error: 'expected a JSON array of events' };
+  const events = eventsFromJson(json.value);
+  return events.ok ? events : { ok: false, error: located(events.error) };
 }

@@ -9,7 +9,7 @@ import type { ChainBounds } from '../core/bounds.js';
 import type { LooseningPolicy } from '../core/changes.js';
 import type { Scope } from '../core/scopes.js';
 import type { LimitsEvent, LimitsState } from '../core/state.js';
-import type { AuditActor } from './log.js';
+import type { AuditActor } from './event-log.js';
 
 /** An operator: its name, the hash of its token (`hashOperatorToken`) and what it may do. */
 export interface Operator {
@@ -34,6 +34,7 @@ export interface HttpRequest {
    * The path already matched against the route table (by `admitRequest`, whose `match`
    * an adapter passes on), so that it is matched once per request. When absent, the
    * handler matches `path` itself.
+   * @internal
    */
   readonly match?: PathMatch | undefined;
   /** The client's address (the audit trail records it), when the adapter knows it. */

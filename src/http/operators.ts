@@ -5,7 +5,7 @@
  * caller. `adminToken` (`PEG_LIMITS_ADMIN_TOKEN`) is the operator `admin` with every scope.
  * Browser-safe.
  */
-import { describe, LimitsError } from '../core/errors.js';
+import { describe, LimitsError, type Result } from '../core/errors.js';
 import { hashOperatorToken, isTokenHash } from '../core/keys.js';
 import { isAccountName, isRecord } from '../core/limits.js';
 import { isScope, SCOPES, type Scope } from '../core/scopes.js';
@@ -33,12 +33,10 @@ export function validateOperators(
   value: unknown,
   reserved: ReadonlyArray<string> = [],
   path = 'operators',
-):
-  | { readonly ok: true; readonly operators: ReadonlyArray<Operator> }
-  | { readonly ok: false; readonly error: LimitsError } {
+): Result<{ readonly operators: ReadonlyArray<Operator> }> {
   const invalid = (at: string, message: string) => ({
     ok: false as const,
-    error: new LimitsError('invalid_option', `${at}: ${message}`, at),
+    error: new LimitsError('invalid_option', message, at),
   });
   if (!Array.isArray(value))
     return invalid(path, `expected an array of operators, got ${describe(value)}`);

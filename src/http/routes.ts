@@ -8,7 +8,7 @@
 import { MAX_AMOUNT } from '../core/amount.js';
 import { checkDeposit, checkWithdrawal } from '../core/checks.js';
 import { isAccountName } from '../core/limits.js';
-import { startThrottle } from '../core/start.js';
+import { startThrottle } from '../core/start-throttle.js';
 import type { LimitsEvent, LimitsState } from '../core/state.js';
 import { getAccountLimits, windowOf } from '../core/views.js';
 import { approveRoute, cancelRoute, eventsRoute } from './admin.js';
@@ -86,7 +86,7 @@ function checkRoute(kind: 'withdrawals' | 'deposits'): Route['handle'] {
       200,
       v.ok
         ? { ok: true, reason: null, limit: null, availableAt: null }
-        : { ok: false, reason: v.reason, limit: v.limit, availableAt: v.availableAt ?? null },
+        : { ok: false, reason: v.reason, limit: v.limit, availableAt: v.availableAt },
     );
   });
 }

@@ -9,6 +9,13 @@ import type { LooseningPolicy } from '../core/changes.js';
 import type { LimitsEvent, LimitsState } from '../core/state.js';
 import { declaredTooLarge, payloadTooLarge, readBody } from './body.js';
 import {
+  type BatchMeta,
+  type EventLog,
+  LogBusy,
+  LogConflict,
+  LogUnavailable,
+} from './event-log.js';
+import {
   admitRequest,
   type HttpRequest,
   type HttpResponse,
@@ -16,16 +23,9 @@ import {
   problem,
   type Readiness,
 } from './handler.js';
-import {
-  type BatchMeta,
-  type EventLog,
-  LogBusy,
-  LogConflict,
-  LogUnavailable,
-  serialQueue,
-} from './log.js';
 import type { Operator } from './operators.js';
 import { givenRequestId, newRequestId, withRequestId } from './request-id.js';
+import { serialQueue } from './serial-queue.js';
 
 /** Options of {@link createService} and {@link createFetchHandler}. */
 export interface ServiceOptions {
@@ -60,8 +60,8 @@ export interface ServiceOptions {
    * Without a `log`: called with the events a request was accepted with (and the state after
    * them, and the state they were computed on), before the response is sent and before the
    * new state is visible; when it throws (or rejects), the request fails with 500 and the
-   * state stays as it was ({@link LogConflict}, {@link LogBusy} and {@link LogUnavailable}
-   * are understood as a log's).
+   * state stays as it was (a rejection that is a log's conflict, busy lock or unavailability is
+   * understood as such when it is one of the errors the shipped logs throw).
    *
    * It may resolve once the events are written but not yet durable, with `{ durable }`: the
    * next change is then computed at once on the new state (so one flush can serve many

@@ -56,7 +56,7 @@ export function memoryCursors(): AlertCursors {
   };
 }
 
-/** Options of {@link createAlerts}. */
+/** How a server posts its alerts (`startServer`'s `alerts`). */
 export interface AlertOptions {
   /** Where alerts are posted (http or https). */
   readonly urls: ReadonlyArray<string>;
@@ -64,13 +64,13 @@ export interface AlertOptions {
   readonly secret?: string | undefined;
   /** Where failures are told (`warning: …`). */
   readonly logLine?: ((line: string) => void) | undefined;
-  /** One attempt's time-out (default {@link ALERT_TIMEOUT_MS}). */
+  /** One attempt's time-out (default 5 s). */
   readonly timeoutMs?: number | undefined;
   /** The first retry's pause, doubled each time up to `maxDelayMs` (default 1 s). */
   readonly firstDelayMs?: number | undefined;
-  /** The longest pause (default {@link ALERT_MAX_DELAY_MS}). */
+  /** The longest pause (default 5 minutes). */
   readonly maxDelayMs?: number | undefined;
-  /** Where the cursors are kept (default: in memory, {@link memoryCursors}). */
+  /** Where the cursors are kept (default: in memory, lost with the process). */
   readonly cursors?: AlertCursors | undefined;
 }
 

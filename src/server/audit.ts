@@ -13,7 +13,6 @@ import {
   type AuditActor,
   applyAll,
   type BatchMeta,
-  decodeBatch,
   encodeJson,
   type LimitsEvent,
   type LimitsState,
@@ -22,6 +21,7 @@ import {
   scopeOf,
   tryDecodeJson,
 } from 'peg-limits';
+import { decodeBatch } from '../internal.js';
 import { type Notice, noticesOf } from './notices.js';
 
 export type { AuditActor, BatchMeta } from 'peg-limits';

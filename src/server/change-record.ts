@@ -5,6 +5,7 @@
  * line is how an operator learns that a change was dropped. Node-only.
  */
 import { type EventLog, encodeJson, pendingChanges } from 'peg-limits';
+import { located } from '../internal.js';
 import { settledIn } from './audit.js';
 import { type DurableBatch, observeAppends } from './observed-log.js';
 
@@ -33,7 +34,7 @@ export function changeLines(batch: DurableBatch): string[] {
     const what = `change ${s.change.id} (proposed by ${s.change.proposedBy})`;
     if (s.outcome === 'dropped')
       lines.push(
-        `warning: ${what} dropped at position ${batch.position}: it no longer applies: ${s.error?.message ?? ''}`,
+        `warning: ${what} dropped at position ${batch.position}: it no longer applies: ${s.error === undefined ? '' : located(s.error)}`,
       );
     else lines.push(`${what} ${s.outcome} at position ${batch.position}`);
   }

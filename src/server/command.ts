@@ -5,15 +5,14 @@
  */
 import { parseArgs } from 'node:util';
 import {
-  ADMIN_OPERATOR,
   type EventLog,
   generateOperatorToken,
   hashOperatorToken,
   LimitsError,
   type LimitsState,
-  MIN_TOKEN_LENGTH,
   type Operator,
 } from 'peg-limits';
+import { ADMIN_OPERATOR, MIN_TOKEN_LENGTH } from '../internal.js';
 import { isAlertUrl, MIN_ALERT_SECRET_LENGTH } from './alerts.js';
 import { auditVerify } from './audit-command.js';
 import {

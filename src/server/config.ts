@@ -18,8 +18,8 @@ import {
   NO_WAITING,
   type Operator,
   tryDecodeJson,
-  validateOperators,
 } from 'peg-limits';
+import { located, validateOperators } from '../internal.js';
 
 /** The configuration used when `--config` is not given: a BTC bridge with modest caps. */
 export const DEFAULT_SERVER_CONFIG = {
@@ -113,7 +113,7 @@ export function serverConfigFrom(
   let operators: ReadonlyArray<Operator> = [];
   if (fields.operators !== undefined) {
     const r = validateOperators(fields.operators, reserved);
-    if (!r.ok) throw new LimitsError(r.error.code, `${source}: ${r.error.message}`, r.error.path);
+    if (!r.ok) throw new LimitsError(r.error.code, `${source}: ${located(r.error)}`, r.error.path);
     operators = r.operators;
   }
   let loosening = NO_WAITING;
@@ -122,7 +122,7 @@ export function serverConfigFrom(
       loosening = checkLooseningPolicy(fields.loosening);
     } catch (e) {
       if (e instanceof LimitsError)
-        throw new LimitsError(e.code, `${source}: ${e.message}`, e.path);
+        throw new LimitsError(e.code, `${source}: ${located(e)}`, e.path);
       throw e;
     }
   }
@@ -172,7 +172,7 @@ export function stateFromConfig(config: unknown, source = 'config'): LimitsState
   try {
     state = createLimitsState(options as LimitsOptions);
   } catch (e) {
-    if (e instanceof LimitsError) throw new LimitsError(e.code, `${source}: ${e.message}`, e.path);
+    if (e instanceof LimitsError) throw new LimitsError(e.code, `${source}: ${located(e)}`, e.path);
     throw e;
   }
   const keys = fields.throttleKeys ?? [];
@@ -187,12 +187,10 @@ export function stateFromConfig(config: unknown, source = 'config'): LimitsState
     secretHash: (k as { secretHash: string }).secretHash,
   }));
   const r = applyAll(state, events);
-  if (!r.ok)
-    throw new LimitsError(
-      r.error.code,
-      `${source}: throttleKeys${r.error.message.replace(/^event (\d+): /, '[$1]: ')}`,
-      `throttleKeys${r.error.path ?? ''}`,
-    );
+  if (!r.ok) {
+    const path = `throttleKeys${r.error.path ?? ''}`;
+    throw new LimitsError(r.error.code, `${source}: ${path}: ${r.error.message}`, path);
+  }
   return r.state;
 }
 

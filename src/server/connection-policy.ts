@@ -7,7 +7,7 @@
  */
 import type { Server } from 'node:http';
 import type { Socket } from 'node:net';
-import { problem } from 'peg-limits';
+import { problem } from '../internal.js';
 import type { ServerLimits } from './client-limits.js';
 import type { ConnectionGate } from './connections.js';
 import { answerAndLinger, isLingering, type LingerBudget, rawAnswer } from './linger.js';

@@ -6,13 +6,8 @@
 import { createReadStream } from 'node:fs';
 import { open, readFile, rename } from 'node:fs/promises';
 import { join } from 'node:path';
-import {
-  encodeJson,
-  type LimitsState,
-  snapshotParts,
-  stateFromSnapshot,
-  tryDecodeJson,
-} from 'peg-limits';
+import { encodeJson, type LimitsState, stateFromSnapshot, tryDecodeJson } from 'peg-limits';
+import { located, snapshotParts } from '../internal.js';
 
 /** The snapshot's file name inside the data folder. */
 export const SNAPSHOT_FILE = 'snapshot.json';
@@ -191,7 +186,7 @@ export async function readSnapshot(
     value = { ...head, accountCaps, withdrawals };
   }
   const restored = stateFromSnapshot(value);
-  if (!restored.ok) damaged(restored.error.message);
+  if (!restored.ok) damaged(`invalid snapshot: ${located(restored.error)}`);
   return restored.ok ? { state: restored.state, seq: seq! } : undefined;
 }
 

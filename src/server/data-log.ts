@@ -3,15 +3,13 @@ import { join } from 'node:path';
 import {
   type Appended,
   applyAll,
-  decodeBatch,
   type EventLog,
   encodeJson,
   type LimitsEvent,
   type LimitsState,
-  LogConflict,
-  serialQueue,
   tryDecodeJson,
 } from 'peg-limits';
+import { decodeBatch, LogConflict, located, serialQueue } from '../internal.js';
 
 import { checkLink, makeRecord, readRecord, recordPosition, ZERO_HASH } from './audit.js';
 import { archive, archivedLines, archiveFiles, lastLineOf } from './data-audit.js';
@@ -249,7 +247,7 @@ export async function openDataLog(options: DataLogOptions): Promise<DataLog> {
       const r = applyAll(state, events);
       if (!r.ok) {
         throw new StoreError(
-          `${path}:${lineNo}: cannot replay: ${r.error.message}; refusing to start`,
+          `${path}:${lineNo}: cannot replay: ${located(r.error)}; refusing to start`,
         );
       }
       state = r.state;

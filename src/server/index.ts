@@ -1,68 +1,23 @@
 /**
- * `peg-limits/server`: the Node-only adapters: the event logs (the data folder's snapshot
- * and journal, and the log on PostgreSQL), the configuration loader and the HTTP server behind `peg-limits serve`.
+ * `peg-limits/server`: the Node-only adapters: the HTTP server behind `peg-limits serve`
+ * (`startServer`) and the two event logs it keeps its changes in, the data folder's snapshot
+ * and journal (`openDataLog`) and the log on PostgreSQL that replicas share (`openPgLog`).
+ * Nothing here exits the process; the command itself is the `peg-limits` binary.
  * @packageDocumentation
  */
 
-export {
-  ALERT_MAX_DELAY_MS,
-  ALERT_TIMEOUT_MS,
-  type AlertBody,
-  type AlertCursors,
-  type AlertOptions,
-  type AlertSource,
-  type Alerts,
-  createAlerts,
-  isAlertUrl,
-  memoryCursors,
-  signature,
-} from './alerts.js';
-export { type CommandHooks, serveCommand, USAGE } from './command.js';
-export {
-  DEFAULT_SERVER_CONFIG,
-  loadConfig,
-  type ServerConfig,
-  serverConfigFrom,
-  stateFromConfig,
-} from './config.js';
+export type { AlertCursors, AlertOptions } from './alerts.js';
 export {
   type DataLog,
   type DataLogOptions,
-  DEFAULT_SNAPSHOT_EVERY,
   FlushError,
-  JOURNAL_FILE,
   type JournalFile,
   type OpenJournalFile,
   openDataLog,
-  openNodeJournalFile,
-  SNAPSHOT_FILE,
   StoreError,
 } from './data-log.js';
-export {
-  type CommandLogger,
-  createLogger,
-  type LogFormat,
-  LoggerUnavailable,
-  type RequestLine,
-} from './logger.js';
-export {
-  createMetrics,
-  type MetricsSource,
-  MetricsUnavailable,
-  type ServerMetrics,
-} from './metrics.js';
-export { type DurableBatch, observeAppends } from './observed-log.js';
-export {
-  DEFAULT_KEEP_BATCHES,
-  DEFAULT_PG_SNAPSHOT_EVERY,
-  DEFAULT_SNAPSHOT_SLICE,
-  migrateToPg,
-  openPgLog,
-  PG_SCHEMA_VERSION,
-  type PgLog,
-  PgLogError,
-  type PgLogOptions,
-} from './pg-log.js';
+export type { RequestLine } from './logger.js';
+export { openPgLog, type PgLog, PgLogError, type PgLogOptions } from './pg-log.js';
 export {
   DEFAULT_SERVER_LIMITS,
   type RunningServer,

@@ -16,17 +16,16 @@
  * follow on from their position, else read from the table. Node-only.
  */
 
+import { applyAll, type EventLog, type LimitsState } from 'peg-limits';
+import type pg from 'pg';
 import {
-  applyAll,
-  type EventLog,
   encodeBatch,
-  type LimitsState,
   LogBusy,
   LogConflict,
   LogUnavailable,
+  located,
   serialQueue,
-} from 'peg-limits';
-import type pg from 'pg';
+} from '../internal.js';
 import { makeRecord, ZERO_HASH } from './audit.js';
 import { NEWEST_RECORD, trailTail } from './pg-audit.js';
 import { connectClient, PgLogError, serversOf } from './pg-connect.js';
@@ -84,7 +83,7 @@ export interface PgLogOptions {
   readonly connectTimeoutMs?: number | undefined;
   /** Withdrawals or entries in one part row of a snapshot (default 2,000). */
   readonly snapshotSlice?: number | undefined;
-  /** How long a write waits for the write lock before {@link LogBusy} (default 2 s). */
+  /** How long a write waits for the write lock before the change is refused as busy (503 `write_conflict`; default 2 s). */
   readonly lockWaitMs?: number | undefined;
   /** Where warnings and reconnection notes go. */
   readonly logLine?: ((line: string) => void) | undefined;
@@ -204,7 +203,7 @@ export async function openPgLog(options: PgLogOptions): Promise<PgLog> {
         for (const row of rows) {
           const seq = Number(row.seq);
           const r = applyAll(state, parseBatch(row.events as string, seq));
-          if (!r.ok) throw new PgLogError(`batch ${seq} does not apply: ${r.error.message}`);
+          if (!r.ok) throw new PgLogError(`batch ${seq} does not apply: ${located(r.error)}`);
           state = r.state;
           position = seq;
         }

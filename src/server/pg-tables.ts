@@ -6,15 +6,14 @@
  */
 
 import {
-  decodeBatch,
   decodeJson,
   encodeJson,
   type LimitsEvent,
   type LimitsState,
-  snapshotParts,
   stateFromSnapshot,
 } from 'peg-limits';
 import type pg from 'pg';
+import { decodeBatch, located, snapshotParts } from '../internal.js';
 import { connectClient, PgLogError } from './pg-connect.js';
 
 /** The schema version this release creates and reads. */
@@ -147,7 +146,7 @@ export async function loadSnapshot(
     value = { ...head, accountCaps, withdrawals };
   }
   const r = stateFromSnapshot(value);
-  if (!r.ok) damaged(r.error.message);
+  if (!r.ok) damaged(`invalid snapshot: ${located(r.error)}`);
   return (r as { state: LimitsState }).state;
 }
 

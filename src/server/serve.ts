@@ -6,21 +6,23 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import {
-  admitRequest,
-  bodyCollector,
   type ChainBounds,
   createService,
-  declaredTooLarge,
   type EventLog,
   type HttpResponse,
-  isChange,
   type LooseningPolicy,
-  matchPath,
   type Operator,
-  payloadTooLarge,
-  problem,
   type Service,
 } from 'peg-limits';
+import {
+  admitRequest,
+  bodyCollector,
+  declaredTooLarge,
+  isChange,
+  matchPath,
+  payloadTooLarge,
+  problem,
+} from '../internal.js';
 import { type AlertOptions, createAlerts, memoryCursors } from './alerts.js';
 import { createAnswers } from './answers.js';
 import { recordChanges } from './change-record.js';

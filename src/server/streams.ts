@@ -8,7 +8,8 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
-import { encodeJson, getLimits, type HttpResponse, type LimitsState, problem } from 'peg-limits';
+import { encodeJson, getLimits, type HttpResponse, type LimitsState } from 'peg-limits';
+import { problem } from '../internal.js';
 
 /** Bytes that may wait for a subscriber before it is dropped. */
 export const MAX_STREAM_BACKLOG = 1024 * 1024;

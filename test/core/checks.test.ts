@@ -11,7 +11,7 @@ import {
 } from '../../src/index.js';
 import { at, run, WINDOW_144, withdraw } from '../support/helpers.js';
 
-describe('account fallback (SPEC §1.2)', () => {
+describe('account fallback', () => {
   const s = run(
     at(100, {
       perDepositCap: 500n,
@@ -40,6 +40,7 @@ describe('account fallback (SPEC §1.2)', () => {
       ok: false,
       reason: 'below_minimum',
       limit: 20n,
+      availableAt: null,
     });
   });
 
@@ -66,6 +67,7 @@ describe('account fallback (SPEC §1.2)', () => {
       ok: false,
       reason: 'above_per_withdrawal_cap',
       limit: 5n,
+      availableAt: null,
     });
     expect(checkDeposit(t, { account: 'carol', amount: 900n })).toEqual({ ok: true });
   });
@@ -80,6 +82,7 @@ describe('account fallback (SPEC §1.2)', () => {
       ok: false,
       reason: 'peg_cap_exceeded',
       limit: 10n,
+      availableAt: null,
     });
     expect(checkDeposit(t, { account: 'alice', amount: 10n })).toEqual({ ok: true });
     const u = run(t, { type: 'peggedTotalObserved', total: 0n });
@@ -87,6 +90,7 @@ describe('account fallback (SPEC §1.2)', () => {
       ok: false,
       reason: 'account_peg_cap_exceeded',
       limit: 10n,
+      availableAt: null,
     });
   });
 
@@ -110,7 +114,7 @@ describe('account fallback (SPEC §1.2)', () => {
   });
 });
 
-describe('checks (SPEC §5)', () => {
+describe('checks', () => {
   const s = at(100, {
     perWithdrawalCap: 300n,
     perDepositCap: 400n,
@@ -125,18 +129,21 @@ describe('checks (SPEC §5)', () => {
       ok: false,
       reason: 'above_per_withdrawal_cap',
       limit: 300n,
+      availableAt: null,
     });
     expect(checkDeposit(s, { account: 'a', amount: 400n })).toEqual({ ok: true });
     expect(checkDeposit(s, { account: 'a', amount: 401n })).toEqual({
       ok: false,
       reason: 'above_per_deposit_cap',
       limit: 400n,
+      availableAt: null,
     });
     expect(checkDeposit(s, { account: 'a', amount: 10n })).toEqual({ ok: true });
     expect(checkDeposit(s, { account: 'a', amount: 9n })).toEqual({
       ok: false,
       reason: 'below_minimum',
       limit: 10n,
+      availableAt: null,
     });
     const full = run(
       s,
@@ -149,6 +156,7 @@ describe('checks (SPEC §5)', () => {
       ok: false,
       reason: 'above_per_withdrawal_cap',
       limit: 300n,
+      availableAt: null,
     });
     const fuller = run(full, withdraw('b', 1n, 100));
     expect(checkWithdrawal(fuller, { account: 'a', amount: 300n })).toEqual({
@@ -166,6 +174,7 @@ describe('checks (SPEC §5)', () => {
       ok: false,
       reason: 'peg_cap_exceeded',
       limit: 300n,
+      availableAt: null,
     });
   });
 
@@ -174,21 +183,25 @@ describe('checks (SPEC §5)', () => {
       ok: false,
       reason: 'invalid_amount',
       limit: null,
+      availableAt: null,
     });
     expect(checkWithdrawal(s, { account: '', amount: 1n })).toEqual({
       ok: false,
       reason: 'invalid_account',
       limit: null,
+      availableAt: null,
     });
     expect(checkDeposit(s, { account: 'a', amount: 1 as never })).toEqual({
       ok: false,
       reason: 'invalid_amount',
       limit: null,
+      availableAt: null,
     });
     expect(checkDeposit(s, null as never)).toEqual({
       ok: false,
       reason: 'invalid_account',
       limit: null,
+      availableAt: null,
     });
     expect(whenAvailable(s, { account: 'a', amount: -1n })).toBeNull();
   });
@@ -206,7 +219,7 @@ describe('checks (SPEC §5)', () => {
       refused: [
         // Once height 100 (with the 250 admitted before it) leaves the window.
         { request: batch[1], reason: 'rolling_cap_exceeded', limit: 150n, availableAt: 244 },
-        { request: batch[3], reason: 'above_per_withdrawal_cap', limit: 300n },
+        { request: batch[3], reason: 'above_per_withdrawal_cap', limit: 300n, availableAt: null },
       ],
     });
     const deposits = [
@@ -216,7 +229,9 @@ describe('checks (SPEC §5)', () => {
     ];
     expect(admitDeposits(s, deposits)).toEqual({
       admitted: [deposits[0], deposits[1]],
-      refused: [{ request: deposits[2], reason: 'peg_cap_exceeded', limit: 200n }],
+      refused: [
+        { request: deposits[2], reason: 'peg_cap_exceeded', limit: 200n, availableAt: null },
+      ],
     });
   });
 });

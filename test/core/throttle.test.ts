@@ -168,7 +168,7 @@ describe('startThrottle', () => {
       return (performance.now() - t0) / 200;
     };
     time({ name: 'ops-1', secret: SECRET });
-    // Measured: 4 µs right, 7.5 µs wrong or unknown. SPEC §3 asks for well under 1 ms; the
+    // Measured: 4 µs right, 7.5 µs wrong or unknown. The contract asks for well under 1 ms; the
     // bound is that, over 100× the measured figure.
     expect(time({ name: 'ops-1', secret: SECRET })).toBeLessThan(1);
     expect(time({ name: 'ops-1', secret: OTHER })).toBeLessThan(1);
@@ -176,7 +176,7 @@ describe('startThrottle', () => {
   });
 });
 
-describe('the overlay (SPEC §3)', () => {
+describe('the overlay', () => {
   // value > profile means looser than the profile for caps, stricter for the window length.
   const cases = [
     [100_000_000n, 100n, 100_000_000n],
@@ -252,6 +252,7 @@ describe('the overlay (SPEC §3)', () => {
       ok: false,
       reason: 'above_per_withdrawal_cap',
       limit: 150_000_000n,
+      availableAt: null,
     });
     expect(getLimits(on).accountCaps.whale?.perWithdrawalCap).toBe(PROFILE.perWithdrawalCap);
   });

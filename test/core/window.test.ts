@@ -16,8 +16,8 @@ describe('the window a rule reads', () => {
   test('before any block there is no window, and nothing is withdrawn in it', () => {
     const s = createLimitsState();
     expect(windowSpan(s, 144n)).toBeUndefined();
-    expect(withdrawnIn(s, s.window, 144n)).toBe(0n);
-    expect(heightWithin(s, s.window, 144n, 0n)).toBeUndefined();
+    expect(withdrawnIn(s, s.historySums, 144n)).toBe(0n);
+    expect(heightWithin(s, s.historySums, 144n, 0n)).toBeUndefined();
   });
 
   test('a window of B blocks at tip T is the heights T−B+1 … T', () => {
@@ -41,9 +41,9 @@ describe('the window a rule reads', () => {
       w('d', 'y', 13n, 100),
       { type: 'withdrawalRejected', id: 'd' },
     );
-    expect(withdrawnIn(s, s.window, 10n)).toBe(7n + 11n);
-    expect(withdrawnIn(s, s.window, 11n)).toBe(5n + 7n + 11n);
-    expect(withdrawnIn(s, s.window, 1n)).toBe(11n);
+    expect(withdrawnIn(s, s.historySums, 10n)).toBe(7n + 11n);
+    expect(withdrawnIn(s, s.historySums, 11n)).toBe(5n + 7n + 11n);
+    expect(withdrawnIn(s, s.historySums, 1n)).toBe(11n);
   });
 });
 
@@ -51,18 +51,18 @@ describe('when the window has room', () => {
   const s = run(at(100), w('a', 'x', 5n, 91), w('b', 'x', 7n, 95), w('c', 'x', 11n, 100));
 
   test('now, when what is withdrawn already leaves the room', () => {
-    expect(heightWithin(s, s.window, 10n, 23n)).toBe(100);
+    expect(heightWithin(s, s.historySums, 10n, 23n)).toBe(100);
   });
 
   test('at the first tip where enough has left the window', () => {
     // 23 withdrawn; room for 20 needs 3 gone: the 5 at 91 leaves at tip 101.
-    expect(heightWithin(s, s.window, 10n, 20n)).toBe(101);
+    expect(heightWithin(s, s.historySums, 10n, 20n)).toBe(101);
     // Room for 11 needs 12 gone: the 5 at 91 and the 7 at 95 leave by tip 105.
-    expect(heightWithin(s, s.window, 10n, 11n)).toBe(105);
+    expect(heightWithin(s, s.historySums, 10n, 11n)).toBe(105);
     // Room for 10 needs 13 gone: the 11 at 100 as well, at tip 110.
-    expect(heightWithin(s, s.window, 10n, 10n)).toBe(110);
+    expect(heightWithin(s, s.historySums, 10n, 10n)).toBe(110);
     // Room for nothing at all: everything must leave, the last at tip 110.
-    expect(heightWithin(s, s.window, 10n, 0n)).toBe(110);
+    expect(heightWithin(s, s.historySums, 10n, 0n)).toBe(110);
   });
 });
 

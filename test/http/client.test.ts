@@ -130,9 +130,9 @@ describe('createLimitsClient against the real server', () => {
     for (const [result, status, code] of cases) {
       expect(result.ok, code).toBe(false);
       if (!result.ok) {
-        expect(result.problem.code).toBe(code);
-        expect(result.problem.status).toBe(status);
-        expect(result.problem.message).toBe(result.problem.detail);
+        expect(result.error.code).toBe(code);
+        expect(result.error.status).toBe(status);
+        expect(result.error.message).toBe(result.error.detail);
       }
     }
   });
@@ -145,7 +145,7 @@ describe('createLimitsClient against the real server', () => {
     await new Promise((r) => closed.close(r));
     const nowhere = await createLimitsClient({ baseUrl: `http://127.0.0.1:${port}` }).getLimits();
     expect(nowhere.ok).toBe(false);
-    if (!nowhere.ok) expect(nowhere.problem).toMatchObject({ code: 'network_error', status: 0 });
+    if (!nowhere.ok) expect(nowhere.error).toMatchObject({ code: 'network_error', status: 0 });
 
     const html = createServer((_, res) => {
       res.writeHead(200, { 'content-type': 'text/html' });
@@ -157,7 +157,7 @@ describe('createLimitsClient against the real server', () => {
     }).getLimits();
     await new Promise((r) => html.close(r));
     expect(wrong.ok).toBe(false);
-    if (!wrong.ok) expect(wrong.problem).toMatchObject({ code: 'invalid_response', status: 200 });
+    if (!wrong.ok) expect(wrong.error).toMatchObject({ code: 'invalid_response', status: 200 });
   });
 
   test('an injected fetch is used', async () => {
@@ -218,7 +218,7 @@ describe('the client of the pending changes', () => {
       const applied = await c.approveChange(1, gov2);
       expect(applied.ok && (applied.value as Limits).pegCap).toBe(BIG);
       const gone = await c.approveChange(1, gov2);
-      expect(gone).toMatchObject({ ok: false, problem: { status: 404, code: 'change_not_found' } });
+      expect(gone).toMatchObject({ ok: false, error: { status: 404, code: 'change_not_found' } });
       expect((await c.getChanges(gov1)).ok && (await c.getChanges(gov1))).toMatchObject({
         value: [],
       });

@@ -8,6 +8,7 @@ import {
   hashThrottleSecret,
   type LimitsState,
 } from '../../src/index.js';
+import { ROUTES } from '../../src/internal.js';
 import { at, run } from '../support/helpers.js';
 import { expectDocumented } from '../support/openapi.js';
 
@@ -287,8 +288,33 @@ describe('POST /admin/events', () => {
     }
   });
 
-  test('read endpoints need no credentials', () => {
-    expect(handleRequest(base(), { method: 'GET', path: '/limits' }, {}).response.status).toBe(200);
+  test('read endpoints need no credentials: each answers the same with none, a wrong one or the token', () => {
+    // A state where every read has something to say: an entry with its own window, a block.
+    const s = run(base(), {
+      type: 'accountLimitsSet',
+      account: 'alice',
+      limits: { rollingWithdrawalBlocks: 10n, rollingWithdrawalCap: 100n },
+    });
+    const reads = ROUTES.filter(
+      (r) =>
+        r.method === 'GET' &&
+        r.access !== 'operator' &&
+        !['/events', '/metrics'].includes(r.pattern),
+    );
+    expect(reads.length).toBeGreaterThanOrEqual(9);
+    for (const route of reads) {
+      const path = route.pattern.replace('{account}', 'alice').replace('{amount}', '5');
+      const none = handleRequest(s, { method: 'GET', path }, { adminToken: 'op' }).response;
+      expect(none.status, path).toBe(route.pattern === '/limits/{account}' ? 201 : 200);
+      for (const authorization of ['Bearer nope', 'Bearer op']) {
+        const withIt = handleRequest(
+          s,
+          { method: 'GET', path, headers: { authorization } },
+          { adminToken: 'op' },
+        ).response;
+        expect(withIt, `${path} with ${authorization}`).toEqual(none);
+      }
+    }
   });
 });
 

@@ -1,7 +1,6 @@
 // Operators, scopes, chain bounds and loosening that waits, through the pure handler.
 import { describe, expect, test } from 'vitest';
 import {
-  admitRequest,
   decodeJson,
   encodeJson,
   generateOperatorToken,
@@ -16,8 +15,8 @@ import {
   type Operator,
   pendingChanges,
   startThrottle,
-  validateOperators,
 } from '../../src/index.js';
+import { admitRequest, validateOperators } from '../../src/internal.js';
 import { at, run } from '../support/helpers.js';
 import { expectDocumented } from '../support/openapi.js';
 

@@ -1,12 +1,10 @@
 /**
- * What pages and clients need (SPEC §9), against the pure handler: the check and window
+ * What pages and clients need, against the pure handler: the check and window
  * endpoints, CORS, `message` in every problem, the dashboard route. Every answer is checked
  * against the OpenAPI document.
  */
 import { describe, expect, test } from 'vitest';
 import {
-  admitRequest,
-  DASHBOARD_HTML,
   decodeJson,
   type HandleOptions,
   type HttpRequest,
@@ -14,6 +12,7 @@ import {
   type LimitsState,
   windowOf,
 } from '../../src/index.js';
+import { admitRequest, DASHBOARD_HTML } from '../../src/internal.js';
 import { at, run, withdraw } from '../support/helpers.js';
 import { expectDocumented } from '../support/openapi.js';
 

@@ -1,14 +1,7 @@
 // The route table (src/http/routes.ts): the one place the service's resources are written.
 import { describe, expect, test } from 'vitest';
-import {
-  admitRequest,
-  createLimitsState,
-  decodeJson,
-  handleRequest,
-  matchPath,
-  openApiDocument,
-  ROUTES,
-} from '../../src/index.js';
+import { createLimitsState, decodeJson, handleRequest, openApiDocument } from '../../src/index.js';
+import { admitRequest, matchPath, ROUTES } from '../../src/internal.js';
 
 const state = createLimitsState();
 const operator = { adminToken: 'op' };
@@ -56,16 +49,60 @@ describe('the route table', () => {
     expect(Object.keys(decodeJson(r.response.body) as object)).toContain('sums');
   });
 
-  test('every route is reachable through handleRequest with its method', () => {
+  // What each route answers through handleRequest alone, without and with the operator's
+  // token: every route is reached and answers as its own resource (a 404 here is the
+  // resource's own code, never the table's not_found, but for the server's two routes).
+  const ANSWERS: Record<string, [number, string, number, string]> = {
+    'GET /': [200, '', 200, ''],
+    'GET /limits': [200, '', 200, ''],
+    'GET /limits/{account}/withdrawals/{amount}': [200, '', 200, ''],
+    'GET /limits/{account}/deposits/{amount}': [200, '', 200, ''],
+    'GET /window': [200, '', 200, ''],
+    'GET /window/{account}': [404, 'window_not_found', 404, 'window_not_found'],
+    'GET /limits/{account}': [404, 'account_not_found', 404, 'account_not_found'],
+    'POST /start_throttle': [415, 'unsupported_media_type', 415, 'unsupported_media_type'],
+    'POST /admin/events': [401, 'invalid_token', 415, 'unsupported_media_type'],
+    'GET /admin/changes': [401, 'invalid_token', 200, ''],
+    'POST /admin/changes/{id}/approve': [401, 'invalid_token', 404, 'change_not_found'],
+    'DELETE /admin/changes/{id}': [401, 'invalid_token', 404, 'change_not_found'],
+    // A handler alone keeps no audit trail: the node:http server answers it from its log.
+    'GET /admin/audit': [401, 'invalid_token', 404, 'not_found'],
+    'GET /openapi.json': [200, '', 200, ''],
+    // The node:http server's own: a service alone says so.
+    'GET /events': [404, 'not_found', 404, 'not_found'],
+    'GET /healthz': [200, '', 200, ''],
+    'GET /readyz': [200, '', 200, ''],
+    'GET /metrics': [404, 'not_found', 404, 'not_found'],
+  };
+
+  test('every route answers through handleRequest with its own status and code, with and without a token', () => {
+    expect(Object.keys(ANSWERS).sort()).toEqual(
+      ROUTES.map((r) => `${r.method} ${r.pattern}`).sort(),
+    );
+    const codeOf = (body: string) => {
+      const parsed = body.startsWith('{') ? (decodeJson(body) as { code?: string }) : {};
+      return parsed.code ?? '';
+    };
     for (const route of ROUTES) {
-      const path = route.pattern.replace('{account}', 'alice').replace('{amount}', '5');
+      const key = `${route.method} ${route.pattern}`;
+      const [status, code, authedStatus, authedCode] = ANSWERS[key]!;
+      const path = route.pattern
+        .replace('{account}', 'alice')
+        .replace('{amount}', '5')
+        .replace('{id}', '1');
       const r = handleRequest(state, { method: route.method, path }, operator);
-      // Its own answer: never a missing resource or a method it does not answer.
-      expect(r.response.status, `${route.method} ${path}`).not.toBe(405);
-      // GET /metrics and GET /events are the node:http server's: a service alone says so.
+      expect([r.response.status, codeOf(r.response.body)], key).toEqual([status, code]);
+      const authed = handleRequest(
+        state,
+        { method: route.method, path, headers: { authorization: 'Bearer op' } },
+        operator,
+      );
+      expect([authed.response.status, codeOf(authed.response.body)], key).toEqual([
+        authedStatus,
+        authedCode,
+      ]);
       if (route.pattern === '/metrics' || route.pattern === '/events')
         expect(r.response.body).toContain('peg-limits serve');
-      else expect(r.response.body, `${route.method} ${path}`).not.toContain('"not_found"');
     }
   });
 });

@@ -52,17 +52,40 @@ describe('createService', () => {
     expect(service.state.tip).toBe(100);
   });
 
-  test('requests that change nothing persist nothing', async () => {
+  test('requests that change nothing persist nothing: reads, refusals and no-op events', async () => {
     let calls = 0;
-    const service = createService({ state: at(100), persist: () => void calls++ });
-    await service.handle({ method: 'GET', path: '/limits' });
-    await service.handle({
-      method: 'POST',
-      path: '/start_throttle',
-      headers: { 'content-type': 'application/json' },
-      body: '{}',
-    });
+    const start = at(100);
+    const service = createService({ state: start, adminToken: TOKEN, persist: () => void calls++ });
+    const statuses = [
+      // A read.
+      (await service.handle({ method: 'GET', path: '/limits' })).status,
+      // A malformed start (400), and an unknown key (401): refused, nothing applied.
+      (
+        await service.handle({
+          method: 'POST',
+          path: '/start_throttle',
+          headers: { 'content-type': 'application/json' },
+          body: '{}',
+        })
+      ).status,
+      (
+        await service.handle({
+          method: 'POST',
+          path: '/start_throttle',
+          headers: { 'content-type': 'application/json' },
+          body: '{"name":"nobody","secret":"0123456789abcdefghijklmnop"}',
+        })
+      ).status,
+      // An event refused by the state (409), and one that changes nothing (200).
+      (await service.handle(post({ type: 'blockConnected', height: 50 }))).status,
+      (await service.handle(post({ type: 'throttleEnded' }))).status,
+    ];
+    expect(statuses).toEqual([200, 400, 401, 409, 200]);
     expect(calls).toBe(0);
+    expect(service.state).toBe(start);
+    // A change is persisted: the count above could have moved.
+    expect((await service.handle(post({ type: 'blockConnected', height: 101 }))).status).toBe(200);
+    expect(calls).toBe(1);
   });
 
   test('read answers at once from the state reads see, as handle does, and reuses the answer of an unchanged state', async () => {
@@ -197,7 +220,7 @@ describe('the Fetch adapter admits a request before it reads its body', () => {
 
 describe('readiness (GET /readyz) over an event log', () => {
   test('ready while the log takes writes and is not catching up; otherwise 503 with the reason', async () => {
-    const { readinessOf } = await import('../../src/index.js');
+    const { readinessOf } = await import('../../src/internal.js');
     const log = { writable: true, unavailable: undefined as string | undefined, catchingUp: false };
     const asLog = log as unknown as Parameters<typeof readinessOf>[0];
     expect(readinessOf(asLog)).toEqual({ ready: true });

@@ -1,5 +1,5 @@
 /**
- * At the connection cap, idle connections cannot lock honest clients out (SPEC §11): a new
+ * At the connection cap, idle connections cannot lock honest clients out: a new
  * connection evicts the one idle the longest, and connections that have started a request
  * (slowloris ones too) are left to their time-outs. Before eviction, a server at its cap
  * closed every new connection: an attacker holding idle connections locked everyone out.
@@ -92,7 +92,7 @@ test('with 2,000 idle and 300 slowloris connections held, a new client reads GET
   const failures = results.filter((r) => r.status !== 200);
   expect(failures).toEqual([]);
   const ms = results.map((r) => r.ms).sort((a, b) => a - b);
-  // Measured on a 2-core machine: p95 about 2–5 ms. Bound: 100 ms, as SPEC §11 asks.
+  // Measured on a 2-core machine: p95 about 2–5 ms. Bound: 100 ms, the bound the contract sets.
   expect(ms[Math.floor(ms.length * 0.95)]!).toBeLessThan(100);
 });
 

@@ -1,5 +1,5 @@
 /**
- * Answers given before a request was read whole reach the client (SPEC §11): every early
+ * Answers given before a request was read whole reach the client: every early
  * answer, through four kinds of client (curl, Node's http.request, fetch, a raw socket),
  * with bodies of 0, 64 KiB, 1 MiB and 10 MiB, 20 rounds each, and not one miss. Before the
  * lingering close, Node clients missed about half of the 401s and 413s: the server closed

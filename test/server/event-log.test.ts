@@ -1,5 +1,5 @@
 /**
- * The event-log contract (src/http/log.ts), as one suite that both logs pass: the data
+ * The event-log contract (src/http/event-log.ts), as one suite that both logs pass: the data
  * folder (one writer) and the log on PostgreSQL (many writers; the rules about other
  * writers run on it alone).
  */
@@ -11,9 +11,9 @@ import {
   encodeJson,
   type LimitsEvent,
   type LimitsState,
-  LogConflict,
   snapshotOf,
 } from '../../src/index.js';
+import { LogConflict } from '../../src/internal.js';
 import { openDataLog } from '../../src/server/data-log.js';
 import { openPgLog } from '../../src/server/pg-log.js';
 import {

@@ -1,5 +1,5 @@
 /**
- * `GET /events` (SPEC §10): the stream of changes, its cap, its slow subscribers, and the
+ * `GET /events`: the stream of changes, its cap, its slow subscribers, and the
  * client's `subscribe`.
  */
 import { connect, type Socket } from 'node:net';

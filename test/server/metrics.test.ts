@@ -1,5 +1,5 @@
 /**
- * What operators need (SPEC §10): health, readiness and Prometheus metrics, read with a
+ * What operators need: health, readiness and Prometheus metrics, read with a
  * parser of our own, checked by Prometheus's promtool, and scraped by Prometheus itself.
  */
 import { spawn, spawnSync } from 'node:child_process';
@@ -153,7 +153,7 @@ describe('GET /metrics', () => {
     expect(await count('/start_throttle')).toBe(before.brake! + 1);
   });
 
-  test('has every metric of SPEC §10 with its type, and the default process metrics', async () => {
+  test('has every metric of docs/operating.md with its type, and the default process metrics', async () => {
     const { e } = await scrape();
     const expected: Record<string, string> = {
       peg_limits_available_to_withdraw: 'gauge',

@@ -1,5 +1,5 @@
 /**
- * More than one replica over one PostgreSQL (SPEC §8), with a private server started by the
+ * More than one replica over one PostgreSQL, with a private server started by the
  * tests from Debian's binaries. Without them these tests say that they skip, and why; under
  * `CI=true` a missing PostgreSQL is a failure (`.ci/run` installs it).
  */
@@ -366,7 +366,7 @@ describe.skipIf(!POSTGRES_AVAILABLE)('replicas over one PostgreSQL', () => {
     const w = await post(b.url, { type: 'blockConnected', height: 200 });
     expect(w.status).toBe(503);
     expect(JSON.parse(w.body).detail).toMatch(/batch 3 does not apply/);
-    // GET /metrics says it too (SPEC §10: 1 only when changes can be written).
+    // GET /metrics says it too (docs/operating.md: 1 only when changes can be written).
     const metrics = parseExposition(await (await fetch(`${b.url}/metrics`)).text());
     expect(sampleOf(metrics, 'peg_limits_store_available')).toBe(0);
     // Said once, not at every poll (20 ms here).

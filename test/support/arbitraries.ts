@@ -366,11 +366,12 @@ export function expectSameAsModel(state: LimitsState, model: NaiveModel): void {
         rejected: false,
       });
     } else
-      wanted.refused.push(
-        v.availableAt === undefined
-          ? { request: req, reason: v.reason, limit: v.limit }
-          : { request: req, reason: v.reason, limit: v.limit, availableAt: v.availableAt },
-      );
+      wanted.refused.push({
+        request: req,
+        reason: v.reason,
+        limit: v.limit,
+        availableAt: v.availableAt,
+      });
   }
   expect(admitWithdrawals(state, batch)).toEqual(wanted);
   const deposits = { admitted: [] as unknown[], refused: [] as unknown[] };
@@ -380,7 +381,13 @@ export function expectSameAsModel(state: LimitsState, model: NaiveModel): void {
     if (v.ok) {
       deposits.admitted.push(req);
       added.push({ id: '', account: req.account, amount: req.amount, height: 0, rejected: false });
-    } else deposits.refused.push({ request: req, reason: v.reason, limit: v.limit });
+    } else
+      deposits.refused.push({
+        request: req,
+        reason: v.reason,
+        limit: v.limit,
+        availableAt: v.availableAt,
+      });
   }
   expect(admitDeposits(state, batch)).toEqual(deposits);
 }

@@ -1,6 +1,6 @@
 // Runs `peg-limits serve` with a journal file whose flushes fail after FAIL_FLUSH_AFTER of
 // them, as a disk that starts returning EIO would: the command must stop with exit code 3.
-import { openNodeJournalFile, serveCommand } from '../../dist/server.js';
+import { openNodeJournalFile, serveCommand } from '../../dist/command.js';
 
 const after = Number(process.env.FAIL_FLUSH_AFTER ?? '0');
 let flushes = 0;

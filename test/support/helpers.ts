@@ -3,7 +3,7 @@ import { expect } from 'vitest';
 import { bookTree } from '../../src/core/books.js';
 import type { Withdrawal } from '../../src/core/draft.js';
 import { mapForEach, type PMap } from '../../src/core/pmap.js';
-import { sumHeights } from '../../src/core/ring.js';
+import { sumHeights } from '../../src/core/sum-tree.js';
 import { forEachWithdrawal } from '../../src/core/withdrawals.js';
 import {
   apply,
@@ -78,9 +78,9 @@ export function canonical(state: LimitsState): unknown {
   if (state.tip !== null && state.highestTip !== null) {
     const from = Math.max(0, state.highestTip - state.historyBlocks + 1);
     for (let h = from; h <= state.highestTip; h++) {
-      heights.push([h, sumHeights(state.ring, state.window, h, h)]);
+      heights.push([h, sumHeights(state.treeShape, state.historySums, h, h)]);
       mapForEach(state.books, (book, account) => {
-        const sum = sumHeights(state.ring, bookTree(state, book), h, h);
+        const sum = sumHeights(state.treeShape, bookTree(state, book), h, h);
         if (sum !== 0n) accountHeights.push([account, h, sum]);
       });
     }

@@ -1,5 +1,5 @@
 /**
- * A deliberately naive model of SPEC §1–§3: a plain list of withdrawals, every figure
+ * A deliberately naive model of docs/semantics.md: a plain list of withdrawals, every figure
  * recomputed by scanning it. Slow and obvious, so the fast code can be compared with it.
  */
 import type { Amount, Caps, ThrottleProfile, VerdictReason } from '../../src/index.js';
@@ -416,7 +416,7 @@ export class NaiveModel {
       (v.reason === 'rolling_cap_exceeded' || v.reason === 'account_rolling_cap_exceeded')
     )
       return { ...v, availableAt: this.whenAvailable(account, amount, extra) };
-    return v;
+    return v.ok ? v : { ...v, availableAt: null };
   }
 
   private verdictAt(
@@ -458,7 +458,13 @@ export class NaiveModel {
     return { ok: true };
   }
 
+  /** checkDeposit: a refusal never says when it would pass (`availableAt` null). */
   checkDeposit(account: string, amount: bigint, extra: ModelWithdrawal[] = []): ModelVerdict {
+    const v = this.depositVerdict(account, amount, extra);
+    return v.ok ? v : { ...v, availableAt: null };
+  }
+
+  private depositVerdict(account: string, amount: bigint, extra: ModelWithdrawal[]): ModelVerdict {
     const r = this.resolved(account);
     if (r.perDepositMinimum !== null && amount < r.perDepositMinimum) {
       return { ok: false, reason: 'below_minimum', limit: r.perDepositMinimum };

@@ -5,10 +5,10 @@ import {
   addAt,
   clearHeights,
   firstHeightReaching,
-  ringOf,
   sumHeights,
+  treeShapeOf,
   visitHeights,
-} from '../../src/core/ring.js';
+} from '../../src/core/sum-tree.js';
 
 // A plain array model of the ring: heights map to slots h mod size.
 const opArb = (size: number) =>
@@ -36,7 +36,7 @@ describe('the ring of per-block sums', () => {
   test.prop([caseArb])(
     'range sums, clears, id lists and the prefix search agree with a plain array; old roots stay valid',
     ([size, ops]) => {
-      const ring = ringOf(size);
+      const ring = treeShapeOf(size);
       const slots = new Array<bigint>(size).fill(0n);
       let ids: string[][] = Array.from({ length: size }, () => []);
       let root = ring.empty;
@@ -111,8 +111,8 @@ describe('the ring of per-block sums', () => {
   test.each([1, 15, 16, 40])(
     'two versions extended from one state with %i ids at a height each see their own ids, and the state its own, unchanged',
     (held) => {
-      const ring = ringOf(16);
-      const idsAt = (root: ReturnType<typeof ringOf>['empty']) => {
+      const ring = treeShapeOf(16);
+      const idsAt = (root: ReturnType<typeof treeShapeOf>['empty']) => {
         const got: string[] = [];
         visitHeights(ring, root, 5, 5, (id) => got.push(id));
         return got.sort();
@@ -137,8 +137,8 @@ describe('the ring of per-block sums', () => {
   );
 
   test('a ring is three levels deep for the default 2016 heights', () => {
-    expect(ringOf(2016).depth).toBe(3);
-    expect(ringOf(16).depth).toBe(1);
-    expect(ringOf(17).depth).toBe(2);
+    expect(treeShapeOf(2016).depth).toBe(3);
+    expect(treeShapeOf(16).depth).toBe(1);
+    expect(treeShapeOf(17).depth).toBe(2);
   });
 });

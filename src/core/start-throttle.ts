@@ -4,26 +4,27 @@
  * `throttleStarted` event and reports the limits, so it sits above the state and the views;
  * throttle mode itself (profile, overlay, events) is in `throttle.ts`.
  */
-import { describe, LimitsError } from './errors.js';
+import { describe, LimitsError, type Result } from './errors.js';
 import { MAX_SECRET_LENGTH, verifyThrottleSecret } from './keys.js';
 import { isRecord, MAX_NAME_LENGTH } from './limits.js';
 import { mapGet } from './pmap.js';
 import { apply, type LimitsState } from './state.js';
 import { getLimits, type Limits } from './views.js';
 
-/** The result of {@link startThrottle}. */
-export type StartThrottleResult =
-  | { readonly ok: true; readonly state: LimitsState; readonly limits: Limits }
-  | { readonly ok: false; readonly error: LimitsError };
+/** What {@link startThrottle} gives when the key holder's request is accepted. */
+export interface ThrottleStarted {
+  /** The state with throttle mode on. */
+  readonly state: LimitsState;
+  /** Its limits. */
+  readonly limits: Limits;
+}
+
+type StartThrottleResult = Result<ThrottleStarted>;
 
 function invalid(message: string, path?: string): StartThrottleResult {
   return {
     ok: false,
-    error: new LimitsError(
-      'invalid_request',
-      path === undefined ? message : `${path}: ${message}`,
-      path,
-    ),
+    error: new LimitsError('invalid_request', message, path),
   };
 }
 
@@ -55,7 +56,7 @@ function requireField(
  * else r.error.code; // 'invalid_credentials' | 'key_revoked' | 'invalid_request'
  * ```
  */
-export function startThrottle(state: LimitsState, request: unknown): StartThrottleResult {
+export function startThrottle(state: LimitsState, request: unknown): Result<ThrottleStarted> {
   if (!isRecord(request))
     return invalid(`expected an object with name and secret, got ${describe(request)}`);
   const name = requireField(request, 'name', MAX_NAME_LENGTH);

@@ -51,7 +51,7 @@ export interface IdChunk {
 const COPY_IDS = 8;
 
 /** The shape of a ring: its length in heights and the depth of its tree. */
-export interface Ring {
+export interface TreeShape {
   readonly size: number;
   readonly depth: number;
   /** The empty tree of this depth (a shared constant). */
@@ -90,7 +90,7 @@ function emptyAt(level: number): SumNode {
 }
 
 /** The ring of `size` heights. */
-export function ringOf(size: number): Ring {
+export function treeShapeOf(size: number): TreeShape {
   if (!(size >= 1 && size <= WIDTH ** MAX_DEPTH)) throw new RangeError(`a ring of ${size} heights`);
   let depth = 1;
   while (WIDTH ** depth < size) depth++;
@@ -296,7 +296,7 @@ function reachIn(
 // Splits the heights from..to (clamped to ring.size of them, in height order) into one or
 // two slot ranges.
 function slotRanges(
-  ring: Ring,
+  ring: TreeShape,
   from: number,
   to: number,
   fn: (lo: number, hi: number) => void,
@@ -314,7 +314,7 @@ function slotRanges(
 
 /** Adds `delta` (and `count` withdrawals, with `id` listed) at `height`. */
 export function addAt(
-  ring: Ring,
+  ring: TreeShape,
   root: SumNode,
   height: number,
   delta: bigint,
@@ -326,7 +326,7 @@ export function addAt(
 }
 
 /** The sum over heights from..to inclusive (empty when from > to). */
-export function sumHeights(ring: Ring, root: SumNode, from: number, to: number): bigint {
+export function sumHeights(ring: TreeShape, root: SumNode, from: number, to: number): bigint {
   let total = 0n;
   slotRanges(ring, from, to, (lo, hi) => {
     total += sumIn(root, ring.depth, 0, lo, hi);
@@ -336,7 +336,7 @@ export function sumHeights(ring: Ring, root: SumNode, from: number, to: number):
 
 /** Empties the heights from..to inclusive. */
 export function clearHeights(
-  ring: Ring,
+  ring: TreeShape,
   root: SumNode,
   from: number,
   to: number,
@@ -351,7 +351,7 @@ export function clearHeights(
 
 /** Calls `fn` with every id listed at the heights from..to inclusive. */
 export function visitHeights(
-  ring: Ring,
+  ring: TreeShape,
   root: SumNode,
   from: number,
   to: number,
@@ -374,7 +374,7 @@ export function visitHeights(
  * the whole range sums to less. `need` must be > 0.
  */
 export function firstHeightReaching(
-  ring: Ring,
+  ring: TreeShape,
   root: SumNode,
   from: number,
   to: number,
@@ -400,7 +400,7 @@ export function firstHeightReaching(
  * only non-empty subtrees: O(non-zero heights × log₁₆ H).
  */
 export function forEachSum(
-  ring: Ring,
+  ring: TreeShape,
   root: SumNode,
   from: number,
   to: number,

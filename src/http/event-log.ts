@@ -1,8 +1,8 @@
 /**
  * The event log a service keeps its accepted changes in (docs/operating.md, "Reliability", and docs/replicas.md): the contract the
- * data folder and the log on PostgreSQL both keep, the batch codec they share, and the
- * serial queue that orders their work and the service's. Browser-safe: the logs themselves
- * are Node adapters in `peg-limits/server`.
+ * data folder and the log on PostgreSQL both keep. Browser-safe: the logs themselves are
+ * Node adapters in `peg-limits/server`; the batch text they share is `codec.ts`'s, and the
+ * queue that orders their work and the service's is `serial-queue.ts`.
  *
  * The rules every log keeps (`test/server/event-log.contract.ts` checks them on both):
  * - A position counts batches: the log's first state is at its snapshot's position, and
@@ -27,8 +27,6 @@
  *   batch that was durable.
  */
 import type { LimitsEvent, LimitsState } from '../core/state.js';
-import { eventsFromJson } from './codec.js';
-import { encodeJson, tryDecodeJson } from './json.js';
 
 /** Who made a batch, as its audit record names them. */
 export type AuditActor =
@@ -146,43 +144,4 @@ export class LogBusy extends Error {
  */
 export class LogUnavailable extends Error {
   override readonly name = 'LogUnavailable';
-}
-
-/** One batch's text in a log: the exact `encodeJson` text of its events, as an array. */
-export function encodeBatch(events: ReadonlyArray<LimitsEvent>): string {
-  return encodeJson(events);
-}
-
-/** Reads a batch's text back into events, or says why it cannot (parsed once). */
-export function decodeBatch(
-  text: string,
-):
-  | { readonly ok: true; readonly events: ReadonlyArray<LimitsEvent> }
-  | { readonly ok: false; readonly error: string } {
-  const json = tryDecodeJson(text);
-  if (!json.ok) return { ok: false, error: json.error.message };
-  if (!Array.isArray(json.value)) return { ok: false, error: 'expected a JSON array of events' };
-  const events = eventsFromJson(json.value);
-  return events.ok ? events : { ok: false, error: events.error.message };
-}
-
-/** Runs tasks one at a time, in the order they were queued; a failed task does not stop the next. */
-export interface SerialQueue {
-  /** Queues `task` after every task queued before it; resolves or rejects as it does. */
-  run<T>(task: () => T | Promise<T>): Promise<T>;
-  /** Resolves once every task queued so far has finished. */
-  idle(): Promise<void>;
-}
-
-/** A new, empty {@link SerialQueue}. */
-export function serialQueue(): SerialQueue {
-  let tail: Promise<unknown> = Promise.resolve();
-  return {
-    run(task) {
-      const run = tail.then(task);
-      tail = run.catch(() => undefined);
-      return run;
-    },
-    idle: () => tail.then(() => undefined),
-  };
 }

@@ -1,0 +1,45 @@
+/**
+ * Block heights: how one is validated, how one is read from JSON, and which heights leave
+ * the retained history when the highest tip rises.
+ */
+import { describe, fail } from './errors.js';
+import type { Height } from './events.js';
+
+/** Validates a block height: a non-negative safe integer. Throws a LimitsError (caught at the boundary). */
+export function requireHeight(value: unknown, path: string): Height {
+  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 0) {
+    fail(
+      'invalid_height',
+      `expected a block height (a non-negative safe integer), got ${describe(value)}`,
+      path,
+    );
+  }
+  return value;
+}
+
+/**
+ * A height as JSON gives it back: `decodeJson` reads every integer as a bigint, and heights
+ * are numbers in a state. A bigint from 0 to 2^53 − 1 becomes its number; anything else is
+ * left as it is, for {@link requireHeight} to refuse.
+ */
+export function heightFromJson(value: unknown): unknown {
+  return typeof value === 'bigint' && value >= 0n && value <= BigInt(Number.MAX_SAFE_INTEGER)
+    ? Number(value)
+    : value;
+}
+
+/**
+ * The heights that leave the history of `historyBlocks` when the highest tip rises from
+ * `before` to `after`: from the oldest one held at `before` to the one just below the oldest
+ * held at `after`. `undefined` when none leave (or none were held: `before` is null).
+ */
+export function heightsLeaving(
+  historyBlocks: number,
+  before: Height | null,
+  after: Height,
+): { readonly from: Height; readonly to: Height } | undefined {
+  if (before === null) return undefined;
+  const from = Math.max(0, before - historyBlocks + 1);
+  const to = after - historyBlocks;
+  return from <= to ? { from, to } : undefined;
+}
