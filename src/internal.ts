@@ -36,3 +36,14 @@ export { ADMIN_OPERATOR, validateOperators } from './http/operators.js';
 export { matchPath, ROUTES, routeFor } from './http/routes.js';
 export { type SerialQueue, serialQueue } from './http/serial-queue.js';
 export { isChange, MAX_PERSIST_ATTEMPTS, readinessOf } from './http/service.js';
+export {
+  type BlockMemory,
+  type ClarityValue,
+  type DecodeClarity,
+  EMPTY_MEMORY,
+  type Observed,
+  type ObserveOptions,
+  observeBlock,
+  type RememberedBlock,
+  type SkippedEvent,
+} from './http/stacks-blocks.js';

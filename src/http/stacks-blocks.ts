@@ -1,0 +1,302 @@
+/**
+ * What a Stacks node's blocks mean for the limits: the pure mapping behind the event
+ * observer (`peg-limits serve --stacks-observer`). A node POSTs each block it processes to
+ * `/new_block`; the sBTC registry contract's `print` events in it say when a withdrawal was
+ * requested and when one was rejected. {@link observeBlock} turns one such payload, and
+ * what the observer remembers of the blocks before it, into the limits events that make
+ * the state follow the canonical chain, and the memory after it.
+ *
+ * Forks. The node sends no reorganization message: a Stacks fork is a block whose parent is
+ * a remembered block other than the newest, and a Bitcoin reorganization is a burn height
+ * seen again with another hash. Either becomes one batch: `chainReorganized` below the
+ * lowest burn height it touches, the events of the blocks that stay canonical above it
+ * again, then the new block's. A rejection in an orphaned block is undone the same way, by
+ * going below the height of the withdrawal it rejected. So every withdrawal counts exactly
+ * when its block is on the canonical chain.
+ *
+ * The memory keeps the blocks of the last `keepBurnBlocks` burn heights: a fork deeper than
+ * that would be a reorganization past the chain bounds, which the service refuses anyway.
+ * Pure and browser-safe: the Clarity decoder (`@stacks/transactions`' `hexToCV`) is passed in.
+ */
+import type { Height, LimitsEvent } from '../core/events.js';
+import { isRecord } from '../core/limits.js';
+
+/** A Clarity value as `hexToCV` gives it: only what the mapping reads. */
+export interface ClarityValue {
+  readonly type: string;
+  readonly value?: unknown;
+}
+
+/** Decodes hex-encoded Clarity (`raw_value`); throws on anything else. */
+export type DecodeClarity = (hex: string) => ClarityValue;
+
+/** A block the observer remembers. */
+export interface RememberedBlock {
+  /** `index_block_hash`. */
+  readonly hash: string;
+  /** `parent_index_block_hash`. */
+  readonly parent: string;
+  /** The Stacks height. */
+  readonly height: number;
+  /** The Bitcoin height it was mined in (`burn_block_height`). */
+  readonly burnHeight: Height;
+  /** `burn_block_hash`. */
+  readonly burnHash: string;
+  /** The limits events its registry prints gave, in order. */
+  readonly events: ReadonlyArray<LimitsEvent>;
+}
+
+/** What the observer remembers: the blocks it has seen, and the canonical chain's newest. */
+export interface BlockMemory {
+  /** The remembered blocks, oldest first. */
+  readonly blocks: ReadonlyArray<RememberedBlock>;
+  /** The `index_block_hash` of the canonical chain's newest block (`''` before any). */
+  readonly head: string;
+}
+
+/** The memory before the first block. */
+export const EMPTY_MEMORY: BlockMemory = { blocks: [], head: '' };
+
+/** What {@link observeBlock} needs besides the memory and the payload. */
+export interface ObserveOptions {
+  /** The registry contract (`SM3…​.sbtc-registry`): only its print events are read. */
+  readonly registry: string;
+  readonly decode: DecodeClarity;
+  /** The state's tip: a block above it connects its burn height first. */
+  readonly tip: Height | null;
+  /** How many burn heights of blocks below the newest are remembered. */
+  readonly keepBurnBlocks: number;
+}
+
+/** An event of the payload that was not read, and why. */
+export interface SkippedEvent {
+  /** Its index in the payload's `events`. */
+  readonly index: number;
+  readonly reason: string;
+}
+
+/** What one payload gives. */
+export type Observed =
+  | {
+      readonly kind: 'block';
+      /** The batch to apply: empty when the block changes nothing for the limits. */
+      readonly events: ReadonlyArray<LimitsEvent>;
+      /** The memory once the batch is applied. */
+      readonly memory: BlockMemory;
+      readonly block: RememberedBlock;
+      /** The lowest burn height the batch reorganized from (a fork), or `undefined`. */
+      readonly forkedAt: Height | undefined;
+      readonly skipped: ReadonlyArray<SkippedEvent>;
+    }
+  /** A block already remembered: sent again, it changes nothing. */
+  | { readonly kind: 'known' }
+  /** A payload that is not a block (it is logged and answered 200: the node would retry it for ever). */
+  | { readonly kind: 'unusable'; readonly reason: string };
+
+const MAX_UINT64 = 2n ** 63n - 1n;
+
+function hashOf(value: unknown): string | undefined {
+  return typeof value === 'string' && /^(0x)?[0-9a-fA-F]{1,128}$/.test(value)
+    ? value.toLowerCase().replace(/^0x/, '')
+    : undefined;
+}
+
+function heightOf(value: unknown): number | undefined {
+  return typeof value === 'number' && Number.isSafeInteger(value) && value >= 0 ? value : undefined;
+}
+
+// A uint field of a print tuple, within int64.
+function uintOf(tuple: Readonly<Record<string, ClarityValue>>, key: string): bigint | undefined {
+  const v = tuple[key];
+  if (v === undefined || v.type !== 'uint') return undefined;
+  const n =
+    typeof v.value === 'bigint'
+      ? v.value
+      : typeof v.value === 'string'
+        ? BigInt(v.value)
+        : undefined;
+  return n !== undefined && n >= 0n && n <= MAX_UINT64 ? n : undefined;
+}
+
+/** The limits event one registry print gives, `null` for a print that means nothing here, or why it cannot be read. */
+export function eventOfPrint(value: ClarityValue): LimitsEvent | null | { readonly skip: string } {
+  if (value.type !== 'tuple' || !isRecord(value.value)) return null;
+  const tuple = value.value as Readonly<Record<string, ClarityValue>>;
+  const topic = tuple.topic;
+  if (topic === undefined || topic.type !== 'ascii') return null;
+  if (topic.value === 'withdrawal-create') {
+    const id = uintOf(tuple, 'request-id');
+    const amount = uintOf(tuple, 'amount');
+    const height = uintOf(tuple, 'block-height');
+    const sender = tuple.sender;
+    if (id === undefined) return { skip: 'request-id is not a uint within int64' };
+    if (amount === undefined || amount === 0n)
+      return { skip: 'amount is not a positive uint within int64' };
+    if (height === undefined || height > BigInt(Number.MAX_SAFE_INTEGER))
+      return { skip: 'block-height is not a height' };
+    if (sender === undefined || (sender.type !== 'address' && sender.type !== 'contract'))
+      return { skip: 'sender is not a principal' };
+    return {
+      type: 'withdrawalRequested',
+      id: String(id),
+      account: String(sender.value),
+      amount,
+      height: Number(height),
+    };
+  }
+  if (topic.value === 'withdrawal-reject') {
+    const id = uintOf(tuple, 'request-id');
+    if (id === undefined) return { skip: 'request-id is not a uint within int64' };
+    return { type: 'withdrawalRejected', id: String(id) };
+  }
+  return null;
+}
+
+// The limits events of a block's committed registry prints, and what was skipped.
+function eventsOf(
+  events: unknown,
+  options: ObserveOptions,
+): { events: LimitsEvent[]; skipped: SkippedEvent[] } {
+  const out: LimitsEvent[] = [];
+  const skipped: SkippedEvent[] = [];
+  if (!Array.isArray(events)) return { events: out, skipped };
+  events.forEach((e: unknown, index) => {
+    if (!isRecord(e) || e.committed !== true || e.type !== 'contract_event') return;
+    const c = e.contract_event;
+    if (!isRecord(c) || c.contract_identifier !== options.registry || c.topic !== 'print') return;
+    const raw = c.raw_value;
+    if (typeof raw !== 'string' || !/^(0x)?([0-9a-fA-F]{2})+$/.test(raw)) {
+      skipped.push({ index, reason: 'raw_value is not hex' });
+      return;
+    }
+    let value: ClarityValue;
+    try {
+      value = options.decode(raw.replace(/^0x/, ''));
+    } catch (err) {
+      skipped.push({ index, reason: `raw_value is not Clarity: ${String(err)}` });
+      return;
+    }
+    const event = eventOfPrint(value);
+    if (event === null) return;
+    if ('skip' in event) skipped.push({ index, reason: event.skip });
+    else out.push(event);
+  });
+  return { events: out, skipped };
+}
+
+// The canonical chain ending at `hash`, oldest first (as far back as the memory goes).
+function chainTo(byHash: ReadonlyMap<string, RememberedBlock>, hash: string): RememberedBlock[] {
+  const chain: RememberedBlock[] = [];
+  for (let b = byHash.get(hash); b !== undefined; b = byHash.get(b.parent)) {
+    chain.push(b);
+    if (chain.length > byHash.size) break;
+  }
+  return chain.reverse();
+}
+
+/**
+ * Turns one `/new_block` payload into the limits events it means, given what the observer
+ * remembers; see the module's description for forks.
+ */
+export function observeBlock(
+  memory: BlockMemory,
+  payload: unknown,
+  options: ObserveOptions,
+): Observed {
+  if (!isRecord(payload)) return { kind: 'unusable', reason: 'the payload is not an object' };
+  const hash = hashOf(payload.index_block_hash);
+  const parent = hashOf(payload.parent_index_block_hash);
+  const height = heightOf(payload.block_height);
+  const burnHeight = heightOf(payload.burn_block_height);
+  const burnHash = hashOf(payload.burn_block_hash);
+  if (hash === undefined || parent === undefined)
+    return {
+      kind: 'unusable',
+      reason: 'index_block_hash or parent_index_block_hash is not a hash',
+    };
+  if (height === undefined || burnHeight === undefined || burnHash === undefined)
+    return {
+      kind: 'unusable',
+      reason: 'block_height, burn_block_height or burn_block_hash is missing',
+    };
+  const byHash = new Map(memory.blocks.map((b) => [b.hash, b] as const));
+  if (byHash.has(hash)) return { kind: 'known' };
+  const read = eventsOf(payload.events, options);
+  const block: RememberedBlock = {
+    hash,
+    parent,
+    height,
+    burnHeight,
+    burnHash,
+    events: read.events,
+  };
+
+  const old = chainTo(byHash, memory.head);
+  // The chain the new block extends: its parent's, or, when its parent is unknown (a gap,
+  // the first block), the canonical one as it is.
+  let path = byHash.has(parent) ? chainTo(byHash, parent) : old;
+  // A burn height seen with another hash, or a burn height below the path's: Bitcoin
+  // reorganized, and everything from that height is orphaned.
+  const cut = path.findIndex(
+    (b) => b.burnHeight > burnHeight || (b.burnHeight === burnHeight && b.burnHash !== burnHash),
+  );
+  if (cut >= 0) path = path.slice(0, cut);
+  let same = 0;
+  while (same < old.length && same < path.length && old[same] === path[same]) same++;
+  const orphaned = old.slice(same);
+  const revived = path.slice(same);
+
+  const events: LimitsEvent[] = [];
+  let forkedAt: Height | undefined;
+  let tip = options.tip;
+  if (orphaned.length > 0 || revived.length > 0) {
+    // Where the requests the orphaned blocks rejected were made: undoing a rejection
+    // means going below its withdrawal.
+    const requestedAt = new Map<string, Height>();
+    for (const b of [...old, ...path])
+      for (const e of b.events)
+        if (e.type === 'withdrawalRequested') requestedAt.set(e.id, e.height);
+    let low = Math.min(...[...orphaned, ...revived].map((b) => b.burnHeight));
+    for (const b of orphaned)
+      for (const e of b.events) {
+        if (e.type === 'withdrawalRequested') low = Math.min(low, e.height);
+        if (e.type === 'withdrawalRejected') low = Math.min(low, requestedAt.get(e.id) ?? low);
+      }
+    // Back to the lowest height touched, or to the new chain's top when it is lower: every
+    // withdrawal above it is dropped, and the new chain's blocks above it give theirs again.
+    const top = Math.max(burnHeight, ...path.map((b) => b.burnHeight));
+    const target = Math.min(low - 1, top);
+    if (tip !== null && target < tip && target >= 0) {
+      forkedAt = low;
+      tip = target;
+      events.push({ type: 'chainReorganized', height: target });
+      for (const b of path) {
+        if (
+          b.burnHeight <= target &&
+          !b.events.some((e) => e.type === 'withdrawalRequested' && e.height > target)
+        )
+          continue;
+        if (b.burnHeight > tip) {
+          events.push({ type: 'blockConnected', height: b.burnHeight });
+          tip = b.burnHeight;
+        }
+        events.push(...b.events);
+      }
+    } else for (const b of revived) events.push(...b.events);
+  }
+  if (tip === null || burnHeight > tip) events.push({ type: 'blockConnected', height: burnHeight });
+  events.push(...block.events);
+
+  // Remember the new block; forget what is older than the burn heights kept.
+  const newest = Math.max(burnHeight, ...memory.blocks.map((b) => b.burnHeight));
+  const keepFrom = newest - options.keepBurnBlocks;
+  const blocks = [...memory.blocks.filter((b) => b.burnHeight >= keepFrom), block];
+  return {
+    kind: 'block',
+    events,
+    memory: { blocks, head: hash },
+    block,
+    forkedAt,
+    skipped: read.skipped,
+  };
+}
