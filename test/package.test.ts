@@ -286,6 +286,7 @@ describe('the drivers are optional peers', () => {
     expect(manifest.peerDependenciesMeta.pg).toEqual({ optional: true });
     expect(manifest.peerDependenciesMeta['prom-client']).toEqual({ optional: true });
     expect(manifest.peerDependenciesMeta.pino).toEqual({ optional: true });
+    expect(manifest.peerDependenciesMeta['@stacks/transactions']).toEqual({ optional: true });
     expect(manifest.dependencies['prom-client']).toBeUndefined();
     expect(() => readFileSync(join(project, 'node_modules/pg/package.json'))).toThrow();
     // The server entry loads without it.
@@ -316,6 +317,19 @@ describe('the drivers are optional peers', () => {
     ]);
     expect(json.code).toBe(2);
     expect(json.stderr).toMatch(/needs the package "pino".*npm install pino/);
+    const observer = await runToEnd(join(project, 'node_modules/.bin/peg-limits'), [
+      'serve',
+      '--port',
+      '0',
+      '--data',
+      tempDir(),
+      '--stacks-observer',
+      '127.0.0.1:0',
+    ]);
+    expect(observer.code).toBe(2);
+    expect(observer.stderr).toMatch(
+      /--stacks-observer needs the package "@stacks\/transactions".*npm install @stacks\/transactions/,
+    );
   });
 
   test('installed globally (npm install -g), the command serves; with pg beside it, it loads pg', async () => {

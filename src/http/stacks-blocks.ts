@@ -118,9 +118,12 @@ function uintOf(tuple: Readonly<Record<string, ClarityValue>>, key: string): big
   return n !== undefined && n >= 0n && n <= MAX_UINT64 ? n : undefined;
 }
 
-/** The limits event one registry print gives, `null` for a print that means nothing here, or why it cannot be read. */
+/**
+ * The limits event one registry print gives, `null` for a print that means nothing here (a
+ * tuple of another topic), or why it cannot be read (not a tuple, fields that do not fit).
+ */
 export function eventOfPrint(value: ClarityValue): LimitsEvent | null | { readonly skip: string } {
-  if (value.type !== 'tuple' || !isRecord(value.value)) return null;
+  if (value.type !== 'tuple' || !isRecord(value.value)) return { skip: 'the print is not a tuple' };
   const tuple = value.value as Readonly<Record<string, ClarityValue>>;
   const topic = tuple.topic;
   if (topic === undefined || topic.type !== 'ascii') return null;
@@ -221,6 +224,14 @@ export function observeBlock(
     };
   const byHash = new Map(memory.blocks.map((b) => [b.hash, b] as const));
   if (byHash.has(hash)) return { kind: 'known' };
+  // Older than every burn height remembered: a block sent again long after, or a fork
+  // deeper than the chain bounds allow. Taken as the tip, it would orphan everything since.
+  const newestSeen = memory.blocks.reduce((h, b) => Math.max(h, b.burnHeight), -1);
+  if (newestSeen >= 0 && burnHeight < newestSeen - options.keepBurnBlocks)
+    return {
+      kind: 'unusable',
+      reason: `block ${hash} is at burn height ${burnHeight}, below the ${options.keepBurnBlocks} remembered under ${newestSeen}`,
+    };
   const read = eventsOf(payload.events, options);
   const block: RememberedBlock = {
     hash,

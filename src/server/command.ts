@@ -39,6 +39,14 @@ import {
 } from './pg-log.js';
 import { redactAlertUrl, redactStore } from './redact.js';
 import { DEFAULT_SERVER_LIMITS, type ServerLimits, startServer } from './serve.js';
+import {
+  dataBlockMemory,
+  isPrivateAddress,
+  loadClarityDecoder,
+  MAINNET_REGISTRY,
+  pgBlockMemory,
+  STACKS_NODE_OPERATOR,
+} from './stacks-observer.js';
 
 const L = DEFAULT_SERVER_LIMITS;
 
@@ -87,6 +95,15 @@ export const USAGE = `usage: peg-limits serve [options]
                             (also PEG_LIMITS_ALERT_SECRET)
   --audit-repair            start even when the audit trail does not link up, with a new
                             chain whose first record says where and why it broke
+  --stacks-observer HOST:PORT
+                            a second listener for a Stacks node's event observer (POST
+                            /new_block): the registry's withdrawals and rejections, and the
+                            burn heights, fed as the operator stacks-node (chain scope);
+                            loopback or private addresses only (needs @stacks/transactions)
+  --stacks-observer-public  let --stacks-observer listen on any address (it takes no
+                            credentials)
+  --sbtc-registry CONTRACT  the registry contract read (default mainnet's
+                            ${MAINNET_REGISTRY})
   --quiet                   no request log
   --log-format text         text lines, or json: one JSON object per line (needs pino)
 
@@ -181,6 +198,9 @@ export async function serveCommand(
         'alert-secret': { type: 'string' },
         quiet: { type: 'boolean' },
         'log-format': { type: 'string' },
+        'stacks-observer': { type: 'string' },
+        'stacks-observer-public': { type: 'boolean' },
+        'sbtc-registry': { type: 'string' },
         help: { type: 'boolean', short: 'h' },
       },
       strict: true,
@@ -243,7 +263,33 @@ export async function serveCommand(
       `PEG_LIMITS_ADMIN_TOKEN has ${adminToken.length} characters; an operator token needs at least ${MIN_TOKEN_LENGTH} (128 bits): make one with \`peg-limits token\``,
     );
   const configFile = str('config');
-  const reserved = adminToken === undefined ? [] : [ADMIN_OPERATOR];
+  const observerAt = str('stacks-observer');
+  const observerHost = observerAt?.replace(/:\d+$/, '') ?? '';
+  const observerPort = Number(/:(\d{1,5})$/.exec(observerAt ?? '')?.[1] ?? Number.NaN);
+  if (
+    observerAt !== undefined &&
+    (observerHost === '' || !(observerPort >= 0 && observerPort <= 65535))
+  )
+    fail(`--stacks-observer takes HOST:PORT (127.0.0.1:0 picks a port), got ${observerAt}`);
+  if (
+    observerAt !== undefined &&
+    !isPrivateAddress(observerHost) &&
+    values['stacks-observer-public'] !== true
+  )
+    fail(
+      `--stacks-observer ${observerAt} is not a loopback or private address: the observer takes no credentials (a node sends none), so anyone who reaches it feeds the chain; pass --stacks-observer-public to listen there anyway`,
+    );
+  const registry = str('sbtc-registry') ?? MAINNET_REGISTRY;
+  if (!/^S[A-Z0-9]{27,40}\.[a-zA-Z][a-zA-Z0-9-]{0,127}$/.test(registry))
+    fail(`--sbtc-registry takes a contract (ADDRESS.name), got ${registry}`);
+  const decode =
+    observerAt === undefined
+      ? undefined
+      : await loadClarityDecoder().catch((e: unknown) => fail((e as Error).message));
+  const reserved = [
+    ...(adminToken === undefined ? [] : [ADMIN_OPERATOR]),
+    ...(observerAt === undefined ? [] : [STACKS_NODE_OPERATOR]),
+  ];
   let config: ServerConfig;
   try {
     config =
@@ -355,12 +401,30 @@ export async function serveCommand(
       },
       limits,
       cors,
+      stacksObserver:
+        observerAt === undefined || decode === undefined
+          ? undefined
+          : {
+              host: observerHost.replace(/^\[|\]$/g, ''),
+              port: observerPort,
+              registry,
+              decode,
+              memory: postgres !== undefined ? pgBlockMemory(postgres) : dataBlockMemory(dir),
+              keepBurnBlocks: config.chainBounds.maxReorgDepth + 6,
+            },
     });
   } catch (e) {
     await eventLog.close().catch(() => undefined);
     fail(`cannot start: ${(e as Error).message}`);
   }
   process.stdout.write(`listening on ${server.url}\n`);
+  if (server.stacksObserver !== undefined) {
+    process.stdout.write(`stacks observer on ${server.stacksObserver}\n`);
+    if (!isPrivateAddress(observerHost))
+      log(
+        `warning: the stacks observer listens on ${observerHost}, which is not private: it takes no credentials, so anyone who reaches it feeds the chain (chain bounds still apply)`,
+      );
+  }
   const stop = (signal: string) => {
     log(`${signal}: finishing requests in flight, then writing a snapshot`);
     server.close().then(

@@ -48,6 +48,8 @@ export interface MetricsSource {
   readonly notificationQueue?: (() => Promise<number | undefined>) | undefined;
   /** Alerts waiting to be delivered, when alerts are on. */
   alertsPending?(): number | undefined;
+  /** What the Stacks event observer skipped so far, when it is on. */
+  readonly observerSkipped?: (() => number) | undefined;
 }
 
 const EXACT = 'A float64: exact below 2^53 (90 million BTC in satoshis).';
@@ -131,6 +133,16 @@ export async function createMetrics(source: MetricsSource): Promise<ServerMetric
     'Alerts read from the audit trail (or refusals told from memory) and not yet delivered, over every --alert-url; absent when alerts are off.',
     () => source.alertsPending?.(),
   );
+  if (source.observerSkipped?.() !== undefined)
+    new prom.Counter({
+      name: 'peg_limits_observer_skipped_total',
+      help: 'What the Stacks event observer could not use and skipped (answered 200, logged): payloads that are not blocks, print events that do not decode or do not fit, events the state refused.',
+      registers: [register],
+      collect() {
+        this.reset();
+        this.inc(source.observerSkipped?.() ?? 0);
+      },
+    });
   gauge('peg_limits_store_available', '1 when changes can be written, else 0.', () =>
     source.writable() ? 1 : 0,
   );

@@ -34,6 +34,12 @@ import type { RequestLine } from './logger.js';
 import { createMetrics, MetricsUnavailable, type ServerMetrics } from './metrics.js';
 import { MIN_POSITION_WAIT_MS, reached } from './min-position.js';
 import { createRequestLog } from './request-log.js';
+import {
+  type StacksObserver,
+  type StacksObserverOptions,
+  stacksNodeOperator,
+  startStacksObserver,
+} from './stacks-observer.js';
 import { createStreams } from './streams.js';
 
 export { DEFAULT_SERVER_LIMITS, type ServerLimits } from './client-limits.js';
@@ -76,6 +82,12 @@ export interface ServerOptions {
   readonly alerts?: AlertOptions | undefined;
   /** Client limits; unset fields take {@link DEFAULT_SERVER_LIMITS}. */
   readonly limits?: Partial<ServerLimits> | undefined;
+  /**
+   * A second listener for a Stacks node's event observer (`POST /new_block`), which feeds
+   * the chain's blocks as the operator `stacks-node` with the chain scope; none when undefined.
+   * @internal
+   */
+  readonly stacksObserver?: StacksObserverOptions | undefined;
 }
 
 /** A running server. */
@@ -94,6 +106,8 @@ export interface RunningServer {
   readonly metrics: boolean;
   /** `GET /events` streams open now. */
   readonly streams: number;
+  /** The Stacks event observer's URL, when it is on. @internal */
+  readonly stacksObserver?: string | undefined;
   /** Stops accepting, finishes the requests in flight, then closes the log. */
   close(): Promise<void>;
 }
@@ -112,6 +126,8 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     (socket) => !isLingering(socket),
     () => streams.evictOldest(),
   );
+  // The Stacks event observer, opened once the server listens.
+  let observer: StacksObserver | undefined;
   // Metrics (docs/operating.md, "Operating it"): on unless turned off, when prom-client is installed.
   let metrics: ServerMetrics | undefined;
   if (options.metrics !== false) {
@@ -123,6 +139,8 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
         writeLock: () => eventLog.writeLock,
         notificationQueue: eventLog.notificationQueue,
         alertsPending: () => alerts?.pending,
+        observerSkipped:
+          options.stacksObserver === undefined ? undefined : () => observer?.skipped ?? 0,
       });
     } catch (e) {
       if (!(e instanceof MetricsUnavailable)) throw e;
@@ -143,10 +161,15 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   // What became of pending changes (proposed, applied, dropped, cancelled) is said.
   const say = options.warn ?? options.logLine;
   if (say !== undefined) served = recordChanges(served, say);
+  // The observer acts as an operator of its own, with the chain scope alone.
+  const feeder = options.stacksObserver === undefined ? undefined : stacksNodeOperator();
+  const given = options.operators;
+  const operatorsGiven = () => (typeof given === 'function' ? given() : given) ?? [];
   const service = createService({
     log: served,
     adminToken: options.adminToken,
-    operators: options.operators,
+    operators:
+      feeder === undefined ? options.operators : () => [...operatorsGiven(), feeder.operator],
     chainBounds: options.chainBounds,
     loosening: options.loosening,
     cors: options.cors,
@@ -163,10 +186,8 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     },
     limits,
   );
-  const operatorsNow = () => {
-    const given = options.operators;
-    return typeof given === 'function' ? given() : given;
-  };
+  const operatorsNow = () =>
+    feeder === undefined ? operatorsGiven() : [...operatorsGiven(), feeder.operator];
   const handleOptions = {
     adminToken: options.adminToken,
     cors: options.cors,
@@ -370,6 +391,18 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   });
   const address = server.address() as AddressInfo;
   const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
+  if (options.stacksObserver !== undefined && feeder !== undefined) {
+    try {
+      observer = await startStacksObserver(service, feeder.token, options.stacksObserver, {
+        logLine: log ?? options.warn,
+        warn: options.warn,
+      });
+    } catch (e) {
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+      stopGuard();
+      throw e;
+    }
+  }
   let closing: Promise<void> | undefined;
   return {
     url: `http://${host}:${address.port}`,
@@ -383,9 +416,11 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     get streams() {
       return streams.count;
     },
+    stacksObserver: observer?.url,
     close() {
       // Streams never end by themselves: end them first.
       streams.close();
+      const observed = observer?.close();
       closing ??= new Promise<void>((resolve) => {
         // Keep-alive connections turn idle once their request is answered: close them then,
         // rather than waiting for their timeout.
@@ -397,6 +432,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
         });
         server.closeIdleConnections();
       }).then(async () => {
+        await observed;
         await alerts?.close();
         await eventLog.close();
       });

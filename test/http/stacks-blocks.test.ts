@@ -486,4 +486,19 @@ test('the memory keeps the blocks of the last burn heights only', () => {
   expect(s.memory.blocks.map((b) => b.burnHeight)).toEqual(
     Array.from({ length: 9 }, (_, k) => 131 + k),
   );
+  // A block from below them, sent long after: not taken as the tip (it would orphan all since).
+  const state = s.state;
+  const old = feed(
+    s,
+    newBlock({
+      hash: hash('old'),
+      parent: hash('m3'),
+      height: 4,
+      burnHeight: 104,
+      burnHash: hash('mb4'),
+    }),
+    8,
+  );
+  expect(old.kind).toBe('unusable');
+  expect(s.state).toBe(state);
 });

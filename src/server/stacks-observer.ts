@@ -1,0 +1,381 @@
+/**
+ * The Stacks node's event observer (`peg-limits serve --stacks-observer HOST:PORT`): a
+ * second listener that serves only what a node posts. `POST /new_block` is read through
+ * the pure mapping of `http/stacks-blocks.ts` and applied as the operator `stacks-node`,
+ * with the `chain` scope alone, so chain bounds apply to it like to any feeder; the node's
+ * other paths are answered 200 and ignored, and the service's own routes are not here.
+ *
+ * Answers the node can live with: it retries a block for ever until it gets a 2xx. So 200
+ * once the block's events are durable, and 200 for a payload or an event that cannot be
+ * used (logged, counted in `peg_limits_observer_skipped_total`); 503 while the store is
+ * unavailable; 409 `chain_bound_exceeded` past the bounds (an emergency: it is alerted); 400
+ * for a body that is not JSON.
+ *
+ * What the observer remembers of the blocks is written after the block's events are
+ * durable: a crash between the two makes the node send the block again, and applying it
+ * again changes nothing.
+ */
+import { readFile } from 'node:fs/promises';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { join } from 'node:path';
+import {
+  decodeJson,
+  encodeJson,
+  eventsFromJson,
+  generateOperatorToken,
+  hashOperatorToken,
+  type LimitsEvent,
+  type Operator,
+  type Service,
+  windowOf,
+} from 'peg-limits';
+import type pg from 'pg';
+import {
+  type BlockMemory,
+  type DecodeClarity,
+  EMPTY_MEMORY,
+  observeBlock,
+  type RememberedBlock,
+} from '../internal.js';
+import { writeAtomically } from './data-files.js';
+import { loadPeer } from './peers.js';
+import { connectClient } from './pg-connect.js';
+
+/** The operator the observer acts as. */
+export const STACKS_NODE_OPERATOR = 'stacks-node';
+
+/** Mainnet's sBTC registry contract. */
+export const MAINNET_REGISTRY = 'SM3VDXK3WZZSA84XXFKAFAF15NNZX32CTSG82JFQ4.sbtc-registry';
+
+/** The largest `/new_block` body read (a block's transactions come with it). */
+export const MAX_BLOCK_BODY = 64 * 1024 * 1024;
+
+/** Where the observer's memory of blocks is kept. */
+export interface BlockMemoryStore {
+  load(): Promise<BlockMemory>;
+  save(memory: BlockMemory): Promise<void>;
+  close?(): Promise<void>;
+}
+
+/** Options of {@link startStacksObserver}. */
+export interface StacksObserverOptions {
+  readonly host: string;
+  readonly port: number;
+  /** The registry contract whose prints are read. */
+  readonly registry: string;
+  readonly decode: DecodeClarity;
+  readonly memory: BlockMemoryStore;
+  /** Burn heights of blocks remembered below the newest (default: the reorg bound and a margin). */
+  readonly keepBurnBlocks: number;
+}
+
+/** What is missing when `@stacks/transactions` is not installed. */
+export class ObserverUnavailable extends Error {
+  override readonly name = 'ObserverUnavailable';
+}
+
+/** `@stacks/transactions`' `hexToCV`, loaded only when the observer is on. */
+export async function loadClarityDecoder(): Promise<DecodeClarity> {
+  const stacks = await loadPeer<{ hexToCV: DecodeClarity }>(
+    '@stacks/transactions',
+    () => import('@stacks/transactions'),
+    (hint) => new ObserverUnavailable(`--stacks-observer needs ${hint}`),
+  );
+  return (hex) => stacks.hexToCV(hex);
+}
+
+/** A new operator `stacks-node` with the chain scope, and its token. */
+export function stacksNodeOperator(): { operator: Operator; token: string } {
+  const token = generateOperatorToken();
+  return {
+    operator: {
+      name: STACKS_NODE_OPERATOR,
+      tokenHash: hashOperatorToken(token),
+      scopes: ['chain'],
+    },
+    token,
+  };
+}
+
+/** True for an address the observer may listen on without `--stacks-observer-public`. */
+export function isPrivateAddress(host: string): boolean {
+  const h = host.replace(/^\[|\]$/g, '').toLowerCase();
+  if (h === 'localhost' || h === '::1') return true;
+  const v4 = /^(\d{1,3})\.(\d{1,3})\.\d{1,3}\.\d{1,3}$/.exec(h);
+  if (v4 !== null) {
+    const a = Number(v4[1]);
+    const b = Number(v4[2]);
+    return a === 127 || a === 10 || (a === 172 && b >= 16 && b <= 31) || (a === 192 && b === 168);
+  }
+  return /^f[cd][0-9a-f]{2}:/.test(h);
+}
+
+// The memory as JSON text: events with exact amounts.
+function memoryText(memory: BlockMemory): string {
+  return encodeJson({ version: 1, head: memory.head, blocks: memory.blocks });
+}
+
+function memoryFrom(text: string): BlockMemory {
+  const value = decodeJson(text) as { head?: unknown; blocks?: unknown };
+  if (typeof value.head !== 'string' || !Array.isArray(value.blocks))
+    throw new Error('not a memory of blocks');
+  const blocks: RememberedBlock[] = value.blocks.map((b: Record<string, unknown>) => {
+    const events = eventsFromJson(b.events);
+    if (!events.ok) throw new Error(events.error.message);
+    return {
+      hash: String(b.hash),
+      parent: String(b.parent),
+      height: Number(b.height),
+      burnHeight: Number(b.burnHeight),
+      burnHash: String(b.burnHash),
+      events: events.events,
+    };
+  });
+  return { head: value.head, blocks };
+}
+
+/** The memory kept in the data folder, `stacks-observer.json`, written atomically. */
+export function dataBlockMemory(dir: string): BlockMemoryStore {
+  const file = 'stacks-observer.json';
+  return {
+    async load() {
+      try {
+        return memoryFrom(await readFile(join(dir, file), 'utf8'));
+      } catch (e) {
+        if ((e as NodeJS.ErrnoException).code === 'ENOENT') return EMPTY_MEMORY;
+        throw new Error(`${join(dir, file)}: ${(e as Error).message}`);
+      }
+    },
+    async save(memory) {
+      const text = memoryText(memory);
+      await writeAtomically(dir, file, (put) => put(text));
+    },
+  };
+}
+
+/**
+ * The memory kept on PostgreSQL, in `peg_limits_stacks_memory` (made when first used), so
+ * that any replica the node posts to knows the blocks before; it is read again for each
+ * block.
+ */
+export function pgBlockMemory(url: string): BlockMemoryStore {
+  let client: pg.Client | undefined;
+  const query = async (text: string, values: unknown[]) => {
+    if (client === undefined) {
+      const c = await connectClient(url);
+      c.on('error', () => {
+        if (client === c) client = undefined;
+      });
+      await c.query(
+        'CREATE TABLE IF NOT EXISTS peg_limits_stacks_memory (key text PRIMARY KEY, memory text NOT NULL)',
+      );
+      client = c;
+    }
+    const c = client;
+    try {
+      return await c.query(text, values);
+    } catch (e) {
+      if (client === c) client = undefined;
+      await c.end().catch(() => undefined);
+      throw e;
+    }
+  };
+  return {
+    async load() {
+      const { rows } = await query('SELECT memory FROM peg_limits_stacks_memory WHERE key = $1', [
+        'observer',
+      ]);
+      return rows[0] === undefined ? EMPTY_MEMORY : memoryFrom(String(rows[0].memory));
+    },
+    async save(memory) {
+      await query(
+        'INSERT INTO peg_limits_stacks_memory (key, memory) VALUES ($1, $2) ON CONFLICT (key) DO UPDATE SET memory = EXCLUDED.memory',
+        ['observer', memoryText(memory)],
+      );
+    },
+    async close() {
+      const c = client;
+      client = undefined;
+      await c?.end().catch(() => undefined);
+    },
+  };
+}
+
+/** A running observer listener. */
+export interface StacksObserver {
+  /** `http://host:port` */
+  readonly url: string;
+  /** Payloads and events skipped so far (`peg_limits_observer_skipped_total`). */
+  readonly skipped: number;
+  close(): Promise<void>;
+}
+
+// Paths of the service that are never served here.
+const SERVICE_PATHS =
+  /^\/(limits|window|start_throttle|admin|events|metrics|healthz|readyz|openapi\.json)?(\/|$|\?)/;
+
+function reply(res: ServerResponse, status: number, body: unknown): void {
+  const text = JSON.stringify(body);
+  res.writeHead(status, {
+    'content-type': 'application/json',
+    'content-length': Buffer.byteLength(text),
+  });
+  res.end(text);
+}
+
+/** Opens the observer listener over a service, acting as the operator whose token it is given. */
+export async function startStacksObserver(
+  service: Service,
+  token: string,
+  options: StacksObserverOptions,
+  tell: {
+    logLine?: ((line: string) => void) | undefined;
+    warn?: ((line: string) => void) | undefined;
+  },
+): Promise<StacksObserver> {
+  let skipped = 0;
+  let queue: Promise<unknown> = Promise.resolve();
+  const warn = (line: string) => (tell.warn ?? tell.logLine)?.(`warning: ${line}`);
+  const skip = (what: string) => {
+    skipped++;
+    warn(`stacks observer skipped ${what}`);
+  };
+
+  // Applies a block's events as the operator stacks-node; an event the state cannot take
+  // (a rejection of a withdrawal it does not hold, a request it holds with another payload)
+  // is dropped and counted, and the rest applied.
+  async function apply(events: LimitsEvent[], at: string, remote: string | undefined) {
+    let batch = events;
+    for (;;) {
+      const response = await service.handle({
+        method: 'POST',
+        path: '/admin/events',
+        headers: {
+          authorization: `Bearer ${token}`,
+          'content-type': 'application/json',
+          'peg-limits-request-id': `stacks-block:${at.slice(0, 64)}`,
+        },
+        body: encodeJson(batch),
+        remote,
+      });
+      if (response.status === 200) return response;
+      const problem = JSON.parse(response.body) as {
+        code?: string;
+        path?: string;
+        detail?: string;
+      };
+      const index = /^\[(\d+)\]/.exec(problem.path ?? '')?.[1];
+      const event = index === undefined ? undefined : batch[Number(index)];
+      const droppable =
+        (response.status === 400 || response.status === 409) &&
+        problem.code !== 'chain_bound_exceeded' &&
+        (event?.type === 'withdrawalRequested' || event?.type === 'withdrawalRejected');
+      if (!droppable) return response;
+      skip(`event ${index} of block ${at} (${problem.code}): ${problem.detail ?? ''}`);
+      batch = batch.filter((_, i) => i !== Number(index));
+      if (batch.length === 0) return { status: 200, headers: {}, body: '{}' };
+    }
+  }
+
+  async function newBlock(body: unknown, remote: string | undefined): Promise<[number, unknown]> {
+    const memory = await options.memory.load();
+    const observed = observeBlock(memory, body, {
+      registry: options.registry,
+      decode: options.decode,
+      tip: windowOf(service.state)?.tip ?? null,
+      keepBurnBlocks: options.keepBurnBlocks,
+    });
+    if (observed.kind === 'known') return [200, { ok: true, known: true }];
+    if (observed.kind === 'unusable') {
+      skip(`a payload: ${observed.reason}`);
+      return [200, { ok: true, skipped: observed.reason }];
+    }
+    const at = observed.block.hash;
+    for (const s of observed.skipped) skip(`event ${s.index} of block ${at}: ${s.reason}`);
+    if (observed.events.length > 0) {
+      const response = await apply([...observed.events], at, remote);
+      if (response.status !== 200) return [response.status, JSON.parse(response.body)];
+    }
+    await options.memory.save(observed.memory);
+    if (observed.forkedAt !== undefined)
+      tell.logLine?.(
+        `stacks observer: block ${at} (burn height ${observed.block.burnHeight}) forks the chain from burn height ${observed.forkedAt}`,
+      );
+    return [200, { ok: true, events: observed.events.length }];
+  }
+
+  function onRequest(req: IncomingMessage, res: ServerResponse): void {
+    const path = (req.url ?? '/').split('?')[0]!;
+    if (req.method !== 'POST' || SERVICE_PATHS.test(path)) {
+      req.resume();
+      reply(res, 404, {
+        code: 'not_found',
+        message: "this listener serves a Stacks node's event observer paths only",
+      });
+      return;
+    }
+    const chunks: Buffer[] = [];
+    let size = 0;
+    let tooLarge = false;
+    req.on('data', (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > MAX_BLOCK_BODY) tooLarge = true;
+      else if (path === '/new_block') chunks.push(chunk);
+    });
+    req.once('end', () => {
+      if (path !== '/new_block') {
+        reply(res, 200, { ok: true });
+        return;
+      }
+      if (tooLarge) {
+        skip(`a /new_block body over ${MAX_BLOCK_BODY} bytes`);
+        reply(res, 200, { ok: true, skipped: 'too large' });
+        return;
+      }
+      let body: unknown;
+      try {
+        body = JSON.parse(Buffer.concat(chunks).toString('utf8'));
+        // Emily's sidecar forwards the payload as a JSON string holding it.
+        if (typeof body === 'string') body = JSON.parse(body);
+      } catch (e) {
+        reply(res, 400, {
+          code: 'invalid_json',
+          message: `the body is not JSON: ${(e as Error).message}`,
+        });
+        return;
+      }
+      const run = queue.then(() => newBlock(body, req.socket.remoteAddress));
+      queue = run.catch(() => undefined);
+      run.then(
+        ([status, answer]) => reply(res, status, answer),
+        (e: unknown) => {
+          warn(`stacks observer: a block could not be recorded: ${(e as Error).message}`);
+          reply(res, 503, { code: 'store_unavailable', message: (e as Error).message });
+        },
+      );
+    });
+  }
+
+  const server: Server = createServer(onRequest);
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(options.port, options.host, () => resolve());
+  });
+  const address = server.address() as AddressInfo;
+  const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
+  return {
+    url: `http://${host}:${address.port}`,
+    get skipped() {
+      return skipped;
+    },
+    async close() {
+      await new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      });
+      await queue;
+      await options.memory.close?.();
+    },
+  };
+}

@@ -1,0 +1,286 @@
+/**
+ * `peg-limits serve --stacks-observer`: a Stacks node's `/new_block` bodies, as the node
+ * posts them (test/support/stacks-node.ts), fed to the real command: withdrawals created and
+ * rejected, a Stacks fork, a Bitcoin reorganization, a bound exceeded, a restart between two
+ * blocks of a fork, and replicas on PostgreSQL sharing what the observer remembers.
+ */
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import {
+  POSTGRES_AVAILABLE,
+  POSTGRES_MISSING,
+  startPostgres,
+  type TestPostgres,
+} from '../support/postgres.js';
+import { killGroup, type Proc, runToEnd, spawnServer, tempDir, waitFor } from '../support/proc.js';
+import { hash, newBlock, type Print, REGISTRY, SENDER } from '../support/stacks-node.js';
+
+const CLI = 'dist/cli.js';
+const procs: Proc[] = [];
+afterAll(() => {
+  for (const p of procs) killGroup(p);
+});
+
+async function serve(
+  args: string[],
+  env: NodeJS.ProcessEnv = {},
+): Promise<Proc & { observer: string }> {
+  const p = await spawnServer(
+    'node',
+    [CLI, 'serve', '--port', '0', '--stacks-observer', '127.0.0.1:0', ...args],
+    env,
+  );
+  procs.push(p);
+  await waitFor(() => /stacks observer on (http:\S+)/.test(p.stdout), 10_000);
+  return Object.assign(p, { observer: /stacks observer on (http:\S+)/.exec(p.stdout)![1]! });
+}
+
+const post = (url: string, body: unknown, raw = false) =>
+  fetch(url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: raw ? (body as string) : JSON.stringify(body),
+  });
+
+async function window(p: Proc): Promise<{ tip: number | null; withdrawn: number }> {
+  const w = (await (await fetch(`${p.url}/window`)).json()) as {
+    tip: number | null;
+    withdrawn: number;
+  };
+  return { tip: w.tip, withdrawn: w.withdrawn };
+}
+
+const create = (id: number, amount: bigint, height: number): Print => ({
+  topic: 'withdrawal-create',
+  id: BigInt(id),
+  sender: SENDER,
+  amount,
+  height,
+});
+const block = (
+  label: string,
+  parent: string,
+  height: number,
+  burnHeight: number,
+  prints: Print[] = [],
+  burn = `b${burnHeight}`,
+) =>
+  newBlock({
+    hash: hash(label),
+    parent: hash(parent),
+    height,
+    burnHeight,
+    burnHash: hash(burn),
+    prints,
+  });
+
+describe('a node feeding the command', () => {
+  test('withdrawals created, accepted and rejected; the other paths answered and ignored; each listener serves only its own', async () => {
+    const p = await serve(['--data', tempDir()]);
+    expect(
+      (
+        await post(
+          `${p.observer}/new_block`,
+          block('a', 'g', 1, 870_000, [create(1, 50_000n, 870_000), create(2, 7_000n, 870_000)]),
+        )
+      ).status,
+    ).toBe(200);
+    expect(await window(p)).toEqual({ tip: 870_000, withdrawn: 57_000 });
+    const r = await post(
+      `${p.observer}/new_block`,
+      block('b', 'a', 2, 870_001, [
+        { topic: 'withdrawal-accept', id: 1n },
+        { topic: 'withdrawal-reject', id: 2n },
+      ]),
+    );
+    expect(r.status).toBe(200);
+    expect(await window(p)).toEqual({ tip: 870_001, withdrawn: 50_000 });
+    // The node's other paths: 200, and nothing changes.
+    for (const path of [
+      '/new_burn_block',
+      '/attachments/new',
+      '/new_mempool_tx',
+      '/drop_mempool_tx',
+      '/new_microblocks',
+    ])
+      expect((await post(`${p.observer}${path}`, { any: 'thing' })).status, path).toBe(200);
+    // A body that is a JSON string holding the payload (Emily's sidecar) is read too.
+    expect(
+      (
+        await post(
+          `${p.observer}/new_block`,
+          JSON.stringify(JSON.stringify(block('c', 'b', 3, 870_002, [create(3, 1n, 870_002)]))),
+          true,
+        )
+      ).status,
+    ).toBe(200);
+    expect(await window(p)).toEqual({ tip: 870_002, withdrawn: 50_001 });
+    // The service's routes are not on the observer; the observer's are not on the service.
+    expect((await fetch(`${p.observer}/limits`)).status).toBe(404);
+    expect((await post(`${p.observer}/admin/events`, [])).status).toBe(404);
+    expect((await post(`${p.url}/new_block`, block('d', 'c', 4, 870_003))).status).toBe(404);
+    expect(await window(p)).toEqual({ tip: 870_002, withdrawn: 50_001 });
+    // The record says who fed it.
+    expect(p.stdout).toMatch(/stacks observer on http:\/\/127\.0\.0\.1:\d+/);
+  });
+
+  test('bad input: malformed JSON is 400; a payload or event it cannot use is 200, skipped and counted; nothing changes', async () => {
+    const p = await serve(['--data', tempDir()]);
+    await post(`${p.observer}/new_block`, block('a', 'g', 1, 100, [create(1, 5n, 100)]));
+    const before = await window(p);
+    expect((await post(`${p.observer}/new_block`, '{"not json', true)).status).toBe(400);
+    expect((await post(`${p.observer}/new_block`, { hello: 'node' })).status).toBe(200);
+    const broken = block('b', 'a', 2, 100);
+    broken.events.push(
+      {
+        committed: true,
+        type: 'contract_event',
+        contract_event: { contract_identifier: REGISTRY, topic: 'print', raw_value: '0xzz' },
+      } as never,
+      {
+        committed: true,
+        type: 'contract_event',
+        contract_event: {
+          contract_identifier: REGISTRY,
+          topic: 'print',
+          raw_value: '0x0100000000000000000000000000000005',
+        },
+      } as never,
+    );
+    expect((await post(`${p.observer}/new_block`, broken)).status).toBe(200);
+    // A request id past int64, and a rejection of a withdrawal the state never held.
+    const prints: Print[] = [
+      { ...create(0, 1n, 100), id: 2n ** 64n - 1n },
+      { topic: 'withdrawal-reject', id: 99n },
+    ];
+    expect((await post(`${p.observer}/new_block`, block('c', 'b', 3, 100, prints))).status).toBe(
+      200,
+    );
+    expect(await window(p)).toEqual(before);
+    const metrics = await (await fetch(`${p.url}/metrics`)).text();
+    expect(metrics).toMatch(/^# TYPE peg_limits_observer_skipped_total counter$/m);
+    expect(Number(/^peg_limits_observer_skipped_total (\d+)/m.exec(metrics)?.[1])).toBe(5);
+    expect(p.stderr + p.stdout).toMatch(/stacks observer skipped event \d+ of block/);
+  });
+
+  test('a Stacks fork and a Bitcoin reorganization: what is orphaned stops counting', async () => {
+    const p = await serve(['--data', tempDir()]);
+    await post(`${p.observer}/new_block`, block('a', 'g', 1, 100, [create(1, 1n, 100)]));
+    await post(`${p.observer}/new_block`, block('b', 'a', 2, 101, [create(2, 10n, 101)]));
+    await post(`${p.observer}/new_block`, block('c', 'b', 3, 102, [create(3, 100n, 102)]));
+    expect(await window(p)).toEqual({ tip: 102, withdrawn: 111 });
+    // Stacks: c' forks off b; 3 is requested again there, 4 is new.
+    await post(
+      `${p.observer}/new_block`,
+      block("c'", 'b', 3, 102, [create(3, 100n, 102), create(4, 1000n, 102)]),
+    );
+    expect(await window(p)).toEqual({ tip: 102, withdrawn: 1111 });
+    // Bitcoin: burn height 101 seen again with another hash, on top of c'.
+    await post(
+      `${p.observer}/new_block`,
+      block('d', "c'", 4, 101, [create(5, 5000n, 101)], "b101'"),
+    );
+    expect(await window(p)).toEqual({ tip: 101, withdrawn: 5001 });
+    expect(p.stdout + p.stderr).toMatch(/forks the chain from burn height 101/);
+  });
+
+  test('a block past the chain bounds is 409 chain_bound_exceeded, every time the node retries it, and changes nothing', async () => {
+    const p = await serve(['--data', tempDir()]);
+    await post(`${p.observer}/new_block`, block('a', 'g', 1, 1000, [create(1, 1n, 1000)]));
+    for (let attempt = 0; attempt < 2; attempt++) {
+      const r = await post(`${p.observer}/new_block`, block('far', 'a', 2, 9_000_000));
+      expect(r.status).toBe(409);
+      expect(((await r.json()) as { code: string }).code).toBe('chain_bound_exceeded');
+    }
+    expect(await window(p)).toEqual({ tip: 1000, withdrawn: 1 });
+    // The next honest block still goes through: the far one was never remembered.
+    expect((await post(`${p.observer}/new_block`, block('b', 'a', 2, 1001))).status).toBe(200);
+  });
+
+  test('a restart between two blocks of a fork keeps it exact (SIGKILL)', async () => {
+    const dir = tempDir();
+    const first = await serve(['--data', dir]);
+    await post(`${first.observer}/new_block`, block('a', 'g', 1, 100, [create(1, 1n, 100)]));
+    await post(`${first.observer}/new_block`, block('b', 'a', 2, 101, [create(2, 10n, 101)]));
+    killGroup(first);
+    await first.exited;
+    const second = await serve(['--data', dir]);
+    expect(await window(second)).toEqual({ tip: 101, withdrawn: 11 });
+    // b' forks off a: only what the restarted observer remembers says b is orphaned.
+    expect(
+      (await post(`${second.observer}/new_block`, block("b'", 'a', 2, 101, [create(3, 100n, 101)])))
+        .status,
+    ).toBe(200);
+    expect(await window(second)).toEqual({ tip: 101, withdrawn: 101 });
+    // And b sent again (the node retrying) changes nothing.
+    expect(
+      (await post(`${second.observer}/new_block`, block('b', 'a', 2, 101, [create(2, 10n, 101)])))
+        .status,
+    ).toBe(200);
+    expect(await window(second)).toEqual({ tip: 101, withdrawn: 101 });
+  });
+
+  test('a public address needs --stacks-observer-public, and is warned about', async () => {
+    const refused = await runToEnd('node', [
+      CLI,
+      'serve',
+      '--port',
+      '0',
+      '--data',
+      tempDir(),
+      '--stacks-observer',
+      '0.0.0.0:0',
+    ]);
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toMatch(/not a loopback or private address.*--stacks-observer-public/);
+    const p = await spawnServer('node', [
+      CLI,
+      'serve',
+      '--port',
+      '0',
+      '--data',
+      tempDir(),
+      '--stacks-observer',
+      '0.0.0.0:0',
+      '--stacks-observer-public',
+    ]);
+    procs.push(p);
+    await waitFor(
+      () => /stacks observer on/.test(p.stdout) && /not private/.test(p.stderr + p.stdout),
+      10_000,
+    );
+    const bad = await runToEnd('node', [
+      CLI,
+      'serve',
+      '--port',
+      '0',
+      '--stacks-observer',
+      'nowhere',
+    ]);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toMatch(/--stacks-observer takes HOST:PORT/);
+  });
+});
+
+if (!POSTGRES_AVAILABLE) console.warn(`SKIPPING the observer's replica test: ${POSTGRES_MISSING}`);
+
+describe.skipIf(!POSTGRES_AVAILABLE)('replicas on PostgreSQL', () => {
+  let db: TestPostgres;
+  beforeAll(() => {
+    db = startPostgres();
+  });
+  afterAll(() => db?.destroy(), 60_000);
+
+  test('a fork whose blocks reach two replicas is handled as on one: they share what the observer remembers', async () => {
+    const url = await db.database();
+    const one = await serve([], { PEG_LIMITS_STORE: url });
+    const two = await serve([], { PEG_LIMITS_STORE: url });
+    await post(`${one.observer}/new_block`, block('a', 'g', 1, 100, [create(1, 1n, 100)]));
+    await post(`${one.observer}/new_block`, block('b', 'a', 2, 101, [create(2, 10n, 101)]));
+    expect(
+      (await post(`${two.observer}/new_block`, block("b'", 'a', 2, 101, [create(3, 100n, 101)])))
+        .status,
+    ).toBe(200);
+    await waitFor(async () => (await window(one)).withdrawn === 101, 5_000);
+    expect(await window(two)).toEqual({ tip: 101, withdrawn: 101 });
+  });
+});
