@@ -208,7 +208,11 @@ export function createAlerts(options: AlertOptions, source: AlertSource): Alerts
   }
 
   const queued = new Map<string, number>();
-  const memory = new Map<string, Array<{ body: string; id: string; type: string }>>();
+  // Told from memory, each after the records up to the log position it was told at.
+  const memory = new Map<
+    string,
+    Array<{ body: string; id: string; type: string; position: number }>
+  >();
   let notices = 0;
 
   // One URL: the alerts of the records after its cursor, in order, then those from memory.
@@ -220,16 +224,22 @@ export function createAlerts(options: AlertOptions, source: AlertSource): Alerts
       cursor = source.log.position;
       await source.cursors.save(key, cursor);
     }
-    while (!closed) {
-      const fromMemory = memory.get(url) ?? [];
-      while (fromMemory.length > 0 && !closed) {
-        const next = fromMemory[0]!;
-        if (await deliver(url, next.body, next.id, next.type)) fromMemory.shift();
+    // Delivers what memory holds up to `upTo` (every one when caught up with the trail).
+    const fromMemory = async (upTo: number) => {
+      const list = memory.get(url) ?? [];
+      while (list.length > 0 && list[0]!.position <= upTo && !closed) {
+        const next = list[0]!;
+        if (await deliver(url, next.body, next.id, next.type)) list.shift();
       }
+    };
+    while (!closed) {
+      await fromMemory(cursor);
       if (
         source.cursors.lead !== undefined &&
         !(await source.cursors.lead(key).catch(() => false))
       ) {
+        // Another replica delivers the trail; what only this one was told goes from here.
+        await fromMemory(Number.POSITIVE_INFINITY);
         await Promise.race([woken, sleep(1_000)]);
         continue;
       }
@@ -243,7 +253,9 @@ export function createAlerts(options: AlertOptions, source: AlertSource): Alerts
         continue;
       }
       if (lines.length === 0) {
-        await Promise.race([woken, sleep(1_000)]);
+        // Caught up with the trail: what memory holds goes now.
+        await fromMemory(Number.POSITIVE_INFINITY);
+        if ((memory.get(url)?.length ?? 0) === 0) await Promise.race([woken, sleep(1_000)]);
         continue;
       }
       const records = [];
@@ -292,7 +304,7 @@ export function createAlerts(options: AlertOptions, source: AlertSource): Alerts
       const id = `notice-${Date.now()}-${notices++}`;
       for (const url of options.urls) {
         const list = memory.get(url) ?? [];
-        list.push({ body, id, type: alert.type });
+        list.push({ body, id, type: alert.type, position: source.log.position });
         memory.set(url, list);
       }
       poke();
