@@ -19,6 +19,17 @@ const internalEntry: Plugin = {
   },
 };
 
+// The Node-only builds: the adapters use the core entry itself, and the internal one, so one
+// copy of the core is loaded.
+const nodeBuild: Options = {
+  dts: { entry: { server: 'src/server/index.ts' } },
+  sourcemap: true,
+  target: 'node20',
+  platform: 'node',
+  external: ['peg-limits'],
+  esbuildPlugins: [internalEntry],
+};
+
 export default defineConfig([
   {
     // The browser-safe core as ES modules, one file a module as in src/: a page's bundler
@@ -47,26 +58,15 @@ export default defineConfig([
   },
   {
     // The Node-only adapters as CommonJS, for require().
+    ...nodeBuild,
     entry: { server: 'src/server/index.ts' },
     format: ['cjs'],
-    dts: { entry: { server: 'src/server/index.ts' } },
-    sourcemap: true,
-    target: 'node20',
-    platform: 'node',
-    external: ['peg-limits'],
-    esbuildPlugins: [internalEntry],
   },
   {
     // The Node-only adapters, the command (an unlisted entry: it may exit the process) and
     // the binary, as ES modules sharing their chunks.
+    ...nodeBuild,
     entry: { server: 'src/server/index.ts', command: 'src/command.ts', cli: 'src/cli.ts' },
     format: ['esm'],
-    dts: { entry: { server: 'src/server/index.ts' } },
-    sourcemap: true,
-    target: 'node20',
-    platform: 'node',
-    // The adapters use the core entry itself, and the internal one, so one copy of the core is loaded.
-    external: ['peg-limits'],
-    esbuildPlugins: [internalEntry],
   },
 ]);

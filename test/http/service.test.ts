@@ -60,22 +60,19 @@ describe('createService', () => {
       // A read.
       (await service.handle({ method: 'GET', path: '/limits' })).status,
       // A malformed start (400), and an unknown key (401): refused, nothing applied.
-      (
-        await service.handle({
-          method: 'POST',
-          path: '/start_throttle',
-          headers: { 'content-type': 'application/json' },
-          body: '{}',
-        })
-      ).status,
-      (
-        await service.handle({
-          method: 'POST',
-          path: '/start_throttle',
-          headers: { 'content-type': 'application/json' },
-          body: '{"name":"nobody","secret":"0123456789abcdefghijklmnop"}',
-        })
-      ).status,
+      ...(await Promise.all(
+        ['{}', '{"name":"nobody","secret":"0123456789abcdefghijklmnop"}'].map(
+          async (body) =>
+            (
+              await service.handle({
+                method: 'POST',
+                path: '/start_throttle',
+                headers: { 'content-type': 'application/json' },
+                body,
+              })
+            ).status,
+        ),
+      )),
       // An event refused by the state (409), and one that changes nothing (200).
       (await service.handle(post({ type: 'blockConnected', height: 50 }))).status,
       (await service.handle(post({ type: 'throttleEnded' }))).status,
