@@ -453,7 +453,9 @@ export async function serveCommand(
         );
       });
   });
-  log(`operators: ${describeOperators(operators, adminToken)}`);
+  log(
+    `operators: ${describeOperators(operators, adminToken)}${observerAt === undefined ? '' : `, ${STACKS_NODE_OPERATOR} (chain) for the stacks observer`}`,
+  );
 }
 
 // `peg-limits audit verify --data DIR | --store URL`.

@@ -4,6 +4,8 @@
  * rejected, a Stacks fork, a Bitcoin reorganization, a bound exceeded, a restart between two
  * blocks of a fork, and replicas on PostgreSQL sharing what the observer remembers.
  */
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import {
   POSTGRES_AVAILABLE,
@@ -15,6 +17,7 @@ import { killGroup, type Proc, runToEnd, spawnServer, tempDir, waitFor } from '.
 import { hash, newBlock, type Print, REGISTRY, SENDER } from '../support/stacks-node.js';
 
 const CLI = 'dist/cli.js';
+const ADMIN = 'admin-token-0123456789abcdefghij';
 const procs: Proc[] = [];
 afterAll(() => {
   for (const p of procs) killGroup(p);
@@ -75,7 +78,7 @@ const block = (
 
 describe('a node feeding the command', () => {
   test('withdrawals created, accepted and rejected; the other paths answered and ignored; each listener serves only its own', async () => {
-    const p = await serve(['--data', tempDir()]);
+    const p = await serve(['--data', tempDir()], { PEG_LIMITS_ADMIN_TOKEN: ADMIN });
     expect(
       (
         await post(
@@ -119,8 +122,15 @@ describe('a node feeding the command', () => {
     expect((await post(`${p.observer}/admin/events`, [])).status).toBe(404);
     expect((await post(`${p.url}/new_block`, block('d', 'c', 4, 870_003))).status).toBe(404);
     expect(await window(p)).toEqual({ tip: 870_002, withdrawn: 50_001 });
-    // The record says who fed it.
     expect(p.stdout).toMatch(/stacks observer on http:\/\/127\.0\.0\.1:\d+/);
+    // The record says who fed it: the operator stacks-node, whose scope is the chain alone.
+    const trail = (await (
+      await fetch(`${p.url}/admin/audit?after=0`, { headers: { authorization: `Bearer ${ADMIN}` } })
+    ).json()) as Array<{ actor: { kind: string; name?: string }; requestId: string }>;
+    const actors = trail.map((r) => r.actor.name);
+    expect(trail.every((r) => r.requestId.startsWith('stacks-block:'))).toBe(true);
+    expect(actors).toEqual(['stacks-node', 'stacks-node', 'stacks-node']);
+    expect(p.stderr + p.stdout).toMatch(/stacks-node \(chain\)/);
   });
 
   test('bad input: malformed JSON is 400; a payload or event it cannot use is 200, skipped and counted; nothing changes', async () => {
@@ -248,6 +258,31 @@ describe('a node feeding the command', () => {
       () => /stacks observer on/.test(p.stdout) && /not private/.test(p.stderr + p.stdout),
       10_000,
     );
+    // The observer's operator name is its own: a configured operator may not take it.
+    const dir = tempDir();
+    const config = join(dir, 'config.json');
+    writeFileSync(
+      config,
+      JSON.stringify({
+        operators: [
+          { name: 'stacks-node', tokenHash: `sha256:${'a'.repeat(64)}`, scopes: ['limits'] },
+        ],
+      }),
+    );
+    const taken = await runToEnd('node', [
+      CLI,
+      'serve',
+      '--port',
+      '0',
+      '--data',
+      dir,
+      '--config',
+      config,
+      '--stacks-observer',
+      '127.0.0.1:0',
+    ]);
+    expect(taken.code).toBe(2);
+    expect(taken.stderr).toMatch(/"stacks-node" is taken already/);
     const bad = await runToEnd('node', [
       CLI,
       'serve',
