@@ -161,6 +161,27 @@ describe('a block and its registry prints', () => {
     ]);
   });
 
+  test('raw_value is read with or without 0x', () => {
+    const body = newBlock({
+      hash: hash('a'),
+      parent: hash('g'),
+      height: 1,
+      burnHeight: 100,
+      burnHash: hash('b100'),
+      prints: [create(1, 5n, 100)],
+    });
+    const event = body.events[0] as { contract_event: { raw_value: string } };
+    event.contract_event.raw_value = event.contract_event.raw_value.replace(/^0x/, '');
+    const o = feed({ state: fresh(), memory: EMPTY_MEMORY }, body);
+    expect(o.kind === 'block' && o.events[1]).toEqual({
+      type: 'withdrawalRequested',
+      id: '1',
+      account: SENDER,
+      amount: 5n,
+      height: 100,
+    });
+  });
+
   test('a block sent again changes nothing; a payload that is not a block is unusable', () => {
     const s = { state: fresh(), memory: EMPTY_MEMORY };
     const body = newBlock({

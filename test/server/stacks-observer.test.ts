@@ -318,4 +318,29 @@ describe.skipIf(!POSTGRES_AVAILABLE)('replicas on PostgreSQL', () => {
     await waitFor(async () => (await window(one)).withdrawn === 101, 5_000);
     expect(await window(two)).toEqual({ tip: 101, withdrawn: 101 });
   });
+
+  test('while the database is away a block is 503, for the node to send again; once it is back, the block counts once', async () => {
+    const url = await db.database();
+    const p = await serve([], { PEG_LIMITS_STORE: url });
+    await post(`${p.observer}/new_block`, block('a', 'g', 1, 100, [create(1, 1n, 100)]));
+    db.stop();
+    try {
+      const away = await post(
+        `${p.observer}/new_block`,
+        block('b', 'a', 2, 101, [create(2, 10n, 101)]),
+      );
+      expect(away.status).toBe(503);
+    } finally {
+      db.start();
+    }
+    // The node retries until a 2xx.
+    await waitFor(
+      async () =>
+        (await post(`${p.observer}/new_block`, block('b', 'a', 2, 101, [create(2, 10n, 101)])))
+          .status === 200,
+      20_000,
+      200,
+    );
+    expect(await window(p)).toEqual({ tip: 101, withdrawn: 11 });
+  });
 });
