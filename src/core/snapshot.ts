@@ -7,7 +7,7 @@
 import { type Amount, requireCap, requirePositive } from './amount.js';
 import { requireId } from './chain.js';
 import { restoreChange } from './changes.js';
-import { asState, stateFieldsOf } from './draft.js';
+import { asState, draftOf, stateFieldsOf } from './draft.js';
 import { describe, joinPath, LimitsError, type Result } from './errors.js';
 import type { PendingChange } from './events.js';
 import { heightFromJson, requireHeight } from './heights.js';
@@ -446,5 +446,9 @@ function withChanges(state: LimitsState, s: Record<string, unknown>, v1: boolean
       invalid(`${at}.id`, `the id ${change.id} is not below nextChangeId ${next}`);
     changes.push(change);
   }
-  return asState({ ...stateFieldsOf(state), changes, nextChangeId: next });
+  // A copy with the changes in place, made as every state is, so it has every state's shape.
+  const d = draftOf(state);
+  d.changes = changes;
+  d.nextChangeId = next;
+  return asState(stateFieldsOf(d));
 }

@@ -95,7 +95,7 @@ export type Observed =
 
 const MAX_UINT64 = 2n ** 63n - 1n;
 
-function hashOf(value: unknown): string | undefined {
+function hexOf(value: unknown): string | undefined {
   return typeof value === 'string' && /^(0x)?[0-9a-fA-F]{1,128}$/.test(value)
     ? value.toLowerCase().replace(/^0x/, '')
     : undefined;
@@ -207,11 +207,11 @@ export function observeBlock(
   options: ObserveOptions,
 ): Observed {
   if (!isRecord(payload)) return { kind: 'unusable', reason: 'the payload is not an object' };
-  const hash = hashOf(payload.index_block_hash);
-  const parent = hashOf(payload.parent_index_block_hash);
+  const hash = hexOf(payload.index_block_hash);
+  const parent = hexOf(payload.parent_index_block_hash);
   const height = heightOf(payload.block_height);
   const burnHeight = heightOf(payload.burn_block_height);
-  const burnHash = hashOf(payload.burn_block_hash);
+  const burnHash = hexOf(payload.burn_block_hash);
   if (hash === undefined || parent === undefined)
     return {
       kind: 'unusable',
@@ -267,16 +267,18 @@ export function observeBlock(
     for (const b of [...old, ...path])
       for (const e of b.events)
         if (e.type === 'withdrawalRequested') requestedAt.set(e.id, e.height);
-    let low = Math.min(...[...orphaned, ...revived].map((b) => b.burnHeight));
+    let low = Number.POSITIVE_INFINITY;
+    for (const b of orphaned) low = Math.min(low, b.burnHeight);
+    for (const b of revived) low = Math.min(low, b.burnHeight);
     for (const b of orphaned)
       for (const e of b.events) {
         if (e.type === 'withdrawalRequested') low = Math.min(low, e.height);
         if (e.type === 'withdrawalRejected') low = Math.min(low, requestedAt.get(e.id) ?? low);
       }
-    // Back to the lowest height touched, or to the new chain's top when it is lower: every
-    // withdrawal above it is dropped, and the new chain's blocks above it give theirs again.
-    const top = Math.max(burnHeight, ...path.map((b) => b.burnHeight));
-    const target = Math.min(low - 1, top);
+    // Back below the lowest height touched, or to the new block's burn height when that is
+    // lower (the path was cut above it, so it is the new chain's top): every withdrawal above
+    // is dropped, and the new chain's blocks above it give theirs again.
+    const target = Math.min(low - 1, burnHeight);
     if (tip !== null && target < tip && target >= 0) {
       forkedAt = low;
       tip = target;
@@ -299,8 +301,7 @@ export function observeBlock(
   events.push(...block.events);
 
   // Remember the new block; forget what is older than the burn heights kept.
-  const newest = Math.max(burnHeight, ...memory.blocks.map((b) => b.burnHeight));
-  const keepFrom = newest - options.keepBurnBlocks;
+  const keepFrom = Math.max(burnHeight, newestSeen) - options.keepBurnBlocks;
   const blocks = [...memory.blocks.filter((b) => b.burnHeight >= keepFrom), block];
   return {
     kind: 'block',

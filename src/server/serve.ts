@@ -165,11 +165,12 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   const feeder = options.stacksObserver === undefined ? undefined : stacksNodeOperator();
   const given = options.operators;
   const operatorsGiven = () => (typeof given === 'function' ? given() : given) ?? [];
+  const operatorsNow = () =>
+    feeder === undefined ? operatorsGiven() : [...operatorsGiven(), feeder.operator];
   const service = createService({
     log: served,
     adminToken: options.adminToken,
-    operators:
-      feeder === undefined ? options.operators : () => [...operatorsGiven(), feeder.operator],
+    operators: feeder === undefined ? options.operators : operatorsNow,
     chainBounds: options.chainBounds,
     loosening: options.loosening,
     cors: options.cors,
@@ -186,8 +187,6 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     },
     limits,
   );
-  const operatorsNow = () =>
-    feeder === undefined ? operatorsGiven() : [...operatorsGiven(), feeder.operator];
   const handleOptions = {
     adminToken: options.adminToken,
     cors: options.cors,

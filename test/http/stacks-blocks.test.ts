@@ -11,7 +11,15 @@ import {
   type Observed,
   observeBlock,
 } from '../../src/internal.js';
-import { hash, newBlock, type Print, REGISTRY, SENDER } from '../support/stacks-node.js';
+import {
+  block,
+  create,
+  hash,
+  newBlock,
+  type Print,
+  REGISTRY,
+  SENDER,
+} from '../support/stacks-node.js';
 
 const decode = (hex: string) => hexToCV(hex) as unknown as ClarityValue;
 const WINDOW = 10n;
@@ -43,28 +51,10 @@ function feed(
   return o;
 }
 
-const create = (id: number, amount: bigint, height: number, sender = SENDER): Print => ({
-  topic: 'withdrawal-create',
-  id: BigInt(id),
-  sender,
-  amount,
-  height,
-});
-
 describe('a block and its registry prints', () => {
   test('withdrawal-create, -accept and -reject: counted, ignored, uncounted', () => {
     const s = { state: fresh(), memory: EMPTY_MEMORY };
-    const a = feed(
-      s,
-      newBlock({
-        hash: hash('a'),
-        parent: hash('genesis'),
-        height: 1,
-        burnHeight: 100,
-        burnHash: hash('b100'),
-        prints: [create(1, 5000n, 100), create(2, 700n, 100)],
-      }),
-    );
+    const a = feed(s, block('a', 'genesis', 1, 100, [create(1, 5000n, 100), create(2, 700n, 100)]));
     expect(a.kind === 'block' && a.events).toEqual([
       { type: 'blockConnected', height: 100 },
       { type: 'withdrawalRequested', id: '1', account: SENDER, amount: 5000n, height: 100 },
@@ -72,31 +62,19 @@ describe('a block and its registry prints', () => {
     ]);
     feed(
       s,
-      newBlock({
-        hash: hash('b'),
-        parent: hash('a'),
-        height: 2,
-        burnHeight: 100,
-        burnHash: hash('b100'),
-        prints: [
-          { topic: 'withdrawal-accept', id: 1n },
-          { topic: 'withdrawal-reject', id: 2n },
-        ],
-      }),
+      block('b', 'a', 2, 100, [
+        { topic: 'withdrawal-accept', id: 1n },
+        { topic: 'withdrawal-reject', id: 2n },
+      ]),
     );
     expect(windowOf(s.state)?.withdrawn).toBe(5000n);
     expect(windowOf(s.state)?.tip).toBe(100);
   });
 
   test('only committed print events of the registry are read; the rest gives nothing', () => {
-    const first = newBlock({
-      hash: hash('x'),
-      parent: hash('y'),
-      height: 1,
-      burnHeight: 1,
-      burnHash: hash('z'),
-      prints: [create(9, 1n, 1)],
-    }).events[0] as { contract_event: { raw_value: string } };
+    const first = block('x', 'y', 1, 1, [create(9, 1n, 1)], 'z').events[0] as {
+      contract_event: { raw_value: string };
+    };
     const hex = first.contract_event.raw_value;
     const body = newBlock({
       hash: hash('a'),
@@ -162,14 +140,7 @@ describe('a block and its registry prints', () => {
   });
 
   test('raw_value is read with or without 0x', () => {
-    const body = newBlock({
-      hash: hash('a'),
-      parent: hash('g'),
-      height: 1,
-      burnHeight: 100,
-      burnHash: hash('b100'),
-      prints: [create(1, 5n, 100)],
-    });
+    const body = block('a', 'g', 1, 100, [create(1, 5n, 100)]);
     const event = body.events[0] as { contract_event: { raw_value: string } };
     event.contract_event.raw_value = event.contract_event.raw_value.replace(/^0x/, '');
     const o = feed({ state: fresh(), memory: EMPTY_MEMORY }, body);
@@ -182,16 +153,19 @@ describe('a block and its registry prints', () => {
     });
   });
 
+  test('a block whose parent is unknown (a gap) becomes the new tip; what came before still counts', () => {
+    const s = { state: fresh(), memory: EMPTY_MEMORY };
+    feed(s, block('a', 'g', 1, 100, [create(1, 7n, 100)]));
+    // The node skipped some blocks: c's parent was never seen.
+    const o = feed(s, block('c', 'b', 3, 102, [create(2, 3n, 102)]));
+    expect(o.kind === 'block' && o.forkedAt).toBeUndefined();
+    expect(s.memory.head).toBe(hash('c').slice(2));
+    expect(windowOf(s.state)).toMatchObject({ tip: 102, withdrawn: 10n });
+  });
+
   test('a block sent again changes nothing; a payload that is not a block is unusable', () => {
     const s = { state: fresh(), memory: EMPTY_MEMORY };
-    const body = newBlock({
-      hash: hash('a'),
-      parent: hash('g'),
-      height: 1,
-      burnHeight: 100,
-      burnHash: hash('b100'),
-      prints: [create(1, 5n, 100)],
-    });
+    const body = block('a', 'g', 1, 100, [create(1, 5n, 100)]);
     feed(s, body);
     const state = s.state;
     expect(feed(s, body)).toEqual({ kind: 'known' });
@@ -204,144 +178,36 @@ describe('a block and its registry prints', () => {
 describe('forks', () => {
   test('a Stacks fork: the orphaned block stops counting, a withdrawal requested again on the new branch counts once', () => {
     const s = { state: fresh(), memory: EMPTY_MEMORY };
-    feed(
-      s,
-      newBlock({
-        hash: hash('a'),
-        parent: hash('g'),
-        height: 1,
-        burnHeight: 100,
-        burnHash: hash('b100'),
-        prints: [create(1, 100n, 100)],
-      }),
-    );
-    feed(
-      s,
-      newBlock({
-        hash: hash('b'),
-        parent: hash('a'),
-        height: 2,
-        burnHeight: 101,
-        burnHash: hash('b101'),
-        prints: [create(2, 20n, 101), create(3, 3n, 101)],
-      }),
-    );
+    feed(s, block('a', 'g', 1, 100, [create(1, 100n, 100)]));
+    feed(s, block('b', 'a', 2, 101, [create(2, 20n, 101), create(3, 3n, 101)]));
     expect(windowOf(s.state)?.withdrawn).toBe(123n);
     // b' forks off a: b is orphaned; 2 is requested again, 3 is not.
-    const o = feed(
-      s,
-      newBlock({
-        hash: hash("b'"),
-        parent: hash('a'),
-        height: 2,
-        burnHeight: 101,
-        burnHash: hash('b101'),
-        prints: [create(2, 20n, 101)],
-      }),
-    );
+    const o = feed(s, block("b'", 'a', 2, 101, [create(2, 20n, 101)]));
     expect(o.kind === 'block' && o.forkedAt).toBe(101);
     expect(o.kind === 'block' && o.events[0]).toEqual({ type: 'chainReorganized', height: 100 });
     expect(windowOf(s.state)?.withdrawn).toBe(120n);
     // Back to the first branch: c extends b, so b counts again and b' stops.
-    feed(
-      s,
-      newBlock({
-        hash: hash('c'),
-        parent: hash('b'),
-        height: 3,
-        burnHeight: 102,
-        burnHash: hash('b102'),
-      }),
-    );
+    feed(s, block('c', 'b', 3, 102));
     expect(windowOf(s.state)?.withdrawn).toBe(123n);
     expect(windowOf(s.state)?.tip).toBe(102);
   });
 
   test('a rejection in an orphaned block is undone', () => {
     const s = { state: fresh(), memory: EMPTY_MEMORY };
-    feed(
-      s,
-      newBlock({
-        hash: hash('a'),
-        parent: hash('g'),
-        height: 1,
-        burnHeight: 100,
-        burnHash: hash('b100'),
-        prints: [create(1, 100n, 100)],
-      }),
-    );
-    feed(
-      s,
-      newBlock({
-        hash: hash('b'),
-        parent: hash('a'),
-        height: 2,
-        burnHeight: 103,
-        burnHash: hash('b103'),
-        prints: [{ topic: 'withdrawal-reject', id: 1n }],
-      }),
-    );
+    feed(s, block('a', 'g', 1, 100, [create(1, 100n, 100)]));
+    feed(s, block('b', 'a', 2, 103, [{ topic: 'withdrawal-reject', id: 1n }]));
     expect(windowOf(s.state)?.withdrawn).toBe(0n);
-    feed(
-      s,
-      newBlock({
-        hash: hash("b'"),
-        parent: hash('a'),
-        height: 2,
-        burnHeight: 103,
-        burnHash: hash('b103'),
-      }),
-    );
+    feed(s, block("b'", 'a', 2, 103));
     expect(windowOf(s.state)?.withdrawn).toBe(100n);
   });
 
   test('a Bitcoin reorganization: a burn height seen again with another hash orphans everything from it', () => {
     const s = { state: fresh(), memory: EMPTY_MEMORY };
-    feed(
-      s,
-      newBlock({
-        hash: hash('a'),
-        parent: hash('g'),
-        height: 1,
-        burnHeight: 100,
-        burnHash: hash('b100'),
-        prints: [create(1, 1n, 100)],
-      }),
-    );
-    feed(
-      s,
-      newBlock({
-        hash: hash('b'),
-        parent: hash('a'),
-        height: 2,
-        burnHeight: 101,
-        burnHash: hash('b101'),
-        prints: [create(2, 10n, 101)],
-      }),
-    );
-    feed(
-      s,
-      newBlock({
-        hash: hash('c'),
-        parent: hash('b'),
-        height: 3,
-        burnHeight: 102,
-        burnHash: hash('b102'),
-        prints: [create(3, 100n, 102)],
-      }),
-    );
+    feed(s, block('a', 'g', 1, 100, [create(1, 1n, 100)]));
+    feed(s, block('b', 'a', 2, 101, [create(2, 10n, 101)]));
+    feed(s, block('c', 'b', 3, 102, [create(3, 100n, 102)]));
     // A block at 101 with another burn hash, on top of c: b and c are orphaned.
-    const o = feed(
-      s,
-      newBlock({
-        hash: hash('d'),
-        parent: hash('c'),
-        height: 4,
-        burnHeight: 101,
-        burnHash: hash("b101'"),
-        prints: [create(4, 1000n, 101)],
-      }),
-    );
+    const o = feed(s, block('d', 'c', 4, 101, [create(4, 1000n, 101)], "b101'"));
     expect(o.kind === 'block' && o.forkedAt).toBe(101);
     expect(windowOf(s.state)?.withdrawn).toBe(1001n);
     expect(windowOf(s.state)?.tip).toBe(101);
@@ -492,34 +358,13 @@ fcTest.prop([trees], { numRuns: 300 })(
 
 test('the memory keeps the blocks of the last burn heights only', () => {
   const s = { state: fresh(), memory: EMPTY_MEMORY };
-  for (let i = 0; i < 40; i++)
-    feed(
-      s,
-      newBlock({
-        hash: hash(`m${i}`),
-        parent: hash(`m${i - 1}`),
-        height: i,
-        burnHeight: 100 + i,
-        burnHash: hash(`mb${i}`),
-      }),
-      8,
-    );
+  for (let i = 0; i < 40; i++) feed(s, block(`m${i}`, `m${i - 1}`, i, 100 + i, [], `mb${i}`), 8);
   expect(s.memory.blocks.map((b) => b.burnHeight)).toEqual(
     Array.from({ length: 9 }, (_, k) => 131 + k),
   );
   // A block from below them, sent long after: not taken as the tip (it would orphan all since).
   const state = s.state;
-  const old = feed(
-    s,
-    newBlock({
-      hash: hash('old'),
-      parent: hash('m3'),
-      height: 4,
-      burnHeight: 104,
-      burnHash: hash('mb4'),
-    }),
-    8,
-  );
+  const old = feed(s, block('old', 'm3', 4, 104, [], 'mb4'), 8);
   expect(old.kind).toBe('unusable');
   expect(s.state).toBe(state);
 });

@@ -114,3 +114,31 @@ export function newBlock(b: {
     matured_miner_rewards: [],
   };
 }
+
+/** The registry's print of a withdrawal request by {@link SENDER}. */
+export function create(id: number, amount: bigint, height: number): Print {
+  return { topic: 'withdrawal-create', id: BigInt(id), sender: SENDER, amount, height };
+}
+
+/**
+ * A `/new_block` body, its hashes made from labels: the block `label` on `parent`, at the
+ * Stacks `height` and `burnHeight`, whose burn hash is made from `burn` (by default one per
+ * burn height: a Bitcoin reorganization gives a height another label).
+ */
+export function block(
+  label: string,
+  parent: string,
+  height: number,
+  burnHeight: number,
+  prints: ReadonlyArray<Print> = [],
+  burn = `b${burnHeight}`,
+) {
+  return newBlock({
+    hash: hash(label),
+    parent: hash(parent),
+    height,
+    burnHeight,
+    burnHash: hash(burn),
+    prints,
+  });
+}
