@@ -24,6 +24,7 @@ import {
   encodeJson,
   eventsFromJson,
   generateOperatorToken,
+  type HttpResponse,
   hashOperatorToken,
   type LimitsEvent,
   type Operator,
@@ -36,6 +37,7 @@ import {
   type DecodeClarity,
   EMPTY_MEMORY,
   observeBlock,
+  problem,
   type RememberedBlock,
 } from '../internal.js';
 import { writeAtomically } from './data-files.js';
@@ -135,21 +137,29 @@ function memoryFrom(text: string): BlockMemory {
   return { head: value.head, blocks };
 }
 
-/** The memory kept in the data folder, `stacks-observer.json`, written atomically. */
+/**
+ * The memory kept in the data folder, `stacks-observer.json`, written atomically. Only this
+ * process writes it, so it is read once and then kept as last written.
+ */
 export function dataBlockMemory(dir: string): BlockMemoryStore {
   const file = 'stacks-observer.json';
+  let held: BlockMemory | undefined;
   return {
     async load() {
+      if (held !== undefined) return held;
       try {
-        return memoryFrom(await readFile(join(dir, file), 'utf8'));
+        held = memoryFrom(await readFile(join(dir, file), 'utf8'));
       } catch (e) {
-        if ((e as NodeJS.ErrnoException).code === 'ENOENT') return EMPTY_MEMORY;
-        throw new Error(`${join(dir, file)}: ${(e as Error).message}`);
+        if ((e as NodeJS.ErrnoException).code !== 'ENOENT')
+          throw new Error(`${join(dir, file)}: ${(e as Error).message}`);
+        held = EMPTY_MEMORY;
       }
+      return held;
     },
     async save(memory) {
       const text = memoryText(memory);
       await writeAtomically(dir, file, (put) => put(text));
+      held = memory;
     },
   };
 }
@@ -215,13 +225,21 @@ export interface StacksObserver {
 const SERVICE_PATHS =
   /^\/(limits|window|start_throttle|admin|events|metrics|healthz|readyz|openapi\.json)?(\/|$|\?)/;
 
-function reply(res: ServerResponse, status: number, body: unknown): void {
-  const text = JSON.stringify(body);
-  res.writeHead(status, {
-    'content-type': 'application/json',
-    'content-length': Buffer.byteLength(text),
+// A plain answer to the node; refusals are the service's problem answers.
+function ok(body: Readonly<Record<string, unknown>>): HttpResponse {
+  return {
+    status: 200,
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  };
+}
+
+function reply(res: ServerResponse, response: HttpResponse): void {
+  res.writeHead(response.status, {
+    ...response.headers,
+    'content-length': Buffer.byteLength(response.body),
   });
-  res.end(text);
+  res.end(response.body);
 }
 
 /** Opens the observer listener over a service, acting as the operator whose token it is given. */
@@ -274,11 +292,11 @@ export async function startStacksObserver(
       if (!droppable) return response;
       skip(`event ${index} of block ${at} (${problem.code}): ${problem.detail ?? ''}`);
       batch = batch.filter((_, i) => i !== Number(index));
-      if (batch.length === 0) return { status: 200, headers: {}, body: '{}' };
+      if (batch.length === 0) return ok({ ok: true });
     }
   }
 
-  async function newBlock(body: unknown, remote: string | undefined): Promise<[number, unknown]> {
+  async function newBlock(body: unknown, remote: string | undefined): Promise<HttpResponse> {
     const memory = await options.memory.load();
     const observed = observeBlock(memory, body, {
       registry: options.registry,
@@ -286,33 +304,33 @@ export async function startStacksObserver(
       tip: windowOf(service.state)?.tip ?? null,
       keepBurnBlocks: options.keepBurnBlocks,
     });
-    if (observed.kind === 'known') return [200, { ok: true, known: true }];
+    if (observed.kind === 'known') return ok({ ok: true, known: true });
     if (observed.kind === 'unusable') {
       skip(`a payload: ${observed.reason}`);
-      return [200, { ok: true, skipped: observed.reason }];
+      return ok({ ok: true, skipped: observed.reason });
     }
     const at = observed.block.hash;
     for (const s of observed.skipped) skip(`event ${s.index} of block ${at}: ${s.reason}`);
     if (observed.events.length > 0) {
       const response = await apply([...observed.events], at, remote);
-      if (response.status !== 200) return [response.status, JSON.parse(response.body)];
+      if (response.status !== 200) return response;
     }
     await options.memory.save(observed.memory);
     if (observed.forkedAt !== undefined)
       tell.logLine?.(
         `stacks observer: block ${at} (burn height ${observed.block.burnHeight}) forks the chain from burn height ${observed.forkedAt}`,
       );
-    return [200, { ok: true, events: observed.events.length }];
+    return ok({ ok: true, events: observed.events.length });
   }
 
   function onRequest(req: IncomingMessage, res: ServerResponse): void {
     const path = (req.url ?? '/').split('?')[0]!;
     if (req.method !== 'POST' || SERVICE_PATHS.test(path)) {
       req.resume();
-      reply(res, 404, {
-        code: 'not_found',
-        message: "this listener serves a Stacks node's event observer paths only",
-      });
+      reply(
+        res,
+        problem(404, 'not_found', "this listener serves a Stacks node's event observer paths only"),
+      );
       return;
     }
     const chunks: Buffer[] = [];
@@ -325,12 +343,12 @@ export async function startStacksObserver(
     });
     req.once('end', () => {
       if (path !== '/new_block') {
-        reply(res, 200, { ok: true });
+        reply(res, ok({ ok: true }));
         return;
       }
       if (tooLarge) {
         skip(`a /new_block body over ${MAX_BLOCK_BODY} bytes`);
-        reply(res, 200, { ok: true, skipped: 'too large' });
+        reply(res, ok({ ok: true, skipped: 'too large' }));
         return;
       }
       let body: unknown;
@@ -339,19 +357,16 @@ export async function startStacksObserver(
         // Emily's sidecar forwards the payload as a JSON string holding it.
         if (typeof body === 'string') body = JSON.parse(body);
       } catch (e) {
-        reply(res, 400, {
-          code: 'invalid_json',
-          message: `the body is not JSON: ${(e as Error).message}`,
-        });
+        reply(res, problem(400, 'invalid_json', `the body is not JSON: ${(e as Error).message}`));
         return;
       }
       const run = queue.then(() => newBlock(body, req.socket.remoteAddress));
       queue = run.catch(() => undefined);
       run.then(
-        ([status, answer]) => reply(res, status, answer),
+        (response) => reply(res, response),
         (e: unknown) => {
           warn(`stacks observer: a block could not be recorded: ${(e as Error).message}`);
-          reply(res, 503, { code: 'store_unavailable', message: (e as Error).message });
+          reply(res, problem(503, 'store_unavailable', (e as Error).message));
         },
       );
     });

@@ -5,6 +5,8 @@
  * blocks of a fork, and replicas on PostgreSQL sharing what the observer remembers.
  */
 import { writeFileSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import {
@@ -14,7 +16,7 @@ import {
   type TestPostgres,
 } from '../support/postgres.js';
 import { killGroup, type Proc, runToEnd, spawnServer, tempDir, waitFor } from '../support/proc.js';
-import { hash, newBlock, type Print, REGISTRY, SENDER } from '../support/stacks-node.js';
+import { block, create, type Print, REGISTRY } from '../support/stacks-node.js';
 
 const CLI = 'dist/cli.js';
 const ADMIN = 'admin-token-0123456789abcdefghij';
@@ -51,30 +53,6 @@ async function window(p: Proc): Promise<{ tip: number | null; withdrawn: number 
   };
   return { tip: w.tip, withdrawn: w.withdrawn };
 }
-
-const create = (id: number, amount: bigint, height: number): Print => ({
-  topic: 'withdrawal-create',
-  id: BigInt(id),
-  sender: SENDER,
-  amount,
-  height,
-});
-const block = (
-  label: string,
-  parent: string,
-  height: number,
-  burnHeight: number,
-  prints: Print[] = [],
-  burn = `b${burnHeight}`,
-) =>
-  newBlock({
-    hash: hash(label),
-    parent: hash(parent),
-    height,
-    burnHeight,
-    burnHash: hash(burn),
-    prints,
-  });
 
 describe('a node feeding the command', () => {
   test('withdrawals created, accepted and rejected; the other paths answered and ignored; each listener serves only its own', async () => {
@@ -193,8 +171,20 @@ describe('a node feeding the command', () => {
     expect(p.stdout + p.stderr).toMatch(/forks the chain from burn height 101/);
   });
 
-  test('a block past the chain bounds is 409 chain_bound_exceeded, every time the node retries it, and changes nothing', async () => {
-    const p = await serve(['--data', tempDir()]);
+  test('a block past the chain bounds is 409 chain_bound_exceeded, every time the node retries it, changes nothing, and is alerted', async () => {
+    // The operators' alert receiver.
+    const alerts: Array<{ type: string; actor?: { name?: string } }> = [];
+    const receiver = createServer((req, res) => {
+      let text = '';
+      req.on('data', (c: Buffer) => (text += c.toString()));
+      req.on('end', () => {
+        alerts.push(JSON.parse(text));
+        res.end();
+      });
+    });
+    await new Promise<void>((r) => receiver.listen(0, '127.0.0.1', () => r()));
+    const hook = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/`;
+    const p = await serve(['--data', tempDir(), '--alert-url', hook]);
     await post(`${p.observer}/new_block`, block('a', 'g', 1, 1000, [create(1, 1n, 1000)]));
     for (let attempt = 0; attempt < 2; attempt++) {
       const r = await post(`${p.observer}/new_block`, block('far', 'a', 2, 9_000_000));
@@ -204,6 +194,13 @@ describe('a node feeding the command', () => {
     expect(await window(p)).toEqual({ tip: 1000, withdrawn: 1 });
     // The next honest block still goes through: the far one was never remembered.
     expect((await post(`${p.observer}/new_block`, block('b', 'a', 2, 1001))).status).toBe(200);
+    // Each refusal reached the operators, naming the observer's operator.
+    await waitFor(() => alerts.filter((a) => a.type === 'chainBoundRefused').length === 2, 10_000);
+    expect(alerts.filter((a) => a.type === 'chainBoundRefused').map((a) => a.actor?.name)).toEqual([
+      'stacks-node',
+      'stacks-node',
+    ]);
+    receiver.close();
   });
 
   test('a restart between two blocks of a fork keeps it exact (SIGKILL)', async () => {
