@@ -8,11 +8,17 @@ import type { LimitsState } from './state.js';
 import type { SumNode } from './sum-tree.js';
 import { seenGlobal } from './throttle.js';
 import { accountPeggedTotal, resolvedCaps } from './views.js';
-import { accountTree, heightWithin, windowSpan, withdrawnIn } from './window.js';
+import type { ResolvedCaps } from './limits.js';
+import { accountTree, heightWithin, incompleteUntil, windowSpan, withdrawnIn } from './window.js';
 
-/** Why a request is refused. `invalid_amount` and `invalid_account` flag malformed requests. */
+/**
+ * Why a request is refused. `invalid_amount` and `invalid_account` flag malformed requests;
+ * `window_incomplete` says that a window reaches below the height from which the history is
+ * complete, so what it holds is unknown.
+ */
 export type VerdictReason =
   | 'above_per_withdrawal_cap'
+  | 'window_incomplete'
   | 'rolling_cap_exceeded'
   | 'account_rolling_cap_exceeded'
   | 'below_minimum'
@@ -25,10 +31,11 @@ export type VerdictReason =
 /**
  * A check's answer. When refused, `limit` is the bound the rule would have allowed: the
  * cap, the minimum, or for a window or peg cap the room left (never negative); `null` for a
- * malformed request. `availableAt` says when the request would pass: for a refusal by a
- * window cap (`rolling_cap_exceeded`, `account_rolling_cap_exceeded`), the
- * {@link whenAvailable} height; `null` when there is no such height (any other refusal, or a
- * window refusal that never passes).
+ * malformed request and for `window_incomplete` (the room is unknown). `availableAt` says
+ * when the request would pass: for a refusal by a window cap (`rolling_cap_exceeded`,
+ * `account_rolling_cap_exceeded`), the {@link whenAvailable} height; for
+ * `window_incomplete`, the tip at which the window becomes complete; `null` when there is no
+ * such height (any other refusal, or a window refusal that never passes).
  */
 export type Verdict =
   | { readonly ok: true }
@@ -93,6 +100,8 @@ function withdrawalVerdict(
   if (r.perWithdrawalCap !== null && req.amount > r.perWithdrawalCap) {
     return refuse('above_per_withdrawal_cap', r.perWithdrawalCap);
   }
+  const until = incompleteFor(state, r);
+  if (until !== null) return { ok: false, reason: 'window_incomplete', limit: null, availableAt: until };
   if (r.rollingWithdrawalCap !== null) {
     const left = roomLeft(r.rollingWithdrawalCap, globalUsed + pending.total);
     if (req.amount > left)
@@ -107,6 +116,17 @@ function withdrawalVerdict(
       return refuseWindow('account_rolling_cap_exceeded', left, availableAt(state, req, pending));
   }
   return OK;
+}
+
+// The tip from which every window that applies is complete; null when they all are now.
+function incompleteFor(state: LimitsState, r: ResolvedCaps): number | null {
+  let until: number | null = null;
+  for (const blocks of [r.rollingWithdrawalBlocks, r.accountRollingWithdrawalBlocks]) {
+    if (blocks === null) continue;
+    const u = incompleteUntil(state, blocks);
+    if (u !== null && (until === null || u > until)) until = u;
+  }
+  return until;
 }
 
 function depositVerdict(state: LimitsState, req: TransferRequest, pending: Pending): Verdict {
@@ -241,7 +261,8 @@ export function admitDeposits<R extends TransferRequest>(
 /**
  * The earliest tip height (≥ the current tip) at which {@link checkWithdrawal} would admit
  * `amount` if nothing else were withdrawn; `null` when it never would (the amount is above
- * a cap) or no block is known yet.
+ * a cap) or no block is known yet. While a window is incomplete, never before it becomes
+ * complete.
  *
  * @example
  * ```ts
@@ -264,7 +285,7 @@ function availableAt(
   const { account, amount } = request;
   const r = resolvedCaps(state, account);
   if (r.perWithdrawalCap !== null && amount > r.perWithdrawalCap) return null;
-  let height = state.tip;
+  let height = Math.max(state.tip, incompleteFor(state, r) ?? state.tip);
   const windows: Array<[Amount | null, Amount | null, SumNode | undefined, Amount]> = [
     [r.rollingWithdrawalBlocks, r.rollingWithdrawalCap, state.historySums, pending.total],
     [

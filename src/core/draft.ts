@@ -57,6 +57,11 @@ export interface LimitsState {
   readonly limits: Caps;
   /** @internal The configured account entries (without the throttle overlay). */
   readonly entries: PMap<Caps>;
+  /**
+   * @internal The height from which every withdrawal is known (`historyCompleteFrom`), or
+   * `null` when the history is complete (fed from the start).
+   */
+  readonly completeFrom: Height | null;
   /** @internal The global pegged-in total last observed. */
   readonly peggedTotal: Amount;
   /** @internal The caps throttle mode imposes. */
@@ -171,6 +176,7 @@ function copyOf(s: StateFields, owner: Owner): Draft {
     highestTip: s.highestTip,
     limits: s.limits,
     entries: s.entries,
+    completeFrom: s.completeFrom,
     peggedTotal: s.peggedTotal,
     throttleProfile: s.throttleProfile,
     throttleInitiator: s.throttleInitiator,

@@ -24,6 +24,12 @@ export type LimitsEvent =
       readonly height: Height;
     }
   | { readonly type: 'withdrawalRejected'; readonly id: string }
+  /**
+   * The withdrawals requested at `height` and above are all known (reported from there
+   * on): a window reaching below it is incomplete, and reports no room (docs/semantics.md,
+   * "A history that starts late").
+   */
+  | { readonly type: 'historyCompleteFrom'; readonly height: Height }
   | {
       readonly type: 'peggedTotalObserved';
       readonly total: Amount;

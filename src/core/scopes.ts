@@ -16,6 +16,7 @@ const BY_TYPE: Readonly<Record<string, Scope>> = {
   withdrawalRequested: 'chain',
   withdrawalRejected: 'chain',
   peggedTotalObserved: 'chain',
+  historyCompleteFrom: 'chain',
   limitsSet: 'limits',
   accountLimitsSet: 'limits',
   throttleStarted: 'limits',

@@ -30,10 +30,11 @@ import { forEachWithdrawal, withdrawalWalk } from './withdrawals.js';
 /** The `format` every snapshot carries. */
 export const SNAPSHOT_FORMAT = 'peg-limits/snapshot';
 /**
- * The snapshot version this release writes. It reads this one and version 1 (written before
- * pending changes existed: it holds none).
+ * The snapshot version this release writes. It reads this one, version 2 (written before a
+ * history could start late: complete from the start) and version 1 (written before pending
+ * changes existed: it holds none).
  */
-export const SNAPSHOT_VERSION = 2;
+export const SNAPSHOT_VERSION = 3;
 
 /**
  * Everything a state knows, as plain data: amounts are `bigint` (so `encodeJson` writes
@@ -51,6 +52,8 @@ export interface Snapshot {
   readonly accountCaps: Readonly<Record<string, Caps>>;
   readonly tip: Height | null;
   readonly highestTip: Height | null;
+  /** The height from which the history is complete (`historyCompleteFrom`); null: from the start. */
+  readonly historyCompleteFrom: Height | null;
   readonly peggedTotal: Amount;
   /** The pegged-in totals observed per account (0 is left out). */
   readonly accountPeggedTotals: Readonly<Record<string, Amount>>;
@@ -74,6 +77,7 @@ const TOP_FIELDS = [
   'accountCaps',
   'tip',
   'highestTip',
+  'historyCompleteFrom',
   'peggedTotal',
   'accountPeggedTotals',
   'throttleKeys',
@@ -82,8 +86,9 @@ const TOP_FIELDS = [
   'changes',
   'nextChangeId',
 ];
-// What version 1 lacks.
-const V1_FIELDS = TOP_FIELDS.filter((f) => f !== 'changes' && f !== 'nextChangeId');
+// What version 2 lacks, and version 1 besides.
+const V2_FIELDS = TOP_FIELDS.filter((f) => f !== 'historyCompleteFrom');
+const V1_FIELDS = V2_FIELDS.filter((f) => f !== 'changes' && f !== 'nextChangeId');
 const WITHDRAWAL_FIELDS = ['id', 'account', 'amount', 'height', 'rejected'];
 const KEY_FIELDS = ['name', 'secretHash', 'revoked'];
 const PROFILE_FIELDS = ['perWithdrawalCap', 'rollingWithdrawalBlocks', 'rollingWithdrawalCap'];
@@ -112,7 +117,7 @@ function sortedRecord<V>(pairs: Array<[string, V]>): Record<string, V> {
  *
  * @example
  * ```ts
- * const text = encodeJson(snapshotOf(state)); // '{"format":"peg-limits/snapshot","version":1,…}'
+ * const text = encodeJson(snapshotOf(state)); // '{"format":"peg-limits/snapshot","version":3,…}'
  * const r = stateFromSnapshot(decodeJson(text));
  * if (r.ok) getLimits(r.state); // answers exactly as getLimits(state)
  * ```
@@ -211,6 +216,7 @@ function snapshotHead(state: LimitsState): Snapshot {
     accountCaps: {},
     tip: state.tip,
     highestTip: state.highestTip,
+    historyCompleteFrom: state.completeFrom,
     peggedTotal: state.peggedTotal,
     accountPeggedTotals: sortedRecord(pegged),
     throttleKeys: keys.sort((a, b) => byKey(a.name, b.name)),
@@ -306,13 +312,17 @@ export function stateFromSnapshot(value: unknown): Result<{ readonly state: Limi
 function restore(value: unknown): LimitsState {
   const given = isRecord(value) ? value.version : undefined;
   const version = typeof given === 'bigint' ? Number(given) : given;
-  const s = record(value, '', version === 1 ? V1_FIELDS : TOP_FIELDS);
+  const s = record(
+    value,
+    '',
+    version === 1 ? V1_FIELDS : version === 2 ? V2_FIELDS : TOP_FIELDS,
+  );
   if (s.format !== SNAPSHOT_FORMAT)
     invalid('format', `expected "${SNAPSHOT_FORMAT}", got ${describe(s.format)}`);
-  if (version !== SNAPSHOT_VERSION && version !== 1)
+  if (version !== SNAPSHOT_VERSION && version !== 1 && version !== 2)
     invalid(
       'version',
-      `this release reads versions 1 and ${SNAPSHOT_VERSION}, got ${describe(s.version)}`,
+      `this release reads versions 1 to ${SNAPSHOT_VERSION}, got ${describe(s.version)}`,
     );
   const historyBlocks = height(s.historyBlocks, 'historyBlocks');
   const limits = record(s.limits, 'limits', CAP_FIELDS);
@@ -379,6 +389,12 @@ function restore(value: unknown): LimitsState {
   }
   if (tip !== null && highestTip !== null && tip < highestTip)
     push({ type: 'chainReorganized', height: tip }, 'tip');
+  const completeFrom =
+    version === SNAPSHOT_VERSION
+      ? nullable(s.historyCompleteFrom, (v) => height(v, 'historyCompleteFrom'))
+      : null;
+  if (completeFrom !== null)
+    push({ type: 'historyCompleteFrom', height: completeFrom }, 'historyCompleteFrom');
   const peggedTotal = checked(() => requireCap(s.peggedTotal, 'peggedTotal'), 'peggedTotal');
   push({ type: 'peggedTotalObserved', total: peggedTotal }, 'peggedTotal');
   for (const [name, total] of Object.entries(

@@ -34,6 +34,7 @@ import {
   type ThrottleProfile,
 } from './draft.js';
 import { describe, fail, joinPath, LimitsError, type Result } from './errors.js';
+import { requireHeight } from './heights.js';
 import type { LimitsEvent, SettledChange } from './events.js';
 import {
   accountCapsEntries,
@@ -116,6 +117,7 @@ export function createLimitsState(options: LimitsOptions = {}): LimitsState {
     highestTip: null,
     limits: NO_CAPS,
     entries: emptyMap(),
+    completeFrom: null,
     peggedTotal: 0n,
     throttleProfile: DEFAULT_THROTTLE_PROFILE,
     throttleInitiator: null,
@@ -235,6 +237,14 @@ function peggedTotalObserved(d: Draft, e: Record<string, unknown>): void {
   d.changed = true;
 }
 
+// The history is complete from `height` on: windows reaching below it report no room.
+function historyCompleteFrom(d: Draft, e: Record<string, unknown>): void {
+  const height = requireHeight(e.height, 'height');
+  if (d.completeFrom === height) return;
+  d.completeFrom = height;
+  d.changed = true;
+}
+
 function accountLimitsSet(d: Draft, e: Record<string, unknown>): void {
   const account = requireAccount(e.account, 'account');
   setEntry(d, account, validateCaps(e.limits, 'limits', d.historyBlocks));
@@ -250,6 +260,7 @@ const handlers = new Map<string, EventHandler>([
   ['withdrawalRequested', withdrawalRequested],
   ['withdrawalRejected', withdrawalRejected],
   ['peggedTotalObserved', peggedTotalObserved],
+  ['historyCompleteFrom', historyCompleteFrom],
   ['throttleKeyAdded', throttleKeyAdded],
   ['throttleKeyRevoked', throttleKeyRevocation(true)],
   ['throttleKeyReactivated', throttleKeyRevocation(false)],

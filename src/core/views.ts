@@ -8,7 +8,7 @@ import { mapForEach, mapGet } from './pmap.js';
 import type { LimitsState, PendingChange } from './state.js';
 import { forEachSum, type SumNode } from './sum-tree.js';
 import { seenEntry, seenGlobal } from './throttle.js';
-import { accountTree, windowSpan, withdrawnIn } from './window.js';
+import { accountTree, incompleteUntil, windowSpan, withdrawnIn } from './window.js';
 
 /** The limits of one account entry, as `GET /limits/{account}` reports them. */
 export interface AccountLimits {
@@ -40,8 +40,16 @@ export interface EffectiveLimits extends ResolvedCaps {
   readonly account: string;
   /** Whether the account has an entry of its own. */
   readonly hasEntry: boolean;
-  /** What the account may still withdraw in the windows that apply to it; null when none applies. */
+  /**
+   * What the account may still withdraw in the windows that apply to it; null when none
+   * applies, or when one reaches below the height from which the history is complete.
+   */
   readonly availableToWithdraw: Amount | null;
+  /**
+   * The tip from which every window that applies holds only heights the state was told of;
+   * `null` when they all do now (see `historyCompleteFrom`).
+   */
+  readonly incompleteUntil: number | null;
   readonly peggedTotal: Amount;
   readonly accountPeggedTotal: Amount;
   readonly throttleModeInitiator: string | null;
@@ -75,7 +83,8 @@ function accountView(caps: Caps, initiator: string | null): AccountLimits {
 
 /**
  * The global limits: the body of `GET /limits` as values, throttle overlay included.
- * Never fails: with no block known, `availableToWithdraw` is the whole window cap.
+ * Never fails: with no block known, `availableToWithdraw` is the whole window cap; while the
+ * window reaches below the height from which the history is complete, it is `null` (unknown).
  *
  * @example
  * ```ts
@@ -100,7 +109,7 @@ export function getLimits(state: LimitsState): Limits {
   const cap = caps.rollingWithdrawalCap;
   return {
     availableToWithdraw:
-      blocks === null || cap === null
+      blocks === null || cap === null || incompleteUntil(state, blocks) !== null
         ? null
         : roomLeft(cap, withdrawnIn(state, state.historySums, blocks)),
     pegCap: caps.pegCap,
@@ -147,7 +156,9 @@ export function effectiveLimits(state: LimitsState, account: string): EffectiveL
   const rawEntry = entryOf(state, account);
   const resolved = resolveCaps(seenGlobal(state), seenEntry(state, rawEntry));
   let available: Amount | null = null;
+  let until: number | null = null;
   if (resolved.rollingWithdrawalBlocks !== null && resolved.rollingWithdrawalCap !== null) {
+    until = incompleteUntil(state, resolved.rollingWithdrawalBlocks);
     available = roomLeft(
       resolved.rollingWithdrawalCap,
       withdrawnIn(state, state.historySums, resolved.rollingWithdrawalBlocks),
@@ -157,6 +168,8 @@ export function effectiveLimits(state: LimitsState, account: string): EffectiveL
     resolved.accountRollingWithdrawalBlocks !== null &&
     resolved.accountRollingWithdrawalCap !== null
   ) {
+    const ownUntil = incompleteUntil(state, resolved.accountRollingWithdrawalBlocks);
+    if (ownUntil !== null && (until === null || ownUntil > until)) until = ownUntil;
     const own = roomLeft(
       resolved.accountRollingWithdrawalCap,
       withdrawnIn(state, accountTree(state, account), resolved.accountRollingWithdrawalBlocks),
@@ -167,7 +180,8 @@ export function effectiveLimits(state: LimitsState, account: string): EffectiveL
     ...resolved,
     account,
     hasEntry: rawEntry !== undefined,
-    availableToWithdraw: available,
+    availableToWithdraw: until === null ? available : null,
+    incompleteUntil: until,
     peggedTotal: state.peggedTotal,
     accountPeggedTotal: accountPeggedTotal(state, account),
     throttleModeInitiator: state.throttleInitiator,
@@ -192,9 +206,22 @@ export interface WindowView {
   /** The window's first and last height (`tip − blocks + 1 … tip`); null without a tip or a window. */
   readonly from: number | null;
   readonly to: number | null;
-  /** What is withdrawn in the window (rejected withdrawals do not count). */
+  /**
+   * What is withdrawn in the window (rejected withdrawals do not count); while the window is
+   * incomplete, what is known of it.
+   */
   readonly withdrawn: Amount;
-  /** What may still be withdrawn: the cap less what is withdrawn; null without a window. */
+  /**
+   * Whether the state was told of every height of the window: false while it reaches below
+   * the height from which the history is complete (`historyCompleteFrom`).
+   */
+  readonly complete: boolean;
+  /** The tip at which an incomplete window becomes complete; `null` when it is complete. */
+  readonly completeAt: number | null;
+  /**
+   * What may still be withdrawn: the cap less what is withdrawn; null without a window, and
+   * while the window is incomplete (unknown).
+   */
   readonly availableToWithdraw: Amount | null;
   /** The non-zero per-block sums inside the window, oldest first. */
   readonly sums: ReadonlyArray<HeightSum>;
@@ -214,7 +241,8 @@ export interface WindowView {
  * ```ts
  * // window 144, cap 1000n, 300n at height 100 and 200n at 150, tip 200:
  * windowOf(state);
- * // { tip: 200, from: 57, to: 200, withdrawn: 500n, availableToWithdraw: 500n,
+ * // { tip: 200, from: 57, to: 200, withdrawn: 500n, complete: true, completeAt: null,
+ * //   availableToWithdraw: 500n,
  * //   sums: [{ height: 100, amount: 300n }, { height: 150, amount: 200n }],
  * //   nextRelease: { height: 244, amount: 300n }, … }
  * ```
@@ -250,6 +278,7 @@ export function windowOf(state: LimitsState, account?: string): WindowView | und
       });
     }
   }
+  const completeAt = blocks === null ? null : incompleteUntil(state, blocks);
   const oldest = sums[0];
   const release =
     oldest === undefined || blocks === null ? undefined : oldest.height + Number(blocks);
@@ -261,7 +290,9 @@ export function windowOf(state: LimitsState, account?: string): WindowView | und
     from,
     to,
     withdrawn,
-    availableToWithdraw: cap === null ? null : roomLeft(cap, withdrawn),
+    complete: completeAt === null,
+    completeAt,
+    availableToWithdraw: cap === null || completeAt !== null ? null : roomLeft(cap, withdrawn),
     sums,
     nextRelease:
       oldest === undefined || release === undefined || release > Number.MAX_SAFE_INTEGER

@@ -21,6 +21,20 @@ export function windowSpan(
   return { from, to: state.tip };
 }
 
+/**
+ * When a window of `blocks` at the tip reaches below the height from which the history is
+ * complete (`historyCompleteFrom`), the tip at which it no longer does: the first tip whose
+ * window holds only heights the state was told of. `null` when the window is complete now.
+ * Before any block, a state whose history starts late knows no window: incomplete.
+ */
+export function incompleteUntil(state: LimitsState, blocks: Amount): number | null {
+  const from = state.completeFrom;
+  if (from === null) return null;
+  const at = from + Number(blocks) - 1;
+  if (state.tip !== null && state.tip >= at) return null;
+  return Math.min(at, Number.MAX_SAFE_INTEGER);
+}
+
 /** The sum withdrawn (not rejected) in the window of `blocks` ending at the tip. */
 export function withdrawnIn(state: LimitsState, tree: SumNode | undefined, blocks: Amount): Amount {
   const span = windowSpan(state, blocks);

@@ -139,6 +139,7 @@ function toWindow(value: unknown): WindowView {
     tip: num(w.tip),
     from: num(w.from),
     to: num(w.to),
+    completeAt: num(w.completeAt),
     sums: (w.sums as unknown[]).map(sum),
     nextRelease: w.nextRelease === null ? null : sum(w.nextRelease),
   };

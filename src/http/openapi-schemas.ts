@@ -87,6 +87,7 @@ export const SCHEMAS = {
         enum: [
           null,
           'above_per_withdrawal_cap',
+          'window_incomplete',
           'rolling_cap_exceeded',
           'account_rolling_cap_exceeded',
           'below_minimum',
@@ -103,7 +104,7 @@ export const SCHEMAS = {
       availableAt: {
         type: ['integer', 'null'],
         description:
-          'For a refusal by a window cap: the tip height at which it would pass, if nothing else were withdrawn; null when never, or for any other answer.',
+          'For a refusal by a window cap: the tip height at which it would pass, if nothing else were withdrawn; for window_incomplete, the tip at which the window becomes complete; null when never, or for any other answer.',
       },
     },
   },
@@ -124,6 +125,8 @@ export const SCHEMAS = {
       'from',
       'to',
       'withdrawn',
+      'complete',
+      'completeAt',
       'availableToWithdraw',
       'sums',
       'nextRelease',
@@ -143,7 +146,19 @@ export const SCHEMAS = {
         ...int64,
         description: 'Withdrawn in the window; rejected ones do not count.',
       },
-      availableToWithdraw: { ...int64, description: 'The cap less what is withdrawn.' },
+      complete: {
+        type: 'boolean',
+        description:
+          'Whether every height of the window is known: false while it reaches below the height from which the history is complete (a feed that started mid-chain).',
+      },
+      completeAt: {
+        type: ['integer', 'null'],
+        description: 'The tip at which an incomplete window becomes complete; null when complete.',
+      },
+      availableToWithdraw: {
+        ...int64,
+        description: 'The cap less what is withdrawn; null without a window, or while incomplete.',
+      },
       sums: {
         type: 'array',
         description: 'The non-zero per-block sums in the window, oldest first.',
@@ -180,6 +195,7 @@ export const SCHEMAS = {
           'withdrawalRequested',
           'withdrawalRejected',
           'peggedTotalObserved',
+          'historyCompleteFrom',
           'throttleKeyAdded',
           'throttleKeyRevoked',
           'throttleKeyReactivated',

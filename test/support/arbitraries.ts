@@ -80,6 +80,7 @@ export type Step =
   | { kind: 'account'; account: string; caps: CapsInput }
   | { kind: 'global'; caps: CapsInput; accounts: Record<string, CapsInput> }
   | { kind: 'pegged'; total: bigint; account: string | undefined }
+  | { kind: 'completeFrom'; back: number }
   | { kind: 'throttle'; initiator: string }
   | { kind: 'unthrottle' }
   | { kind: 'key'; op: 'add' | 'revoke' | 'reactivate'; name: string }
@@ -225,6 +226,14 @@ export function stepArb(history: number): fc.Arbitrary<Step> {
         by: fc.constantFrom(...OPERATORS),
       }),
     },
+    // The history declared complete from a height around the tip (a feed that starts late).
+    {
+      weight: 1,
+      arbitrary: fc.record({
+        kind: fc.constant('completeFrom' as const),
+        back: fc.integer({ min: -3, max: 12 }),
+      }),
+    },
     {
       weight: 2,
       arbitrary: fc.record({
@@ -273,6 +282,8 @@ export function toEvent(step: Step, model: NaiveModel): LimitsEvent {
       return step.account === undefined
         ? { type: 'peggedTotalObserved', total: step.total }
         : { type: 'peggedTotalObserved', total: step.total, account: step.account };
+    case 'completeFrom':
+      return { type: 'historyCompleteFrom', height: Math.max(0, at - step.back) };
     case 'throttle':
       return { type: 'throttleStarted', initiator: step.initiator };
     case 'unthrottle':

@@ -63,6 +63,8 @@ export class NaiveModel {
   global: Caps;
   entries = new Map<string, Caps>();
   pegged = 0n;
+  /** The height from which every withdrawal is known; null: from the start. */
+  completeFrom: number | null = null;
   accountPegged = new Map<string, bigint>();
   throttle: string | null = null;
   keys = new Map<string, { hash: string; revoked: boolean }>();
@@ -84,6 +86,7 @@ export class NaiveModel {
     m.withdrawals = this.withdrawals.map((w) => ({ ...w }));
     m.entries = new Map(this.entries);
     m.pegged = this.pegged;
+    m.completeFrom = this.completeFrom;
     m.accountPegged = new Map(this.accountPegged);
     m.throttle = this.throttle;
     m.keys = new Map([...this.keys].map(([k, v]) => [k, { ...v }]));
@@ -188,6 +191,12 @@ export class NaiveModel {
         const err = this.capsError(e.limits as Record<string, unknown>);
         if (err) return err;
         this.setEntry(e.account as string, NaiveModel.caps(e.limits as Record<string, unknown>));
+        return undefined;
+      }
+      case 'historyCompleteFrom': {
+        const h = e.height as number;
+        if (!Number.isSafeInteger(h) || h < 0) return 'invalid_height';
+        this.completeFrom = h;
         return undefined;
       }
       case 'peggedTotalObserved': {
@@ -354,6 +363,21 @@ export class NaiveModel {
     };
   }
 
+  /** Whether the window of `blocks` ending at tip `at` reaches below the complete history. */
+  incomplete(blocks: bigint, at: number | null = this.tip): boolean {
+    if (this.completeFrom === null) return false;
+    return at === null || at - Number(blocks) + 1 < this.completeFrom;
+  }
+
+  /** The first tip from `at` on whose windows (those given) are all complete: tried one by one. */
+  completeAt(blocks: Array<bigint | null>, at: number | null = this.tip): number | null {
+    const set = blocks.filter((b): b is bigint => b !== null);
+    if (!set.some((b) => this.incomplete(b, at))) return null;
+    let t = at ?? 0;
+    while (set.some((b) => this.incomplete(b, t))) t++;
+    return t;
+  }
+
   /** Withdrawn in the window of `blocks` ending at tip `at` (default: the tip), optionally for one account. */
   withdrawn(blocks: bigint, account?: string, at: number | null = this.tip): bigint {
     if (at === null) return 0n;
@@ -378,7 +402,8 @@ export class NaiveModel {
         ? null
         : g.rollingWithdrawalCap - this.withdrawn(g.rollingWithdrawalBlocks!);
     return {
-      availableToWithdraw: room === null ? null : maxB(room, 0n),
+      availableToWithdraw:
+        room === null || this.incomplete(g.rollingWithdrawalBlocks!) ? null : maxB(room, 0n),
       ...g,
       throttleModeInitiator: this.throttle,
       accountCaps,
@@ -411,6 +436,16 @@ export class NaiveModel {
     extra: ModelWithdrawal[] = [],
   ): ModelVerdict {
     const v = this.verdictAt(account, amount, at, extra);
+    if (!v.ok && v.reason === 'window_incomplete') {
+      const r = this.resolved(account);
+      return {
+        ...v,
+        availableAt: this.completeAt(
+          [r.global.rollingWithdrawalBlocks, r.entry?.rollingWithdrawalBlocks ?? null],
+          at,
+        ),
+      };
+    }
     if (
       !v.ok &&
       (v.reason === 'rolling_cap_exceeded' || v.reason === 'account_rolling_cap_exceeded')
@@ -429,6 +464,16 @@ export class NaiveModel {
     if (r.perWithdrawalCap !== null && amount > r.perWithdrawalCap) {
       return { ok: false, reason: 'above_per_withdrawal_cap', limit: r.perWithdrawalCap };
     }
+    if (
+      this.incomplete(r.global.rollingWithdrawalBlocks ?? 0n, at) &&
+      r.global.rollingWithdrawalBlocks !== null
+    )
+      return { ok: false, reason: 'window_incomplete', limit: null };
+    if (
+      r.entry?.rollingWithdrawalBlocks != null &&
+      this.incomplete(r.entry.rollingWithdrawalBlocks, at)
+    )
+      return { ok: false, reason: 'window_incomplete', limit: null };
     const inWindow = (w: ModelWithdrawal, blocks: bigint) =>
       at === null || w.height > at - Number(blocks);
     const g = r.global;
@@ -487,7 +532,7 @@ export class NaiveModel {
   /** Tries every tip height from the current one upwards (with `extra` admitted before). */
   whenAvailable(account: string, amount: bigint, extra: ModelWithdrawal[] = []): number | null {
     if (this.tip === null) return null;
-    const limit = this.tip + this.history + 1;
+    const limit = Math.max(this.tip, this.completeFrom ?? 0) + this.history + 1;
     for (let at = this.tip; at <= limit; at++) {
       if (this.verdictAt(account, amount, at, extra).ok)
         return at > Number.MAX_SAFE_INTEGER ? null : at;
@@ -519,6 +564,7 @@ export class NaiveModel {
       }
     }
     const withdrawn = sums.reduce((sum, x) => sum + x.amount, 0n);
+    const completeAt = this.completeAt([blocks]);
     return {
       account: account ?? null,
       tip: this.tip,
@@ -527,7 +573,10 @@ export class NaiveModel {
       from,
       to,
       withdrawn,
-      availableToWithdraw: cap === null ? null : maxB(cap - withdrawn, 0n),
+      complete: completeAt === null,
+      completeAt,
+      availableToWithdraw:
+        cap === null || completeAt !== null ? null : maxB(cap - withdrawn, 0n),
       sums,
       nextRelease:
         sums[0] === undefined || blocks === null
@@ -551,6 +600,10 @@ export class NaiveModel {
       );
       available = available === null ? own : minB(available, own);
     }
+    const incompleteUntil = this.completeAt([
+      g.rollingWithdrawalBlocks,
+      e?.rollingWithdrawalBlocks ?? null,
+    ]);
     return {
       pegCap: r.pegCap,
       accountPegCap: r.accountPegCap,
@@ -563,7 +616,8 @@ export class NaiveModel {
       accountRollingWithdrawalCap: e ? e.rollingWithdrawalCap : null,
       account,
       hasEntry: this.entries.has(account),
-      availableToWithdraw: available,
+      availableToWithdraw: incompleteUntil === null ? available : null,
+      incompleteUntil,
       peggedTotal: this.pegged,
       accountPeggedTotal: this.accountPegged.get(account) ?? 0n,
       throttleModeInitiator: this.throttle,
