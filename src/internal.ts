@@ -46,4 +46,13 @@ export {
   observeBlock,
   type RememberedBlock,
   type SkippedEvent,
+  withSupply,
 } from './http/stacks-blocks.js';
+export {
+  NodeAnswerError,
+  okUintOfClarity,
+  type RegistryRequest,
+  requestOfClarity,
+  startBatch,
+  uintOfClarity,
+} from './http/stacks-state.js';

@@ -3,12 +3,12 @@
  * order, and when a withdrawal would fit. A cap is inclusive: an amount equal to it passes.
  */
 import { type Amount, isInt64, roomLeft } from './amount.js';
+import type { ResolvedCaps } from './limits.js';
 import { isAccountName } from './limits.js';
 import type { LimitsState } from './state.js';
 import type { SumNode } from './sum-tree.js';
 import { seenGlobal } from './throttle.js';
 import { accountPeggedTotal, resolvedCaps } from './views.js';
-import type { ResolvedCaps } from './limits.js';
 import { accountTree, heightWithin, incompleteUntil, windowSpan, withdrawnIn } from './window.js';
 
 /**
@@ -101,7 +101,8 @@ function withdrawalVerdict(
     return refuse('above_per_withdrawal_cap', r.perWithdrawalCap);
   }
   const until = incompleteFor(state, r);
-  if (until !== null) return { ok: false, reason: 'window_incomplete', limit: null, availableAt: until };
+  if (until !== null)
+    return { ok: false, reason: 'window_incomplete', limit: null, availableAt: until };
   if (r.rollingWithdrawalCap !== null) {
     const left = roomLeft(r.rollingWithdrawalCap, globalUsed + pending.total);
     if (req.amount > left)

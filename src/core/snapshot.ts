@@ -312,11 +312,7 @@ export function stateFromSnapshot(value: unknown): Result<{ readonly state: Limi
 function restore(value: unknown): LimitsState {
   const given = isRecord(value) ? value.version : undefined;
   const version = typeof given === 'bigint' ? Number(given) : given;
-  const s = record(
-    value,
-    '',
-    version === 1 ? V1_FIELDS : version === 2 ? V2_FIELDS : TOP_FIELDS,
-  );
+  const s = record(value, '', version === 1 ? V1_FIELDS : version === 2 ? V2_FIELDS : TOP_FIELDS);
   if (s.format !== SNAPSHOT_FORMAT)
     invalid('format', `expected "${SNAPSHOT_FORMAT}", got ${describe(s.format)}`);
   if (version !== SNAPSHOT_VERSION && version !== 1 && version !== 2)

@@ -34,8 +34,8 @@ import {
   type ThrottleProfile,
 } from './draft.js';
 import { describe, fail, joinPath, LimitsError, type Result } from './errors.js';
-import { requireHeight } from './heights.js';
 import type { LimitsEvent, SettledChange } from './events.js';
+import { requireHeight } from './heights.js';
 import {
   accountCapsEntries,
   type Caps,

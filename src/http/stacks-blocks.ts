@@ -42,8 +42,10 @@ export interface RememberedBlock {
   readonly burnHeight: Height;
   /** `burn_block_hash`. */
   readonly burnHash: string;
-  /** The limits events its registry prints gave, in order. */
+  /** The limits events its registry prints gave, in order (with the pegged total it set). */
   readonly events: ReadonlyArray<LimitsEvent>;
+  /** The sBTC supply (the pegged total) as of this block, when known. */
+  readonly supply?: bigint | undefined;
 }
 
 /** What the observer remembers: the blocks it has seen, and the canonical chain's newest. */
@@ -66,6 +68,18 @@ export interface ObserveOptions {
   readonly tip: Height | null;
   /** How many burn heights of blocks below the newest are remembered. */
   readonly keepBurnBlocks: number;
+  /**
+   * The token contract (`SM3…​.sbtc-token`): its assets' mint and burn events change the
+   * supply. Without it, supply changes are not read from asset events.
+   */
+  readonly token?: string | undefined;
+  /** The supply before the block when its parent is not remembered (a first block), if known. */
+  readonly parentSupply?: bigint | undefined;
+  /**
+   * Read the supply from the node's RPC whenever a block changes it (`needsSupply`), rather
+   * than from the asset events, which anyone who reaches the observer port could forge.
+   */
+  readonly supplyFromRpc?: boolean | undefined;
 }
 
 /** An event of the payload that was not read, and why. */
@@ -87,6 +101,17 @@ export type Observed =
       /** The lowest burn height the batch reorganized from (a fork), or `undefined`. */
       readonly forkedAt: Height | undefined;
       readonly skipped: ReadonlyArray<SkippedEvent>;
+      /**
+       * The block changes the supply (a `completed-deposit` or `withdrawal-accept` print, a
+       * mint or burn of the token's assets) and the supply as of it is not known from the
+       * events: read it from the node and complete the batch with {@link withSupply}.
+       */
+      readonly needsSupply: boolean;
+      /**
+       * Its parent is not remembered: the first block the observer sees, or one after a
+       * gap. What came before it is not known from the blocks.
+       */
+      readonly startsChain: boolean;
     }
   /** A block already remembered: sent again, it changes nothing. */
   | { readonly kind: 'known' }
@@ -155,16 +180,58 @@ export function eventOfPrint(value: ClarityValue): LimitsEvent | null | { readon
   return null;
 }
 
-// The limits events of a block's committed registry prints, and what was skipped.
-function eventsOf(
-  events: unknown,
-  options: ObserveOptions,
-): { events: LimitsEvent[]; skipped: SkippedEvent[] } {
+// Registry prints that change the supply: a deposit mints, an accepted withdrawal burns.
+const SUPPLY_TOPICS = new Set(['completed-deposit', 'withdrawal-accept']);
+
+// The topic of a print tuple, or undefined.
+function topicOf(value: ClarityValue): string | undefined {
+  if (value.type !== 'tuple' || !isRecord(value.value)) return undefined;
+  const topic = (value.value as Readonly<Record<string, ClarityValue>>).topic;
+  return topic?.type === 'ascii' && typeof topic.value === 'string' ? topic.value : undefined;
+}
+
+// A mint (+) or burn (−) of one of the token's assets, in the smallest unit, or undefined.
+function assetChange(e: Readonly<Record<string, unknown>>, token: string): bigint | undefined {
+  const kind = e.type === 'ft_mint_event' ? 1n : e.type === 'ft_burn_event' ? -1n : 0n;
+  if (kind === 0n) return undefined;
+  const body = e[e.type as string];
+  if (!isRecord(body)) return undefined;
+  const asset = body.asset_identifier;
+  if (asset !== `${token}::sbtc-token` && asset !== `${token}::sbtc-token-locked`) return undefined;
+  const amount =
+    typeof body.amount === 'string' && /^\d{1,20}$/.test(body.amount)
+      ? BigInt(body.amount)
+      : undefined;
+  return amount === undefined || amount > MAX_UINT64 ? undefined : kind * amount;
+}
+
+interface BlockEvents {
+  events: LimitsEvent[];
+  skipped: SkippedEvent[];
+  /** The net mint less burn of the token's assets, when the block carries any. */
+  supplyDelta: bigint | undefined;
+  /** Whether anything in the block changes the supply. */
+  supplyTouched: boolean;
+}
+
+// The limits events of a block's committed registry prints, what changes the supply, and
+// what was skipped.
+function eventsOf(events: unknown, options: ObserveOptions): BlockEvents {
   const out: LimitsEvent[] = [];
   const skipped: SkippedEvent[] = [];
-  if (!Array.isArray(events)) return { events: out, skipped };
+  const read: BlockEvents = { events: out, skipped, supplyDelta: undefined, supplyTouched: false };
+  if (!Array.isArray(events)) return read;
   events.forEach((e: unknown, index) => {
-    if (!isRecord(e) || e.committed !== true || e.type !== 'contract_event') return;
+    if (!isRecord(e) || e.committed !== true) return;
+    if (options.token !== undefined && (e.type === 'ft_mint_event' || e.type === 'ft_burn_event')) {
+      const change = assetChange(e, options.token);
+      if (change !== undefined) {
+        read.supplyDelta = (read.supplyDelta ?? 0n) + change;
+        read.supplyTouched = true;
+      }
+      return;
+    }
+    if (e.type !== 'contract_event') return;
     const c = e.contract_event;
     if (!isRecord(c) || c.contract_identifier !== options.registry || c.topic !== 'print') return;
     const raw = c.raw_value;
@@ -179,12 +246,14 @@ function eventsOf(
       skipped.push({ index, reason: `raw_value is not Clarity: ${String(err)}` });
       return;
     }
+    const topic = topicOf(value);
+    if (topic !== undefined && SUPPLY_TOPICS.has(topic)) read.supplyTouched = true;
     const event = eventOfPrint(value);
     if (event === null) return;
     if ('skip' in event) skipped.push({ index, reason: event.skip });
     else out.push(event);
   });
-  return { events: out, skipped };
+  return read;
 }
 
 // The canonical chain ending at `hash`, oldest first (as far back as the memory goes).
@@ -233,13 +302,38 @@ export function observeBlock(
       reason: `block ${hash} is at burn height ${burnHeight}, below the ${options.keepBurnBlocks} remembered under ${newestSeen}`,
     };
   const read = eventsOf(payload.events, options);
+  // The supply as of the parent, and as of this block where the events tell it.
+  const parentSupply = byHash.has(parent) ? byHash.get(parent)?.supply : options.parentSupply;
+  let supply = parentSupply;
+  let needsSupply = false;
+  if (read.supplyTouched) {
+    if (
+      options.supplyFromRpc !== true &&
+      read.supplyDelta !== undefined &&
+      parentSupply !== undefined
+    ) {
+      supply = parentSupply + read.supplyDelta;
+      if (supply < 0n || supply > MAX_UINT64) {
+        supply = undefined;
+        needsSupply = true;
+      }
+    } else {
+      supply = undefined;
+      needsSupply = true;
+    }
+  }
+  const own =
+    supply !== undefined && supply !== parentSupply
+      ? [...read.events, { type: 'peggedTotalObserved', total: supply } as const]
+      : read.events;
   const block: RememberedBlock = {
     hash,
     parent,
     height,
     burnHeight,
     burnHash,
-    events: read.events,
+    events: own,
+    ...(supply === undefined ? {} : { supply }),
   };
 
   const old = chainTo(byHash, memory.head);
@@ -296,6 +390,9 @@ export function observeBlock(
         events.push(...b.events);
       }
     } else for (const b of revived) events.push(...b.events);
+    // The orphaned blocks may have changed the supply: back to the supply of the chain kept.
+    if (parentSupply !== undefined)
+      events.push({ type: 'peggedTotalObserved', total: parentSupply });
   }
   if (tip === null || burnHeight > tip) events.push({ type: 'blockConnected', height: burnHeight });
   events.push(...block.events);
@@ -310,5 +407,31 @@ export function observeBlock(
     block,
     forkedAt,
     skipped: read.skipped,
+    needsSupply,
+    startsChain: !byHash.has(parent),
+  };
+}
+
+/**
+ * Completes a block that {@link observeBlock} said `needsSupply` with the supply as of it
+ * (read from the node): the batch and the remembered block gain its `peggedTotalObserved`.
+ */
+export function withSupply(
+  observed: Extract<Observed, { kind: 'block' }>,
+  supply: bigint,
+): Extract<Observed, { kind: 'block' }> {
+  const event: LimitsEvent = { type: 'peggedTotalObserved', total: supply };
+  const block: RememberedBlock = {
+    ...observed.block,
+    events: [...observed.block.events, event],
+    supply,
+  };
+  const blocks = observed.memory.blocks.map((b) => (b === observed.block ? block : b));
+  return {
+    ...observed,
+    events: [...observed.events, event],
+    block,
+    memory: { ...observed.memory, blocks },
+    needsSupply: false,
   };
 }

@@ -37,16 +37,17 @@ import {
   openPgLog,
   PgLogError,
 } from './pg-log.js';
-import { redactAlertUrl, redactStore } from './redact.js';
+import { redactAlertUrl, redactStore, redactUrl } from './redact.js';
 import { DEFAULT_SERVER_LIMITS, type ServerLimits, startServer } from './serve.js';
 import {
   dataBlockMemory,
   isPrivateAddress,
-  loadClarityDecoder,
+  loadClarityCodec,
   MAINNET_REGISTRY,
   pgBlockMemory,
   STACKS_NODE_OPERATOR,
 } from './stacks-observer.js';
+import { StacksRpc } from './stacks-rpc.js';
 
 const L = DEFAULT_SERVER_LIMITS;
 
@@ -104,6 +105,13 @@ export const USAGE = `usage: peg-limits serve [options]
                             credentials)
   --sbtc-registry CONTRACT  the registry contract read (default mainnet's
                             ${MAINNET_REGISTRY})
+  --stacks-rpc URL          the same node's RPC (http://host:20443): the first block starts
+                            from the node's own state (the requests of the retained history,
+                            the sBTC supply), and the supply follows it; without it, the
+                            window stays incomplete (no room, withdrawals refused) until it
+                            holds only blocks the observer saw
+  --stacks-history-complete the node and the service started together from the registry's
+                            deployment (a devnet, a test): complete from the first block
   --quiet                   no request log
   --log-format text         text lines, or json: one JSON object per line (needs pino)
 
@@ -201,6 +209,8 @@ export async function serveCommand(
         'stacks-observer': { type: 'string' },
         'stacks-observer-public': { type: 'boolean' },
         'sbtc-registry': { type: 'string' },
+        'stacks-rpc': { type: 'string' },
+        'stacks-history-complete': { type: 'boolean' },
         help: { type: 'boolean', short: 'h' },
       },
       strict: true,
@@ -282,10 +292,25 @@ export async function serveCommand(
   const registry = str('sbtc-registry') ?? MAINNET_REGISTRY;
   if (!/^S[A-Z0-9]{27,40}\.[a-zA-Z][a-zA-Z0-9-]{0,127}$/.test(registry))
     fail(`--sbtc-registry takes a contract (ADDRESS.name), got ${registry}`);
-  const decode =
+  const rpcUrl = str('stacks-rpc');
+  if (rpcUrl !== undefined) {
+    if (observerAt === undefined) fail('--stacks-rpc goes with --stacks-observer');
+    let u: URL | undefined;
+    try {
+      u = new URL(rpcUrl);
+    } catch {
+      u = undefined;
+    }
+    if (u === undefined || (u.protocol !== 'http:' && u.protocol !== 'https:'))
+      fail(`--stacks-rpc takes an http(s) URL, got ${redactUrl(rpcUrl, { query: true })}`);
+  }
+  if (values['stacks-history-complete'] === true && observerAt === undefined)
+    fail('--stacks-history-complete goes with --stacks-observer');
+  const codec =
     observerAt === undefined
       ? undefined
-      : await loadClarityDecoder().catch((e: unknown) => fail((e as Error).message));
+      : await loadClarityCodec().catch((e: unknown) => fail((e as Error).message));
+  const decode = codec?.decode;
   const reserved = [
     ...(adminToken === undefined ? [] : [ADMIN_OPERATOR]),
     ...(observerAt === undefined ? [] : [STACKS_NODE_OPERATOR]),
@@ -411,6 +436,11 @@ export async function serveCommand(
               decode,
               memory: postgres !== undefined ? pgBlockMemory(postgres) : dataBlockMemory(dir),
               keepBurnBlocks: config.chainBounds.maxReorgDepth + 6,
+              rpc:
+                rpcUrl === undefined || codec === undefined
+                  ? undefined
+                  : new StacksRpc({ url: rpcUrl, registry, codec }),
+              historyComplete: values['stacks-history-complete'] === true,
             },
     });
   } catch (e) {

@@ -38,11 +38,15 @@ import {
   EMPTY_MEMORY,
   observeBlock,
   problem,
+  type RegistryRequest,
   type RememberedBlock,
+  startBatch,
+  withSupply,
 } from '../internal.js';
 import { writeAtomically } from './data-files.js';
 import { loadPeer } from './peers.js';
 import { connectClient } from './pg-connect.js';
+import type { ClarityCodec, StacksRpc } from './stacks-rpc.js';
 
 /** The operator the observer acts as. */
 export const STACKS_NODE_OPERATOR = 'stacks-node';
@@ -70,6 +74,18 @@ export interface StacksObserverOptions {
   readonly memory: BlockMemoryStore;
   /** Burn heights of blocks remembered below the newest (default: the reorg bound and a margin). */
   readonly keepBurnBlocks: number;
+  /**
+   * The same node's RPC (`--stacks-rpc`): the first block (and one after a gap) starts from
+   * the node's own state, and the supply is read from it.
+   */
+  readonly rpc?: StacksRpc | undefined;
+  /**
+   * The node and the service started together from the registry's deployment
+   * (`--stacks-history-complete`): nothing came before the first block.
+   */
+  readonly historyComplete?: boolean | undefined;
+  /** The least time between two tries to start from the node's state while it fails (default 10 s). */
+  readonly startRetryMs?: number | undefined;
 }
 
 /** What is missing when `@stacks/transactions` is not installed. */
@@ -77,14 +93,21 @@ export class ObserverUnavailable extends Error {
   override readonly name = 'ObserverUnavailable';
 }
 
-/** `@stacks/transactions`' `hexToCV`, loaded only when the observer is on. */
-export async function loadClarityDecoder(): Promise<DecodeClarity> {
-  const stacks = await loadPeer<{ hexToCV: DecodeClarity }>(
+/** `@stacks/transactions`' `hexToCV`, and `serializeCV(uintCV(n))` for the RPC's arguments. */
+export async function loadClarityCodec(): Promise<ClarityCodec> {
+  const stacks = await loadPeer<{
+    hexToCV: DecodeClarity;
+    serializeCV: (value: unknown) => string;
+    uintCV: (value: bigint) => unknown;
+  }>(
     '@stacks/transactions',
     () => import('@stacks/transactions'),
     (hint) => new ObserverUnavailable(`--stacks-observer needs ${hint}`),
   );
-  return (hex) => stacks.hexToCV(hex);
+  return {
+    decode: (hex) => stacks.hexToCV(hex),
+    encodeUint: (value) => stacks.serializeCV(stacks.uintCV(value)).replace(/^0x/, ''),
+  };
 }
 
 /** A new operator `stacks-node` with the chain scope, and its token. */
@@ -132,6 +155,7 @@ function memoryFrom(text: string): BlockMemory {
       burnHeight: Number(b.burnHeight),
       burnHash: String(b.burnHash),
       events: events.events,
+      ...(typeof b.supply === 'bigint' ? { supply: b.supply } : {}),
     };
   });
   return { head: value.head, blocks };
@@ -210,6 +234,22 @@ export function pgBlockMemory(url: string): BlockMemoryStore {
       await c?.end().catch(() => undefined);
     },
   };
+}
+
+/** The token contract next to a registry (`ADDRESS.sbtc-token`). */
+export function tokenOf(registry: string): string {
+  return `${registry.split('.')[0]}.sbtc-token`;
+}
+
+// The declaration of a late start, then the block's own events (without the block's
+// connection, which the declaration made already).
+function mergeStart(prefix: LimitsEvent[], events: ReadonlyArray<LimitsEvent>): LimitsEvent[] {
+  const connected = prefix.find((e) => e.type === 'blockConnected');
+  const rest = events.filter(
+    (e) =>
+      !(connected !== undefined && e.type === 'blockConnected' && e.height === connected.height),
+  );
+  return [...prefix, ...rest];
 }
 
 /** A running observer listener. */
@@ -296,23 +336,150 @@ export async function startStacksObserver(
     }
   }
 
+  const rpc = options.rpc;
+  // When the last try to start from the node's state failed (0: none failed).
+  let startFailedAt = 0;
+
+  // Every request of the retained history as of block `tip` (walking the ids down from the
+  // last one until the heights fall below the history), and the supply: the batch that
+  // starts the limits from the node's own state. Any answer that does not fit the block
+  // asked about (a request above its burn height, an id missing below the last) is refused.
+  async function readNodeState(tip: string, burnHeight: number) {
+    if (rpc === undefined) throw new Error('no RPC');
+    const historyBlocks = service.state.historyBlocks;
+    const from = Math.max(0, burnHeight - historyBlocks + 1);
+    const last = await rpc.lastWithdrawalRequestId(tip);
+    const requests: RegistryRequest[] = [];
+    const STRIDE = 16n;
+    let below = false;
+    for (let top = last; top >= 1n && !below; top -= STRIDE) {
+      const ids: bigint[] = [];
+      for (let id = top; id >= 1n && id > top - STRIDE; id--) ids.push(id);
+      const got = await Promise.all(ids.map((id) => rpc.withdrawalRequest(id, tip)));
+      for (const [i, r] of got.entries()) {
+        if (r === null)
+          throw new Error(
+            `the node has no withdrawal request ${ids[i]} below the last one (${last}) as of block ${tip}: an answer for another block`,
+          );
+        if (r.height > burnHeight)
+          throw new Error(
+            `withdrawal request ${r.id} is at burn height ${r.height}, above block ${tip}'s ${burnHeight}: an answer for another block`,
+          );
+        if (r.height < from) below = true;
+        else requests.push(r);
+      }
+    }
+    const supply = await rpc.totalSupply(tip);
+    return { requests, supply };
+  }
+
+  // Starts the limits from the node's state as of the block before `block` (its parent),
+  // one batch on the trail; the supply as of the parent, or undefined when it failed (then
+  // the history stays incomplete, and the next block tries again, at most every few seconds).
+  async function startFromNode(
+    block: RememberedBlock,
+    remote: string | undefined,
+  ): Promise<{ supply: bigint } | { response: HttpResponse } | undefined> {
+    if (rpc === undefined) return undefined;
+    if (startFailedAt !== 0 && Date.now() - startFailedAt < (options.startRetryMs ?? 10_000))
+      return undefined;
+    let read: { requests: RegistryRequest[]; supply: bigint };
+    const began = Date.now();
+    const callsBefore = rpc.calls;
+    try {
+      read = await readNodeState(block.parent, block.burnHeight);
+    } catch (e) {
+      startFailedAt = Date.now();
+      warn(
+        `stacks observer: could not start from the node's state as of block ${block.parent} (${(e as Error).message}); the window stays incomplete (no room reported, withdrawals refused) until a start succeeds, tried again at a later block`,
+      );
+      return undefined;
+    }
+    startFailedAt = 0;
+    const events = startBatch({
+      tip: windowOf(service.state)?.tip ?? null,
+      burnHeight: block.burnHeight,
+      historyBlocks: service.state.historyBlocks,
+      requests: read.requests,
+      supply: read.supply,
+    });
+    const response = await apply(events, `start:${block.parent}`, remote);
+    if (response.status !== 200) return { response };
+    tell.logLine?.(
+      `stacks observer: started from the node's state as of block ${block.parent} (burn height ${block.burnHeight}): ${read.requests.length} withdrawal request(s) in the history, supply ${read.supply}, ${rpc.calls - callsBefore} RPC calls in ${Date.now() - began} ms`,
+    );
+    return { supply: read.supply };
+  }
+
+  // Whether some heights of the retained history were never reported (a late start).
+  function historyIncomplete(): boolean {
+    const s = service.state;
+    if (s.completeFrom === null) return false;
+    const tip = windowOf(s)?.tip ?? null;
+    return tip === null || s.completeFrom > Math.max(0, tip - s.historyBlocks + 1);
+  }
+
   async function newBlock(body: unknown, remote: string | undefined): Promise<HttpResponse> {
     const memory = await options.memory.load();
-    const observed = observeBlock(memory, body, {
-      registry: options.registry,
-      decode: options.decode,
-      tip: windowOf(service.state)?.tip ?? null,
-      keepBurnBlocks: options.keepBurnBlocks,
-    });
+    const observe = (parentSupply: bigint | undefined) =>
+      observeBlock(memory, body, {
+        registry: options.registry,
+        decode: options.decode,
+        tip: windowOf(service.state)?.tip ?? null,
+        keepBurnBlocks: options.keepBurnBlocks,
+        token: rpc?.token ?? tokenOf(options.registry),
+        parentSupply,
+        supplyFromRpc: rpc !== undefined,
+      });
+    let observed = observe(undefined);
     if (observed.kind === 'known') return ok({ ok: true, known: true });
     if (observed.kind === 'unusable') {
       skip(`a payload: ${observed.reason}`);
       return ok({ ok: true, skipped: observed.reason });
     }
     const at = observed.block.hash;
+    let prefix: LimitsEvent[] = [];
+    if (observed.startsChain || (rpc !== undefined && historyIncomplete())) {
+      const started = await startFromNode(observed.block, remote);
+      if (started !== undefined && 'response' in started) return started.response;
+      if (started !== undefined)
+        observed = observe(observed.startsChain ? started.supply : undefined);
+      else if (observed.startsChain) {
+        const first = memory.blocks.length === 0;
+        if (!(first && options.historyComplete === true)) {
+          // Blocks before this one were never seen: the history is complete from the next
+          // burn height only (others at this one may have come before).
+          prefix = [
+            ...(windowOf(service.state)?.tip === null ||
+            observed.block.burnHeight > (windowOf(service.state)?.tip ?? 0)
+              ? [{ type: 'blockConnected', height: observed.block.burnHeight } as const]
+              : []),
+            { type: 'historyCompleteFrom', height: observed.block.burnHeight + 1 },
+          ];
+          if (rpc === undefined)
+            warn(
+              `stacks observer: block ${at} ${first ? 'is the first one seen' : 'follows a gap'}, and without --stacks-rpc what came before it is unknown: the window is incomplete (no room reported, withdrawals refused) until it holds only burn heights from ${observed.block.burnHeight + 1}`,
+            );
+        } else observed = observe(0n);
+      }
+    }
+    if (observed.kind !== 'block') return ok({ ok: true });
+    if (observed.needsSupply) {
+      if (rpc !== undefined) {
+        try {
+          observed = withSupply(observed, await rpc.totalSupply(observed.block.hash));
+        } catch (e) {
+          skip(`the supply as of block ${at}: ${(e as Error).message}`);
+        }
+      } else
+        skip(
+          `the supply as of block ${at}: it changed, and neither the token's asset events (from a known supply) nor --stacks-rpc tell it`,
+        );
+    }
     for (const s of observed.skipped) skip(`event ${s.index} of block ${at}: ${s.reason}`);
-    if (observed.events.length > 0) {
-      const response = await apply([...observed.events], at, remote);
+    const events = prefix.length === 0 ? observed.events : mergeStart(prefix, observed.events);
+    if (events.length > 0) {
+      const response = await apply([...events], at, remote);
       if (response.status !== 200) return response;
     }
     await options.memory.save(observed.memory);
@@ -320,7 +487,7 @@ export async function startStacksObserver(
       tell.logLine?.(
         `stacks observer: block ${at} (burn height ${observed.block.burnHeight}) forks the chain from burn height ${observed.forkedAt}`,
       );
-    return ok({ ok: true, events: observed.events.length });
+    return ok({ ok: true, events: events.length });
   }
 
   function onRequest(req: IncomingMessage, res: ServerResponse): void {

@@ -356,7 +356,8 @@ describe('throttle properties', () => {
         expect(looser(after.perWithdrawalCap, before.perWithdrawalCap)).toBe(false);
         // A window that becomes incomplete (a longer one reaching below where the history
         // starts) admits nothing: no room at all.
-        const room = (e: typeof before) => (e.incompleteUntil !== null ? 0n : e.availableToWithdraw);
+        const room = (e: typeof before) =>
+          e.incompleteUntil !== null ? 0n : e.availableToWithdraw;
         expect(looser(room(after), room(before))).toBe(false);
         expect(looser(after.accountRollingWithdrawalCap, before.accountRollingWithdrawalCap)).toBe(
           false,

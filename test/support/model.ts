@@ -575,8 +575,7 @@ export class NaiveModel {
       withdrawn,
       complete: completeAt === null,
       completeAt,
-      availableToWithdraw:
-        cap === null || completeAt !== null ? null : maxB(cap - withdrawn, 0n),
+      availableToWithdraw: cap === null || completeAt !== null ? null : maxB(cap - withdrawn, 0n),
       sums,
       nextRelease:
         sums[0] === undefined || blocks === null
