@@ -110,6 +110,8 @@ export const USAGE = `usage: peg-limits serve [options]
                             the sBTC supply), and the supply follows it; without it, the
                             window stays incomplete (no room, withdrawals refused) until it
                             holds only blocks the observer saw
+  --stacks-rpc-retry SECONDS while starting from the node's state fails, the least time
+                            between two tries, each at a block (default 10)
   --stacks-history-complete the node and the service started together from the registry's
                             deployment (a devnet, a test): complete from the first block
   --quiet                   no request log
@@ -211,6 +213,7 @@ export async function serveCommand(
         'sbtc-registry': { type: 'string' },
         'stacks-rpc': { type: 'string' },
         'stacks-history-complete': { type: 'boolean' },
+        'stacks-rpc-retry': { type: 'string' },
         help: { type: 'boolean', short: 'h' },
       },
       strict: true,
@@ -441,6 +444,7 @@ export async function serveCommand(
                   ? undefined
                   : new StacksRpc({ url: rpcUrl, registry, codec }),
               historyComplete: values['stacks-history-complete'] === true,
+              startRetryMs: positive('stacks-rpc-retry', str('stacks-rpc-retry'), 10_000, 1000),
             },
     });
   } catch (e) {

@@ -344,7 +344,7 @@ export async function startStacksObserver(
   // last one until the heights fall below the history), and the supply: the batch that
   // starts the limits from the node's own state. Any answer that does not fit the block
   // asked about (a request above its burn height, an id missing below the last) is refused.
-  async function readNodeState(tip: string, burnHeight: number) {
+  async function readNodeState(tip: string, burnHeight: number, tipBurnHeight: number) {
     if (rpc === undefined) throw new Error('no RPC');
     const historyBlocks = service.state.historyBlocks;
     const from = Math.max(0, burnHeight - historyBlocks + 1);
@@ -361,9 +361,9 @@ export async function startStacksObserver(
           throw new Error(
             `the node has no withdrawal request ${ids[i]} below the last one (${last}) as of block ${tip}: an answer for another block`,
           );
-        if (r.height > burnHeight)
+        if (r.height > tipBurnHeight)
           throw new Error(
-            `withdrawal request ${r.id} is at burn height ${r.height}, above block ${tip}'s ${burnHeight}: an answer for another block`,
+            `withdrawal request ${r.id} is at burn height ${r.height}, above block ${tip}'s ${tipBurnHeight}: an answer for another block`,
           );
         if (r.height < from) below = true;
         else requests.push(r);
@@ -378,6 +378,7 @@ export async function startStacksObserver(
   // the history stays incomplete, and the next block tries again, at most every few seconds).
   async function startFromNode(
     block: RememberedBlock,
+    parentBurnHeight: number,
     remote: string | undefined,
   ): Promise<{ supply: bigint } | { response: HttpResponse } | undefined> {
     if (rpc === undefined) return undefined;
@@ -387,7 +388,7 @@ export async function startStacksObserver(
     const began = Date.now();
     const callsBefore = rpc.calls;
     try {
-      read = await readNodeState(block.parent, block.burnHeight);
+      read = await readNodeState(block.parent, block.burnHeight, parentBurnHeight);
     } catch (e) {
       startFailedAt = Date.now();
       warn(
@@ -440,7 +441,17 @@ export async function startStacksObserver(
     const at = observed.block.hash;
     let prefix: LimitsEvent[] = [];
     if (observed.startsChain || (rpc !== undefined && historyIncomplete())) {
-      const started = await startFromNode(observed.block, remote);
+      const given =
+        typeof body === 'object' && body !== null
+          ? (body as { parent_burn_block_height?: unknown }).parent_burn_block_height
+          : undefined;
+      const parentBurn =
+        typeof given === 'number' &&
+        Number.isSafeInteger(given) &&
+        given <= observed.block.burnHeight
+          ? given
+          : observed.block.burnHeight;
+      const started = await startFromNode(observed.block, parentBurn, remote);
       if (started !== undefined && 'response' in started) return started.response;
       if (started !== undefined)
         observed = observe(observed.startsChain ? started.supply : undefined);

@@ -65,10 +65,22 @@ export class StacksRpc {
   readonly #codec: ClarityCodec;
   readonly #timeoutMs: number;
   readonly #fetch: typeof fetch;
+  readonly #headers: Readonly<Record<string, string>>;
   #calls = 0;
 
   constructor(options: StacksRpcOptions) {
-    this.#base = new URL(options.url);
+    const base = new URL(options.url);
+    // A user and password in the URL go in a Basic header, as curl sends them: fetch
+    // refuses a URL that carries them.
+    this.#headers =
+      base.username === '' && base.password === ''
+        ? {}
+        : {
+            authorization: `Basic ${Buffer.from(`${decodeURIComponent(base.username)}:${decodeURIComponent(base.password)}`).toString('base64')}`,
+          };
+    base.username = '';
+    base.password = '';
+    this.#base = base;
     this.#shown = redactUrl(options.url, { query: true });
     const [deployer, name] = options.registry.split('.');
     if (deployer === undefined || name === undefined)
@@ -195,7 +207,10 @@ export class StacksRpc {
     try {
       response = await this.#fetch(url, {
         method,
-        headers: body === undefined ? {} : { 'content-type': 'application/json' },
+        headers:
+          body === undefined
+            ? this.#headers
+            : { ...this.#headers, 'content-type': 'application/json' },
         ...(body === undefined ? {} : { body }),
         signal: AbortSignal.timeout(this.#timeoutMs),
       });

@@ -3,14 +3,25 @@
 import { fc, test as fcTest } from '@fast-check/vitest';
 import { hexToCV } from '@stacks/transactions';
 import { describe, expect, test } from 'vitest';
-import { applyAll, createLimitsState, type LimitsState, windowOf } from '../../src/index.js';
+import {
+  applyAll,
+  createLimitsState,
+  effectiveLimits,
+  type LimitsState,
+  windowOf,
+} from '../../src/index.js';
 import {
   type BlockMemory,
   type ClarityValue,
   EMPTY_MEMORY,
   type Observed,
+  type ObserveOptions,
   observeBlock,
+  type RegistryRequest,
+  startBatch,
+  withSupply,
 } from '../../src/internal.js';
+import { SbtcChain, TOKEN } from '../support/sbtc-chain.js';
 import {
   block,
   create,
@@ -367,4 +378,119 @@ test('the memory keeps the blocks of the last burn heights only', () => {
   const old = feed(s, block('old', 'm3', 4, 104, [], 'mb4'), 8);
   expect(old.kind).toBe('unusable');
   expect(s.state).toBe(state);
+});
+
+describe('the pegged total follows the supply', () => {
+  const chainBlocks = () => {
+    const chain = new SbtcChain();
+    const a = chain.mine([{ kind: 'deposit', recipient: SENDER, amount: 9_000n }], {
+      burnHeight: 100,
+      label: 'a',
+    });
+    const b = chain.mine([{ kind: 'request', sender: SENDER, amount: 1_000n }], {
+      burnHeight: 101,
+      label: 'b',
+    });
+    const c = chain.mine([{ kind: 'accept', id: 1n }], { burnHeight: 102, label: 'c' });
+    return { chain, a, b, c };
+  };
+  const observe = (memory: BlockMemory, body: unknown, extra: Partial<ObserveOptions>) =>
+    observeBlock(memory, body, {
+      registry: REGISTRY,
+      decode,
+      tip: null,
+      keepBurnBlocks: 100,
+      token: TOKEN,
+      ...extra,
+    });
+
+  test("from the token's mint and burn events, given the supply before: a deposit adds, a request moves it to locked, an accept burns", () => {
+    const { chain, a, b, c } = chainBlocks();
+    const s = { state: fresh(), memory: EMPTY_MEMORY };
+    const totals: bigint[] = [];
+    for (const blk of [a, b, c]) {
+      const o = observe(s.memory, blk.payload, {
+        tip: windowOf(s.state)?.tip ?? null,
+        parentSupply: 0n,
+      });
+      if (o.kind !== 'block') throw new Error(o.kind);
+      expect(o.needsSupply).toBe(false);
+      const r = applyAll(s.state, o.events);
+      if (!r.ok) throw r.error;
+      s.state = r.state;
+      s.memory = o.memory;
+      totals.push(effectiveLimits(s.state, SENDER).peggedTotal);
+      expect(o.block.supply).toBe(chain.supply(blk));
+    }
+    expect(totals).toEqual([9_000n, 9_000n, 8_000n]);
+  });
+
+  test('without the supply before (a start without the RPC), the block needs it read', () => {
+    const { a } = chainBlocks();
+    const o = observe(EMPTY_MEMORY, a.payload, {});
+    expect(o.kind === 'block' && o.needsSupply).toBe(true);
+    expect(o.kind === 'block' && o.events.some((e) => e.type === 'peggedTotalObserved')).toBe(
+      false,
+    );
+  });
+
+  test('with the RPC, the supply is read from it, never taken from the events anyone could forge', () => {
+    const { a } = chainBlocks();
+    const o = observe(EMPTY_MEMORY, a.payload, { parentSupply: 0n, supplyFromRpc: true });
+    if (o.kind !== 'block') throw new Error(o.kind);
+    expect(o.needsSupply).toBe(true);
+    const done = withSupply(o, 9_000n);
+    expect(done.events.at(-1)).toEqual({ type: 'peggedTotalObserved', total: 9_000n });
+    expect(done.memory.blocks.at(-1)?.supply).toBe(9_000n);
+    expect(done.needsSupply).toBe(false);
+  });
+
+  test('a fork puts back the supply of the chain kept', () => {
+    const { chain, a, b } = chainBlocks();
+    const s = { state: fresh(), memory: EMPTY_MEMORY };
+    const feedOne = (body: unknown) => {
+      const o = observe(s.memory, body, {
+        tip: windowOf(s.state)?.tip ?? null,
+        parentSupply: 0n,
+      });
+      if (o.kind !== 'block') throw new Error(o.kind);
+      const r = applyAll(s.state, o.events);
+      if (!r.ok) throw r.error;
+      s.state = r.state;
+      s.memory = o.memory;
+    };
+    feedOne(a.payload);
+    feedOne(b.payload);
+    // A deposit in a block that is then orphaned by a sibling without one.
+    const d = chain.mine([{ kind: 'deposit', recipient: SENDER, amount: 50_000n }], {
+      parent: b.hash,
+      burnHeight: 101,
+      label: 'd',
+    });
+    feedOne(d.payload);
+    expect(effectiveLimits(s.state, SENDER).peggedTotal).toBe(59_000n);
+    const e = chain.mine([], { parent: b.hash, burnHeight: 101, label: 'e' });
+    feedOne(e.payload);
+    expect(effectiveLimits(s.state, SENDER).peggedTotal).toBe(9_000n);
+  });
+});
+
+describe('the batch that starts from the node', () => {
+  test('every request of the retained history, oldest first, the rejected ones rejected, the supply, and the history complete', () => {
+    const requests: RegistryRequest[] = [
+      { id: 3n, amount: 30n, sender: SENDER, height: 150, status: 'rejected' },
+      { id: 2n, amount: 20n, sender: SENDER, height: 120, status: 'accepted' },
+      { id: 1n, amount: 10n, sender: SENDER, height: 99, status: 'pending' },
+    ];
+    expect(
+      startBatch({ tip: null, burnHeight: 200, historyBlocks: 100, requests, supply: 77n }),
+    ).toEqual([
+      { type: 'blockConnected', height: 200 },
+      { type: 'withdrawalRequested', id: '2', account: SENDER, amount: 20n, height: 120 },
+      { type: 'withdrawalRequested', id: '3', account: SENDER, amount: 30n, height: 150 },
+      { type: 'withdrawalRejected', id: '3' },
+      { type: 'peggedTotalObserved', total: 77n },
+      { type: 'historyCompleteFrom', height: 101 },
+    ]);
+  });
 });
