@@ -397,6 +397,7 @@ export async function startStacksObserver(
       return undefined;
     }
     startFailedAt = 0;
+    const readMs = Date.now() - began;
     const events = startBatch({
       tip: windowOf(service.state)?.tip ?? null,
       burnHeight: block.burnHeight,
@@ -407,7 +408,7 @@ export async function startStacksObserver(
     const response = await apply(events, `start:${block.parent}`, remote);
     if (response.status !== 200) return { response };
     tell.logLine?.(
-      `stacks observer: started from the node's state as of block ${block.parent} (burn height ${block.burnHeight}): ${read.requests.length} withdrawal request(s) in the history, supply ${read.supply}, ${rpc.calls - callsBefore} RPC calls in ${Date.now() - began} ms`,
+      `stacks observer: started from the node's state as of block ${block.parent} (burn height ${block.burnHeight}): ${read.requests.length} withdrawal request(s) in the history, supply ${read.supply}, ${rpc.calls - callsBefore} RPC calls in ${readMs} ms, applied in ${Date.now() - began - readMs} ms`,
     );
     return { supply: read.supply };
   }

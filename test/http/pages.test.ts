@@ -146,6 +146,8 @@ describe('window endpoints', () => {
       from: 857n,
       to: 1000n,
       withdrawn: 630n,
+      complete: true,
+      completeAt: null,
       availableToWithdraw: 370n,
       sums: [
         { height: 900n, amount: 300n },

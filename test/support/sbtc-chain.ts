@@ -292,7 +292,10 @@ export async function startNodeRpc(chain: SbtcChain): Promise<NodeRpc> {
       calls.push(url.pathname);
       const send = (status: number, value: unknown) => {
         const text = typeof value === 'string' ? value : JSON.stringify(value);
-        res.writeHead(status, { 'content-type': 'application/json' });
+        res.writeHead(status, {
+          'content-type': 'application/json',
+          'content-length': Buffer.byteLength(text),
+        });
         res.end(text);
       };
       if (rpc.fault === 'down') {
