@@ -142,3 +142,23 @@ export function withdrawalRejected(d: Draft, e: Record<string, unknown>): void {
   bookAdd(d, w.account, w.height, -w.amount, -1);
   d.changed = true;
 }
+
+// A rejection undone (the block that carried it was orphaned): the withdrawal counts again,
+// at its own height. Undoing a rejection that is not there changes nothing.
+export function withdrawalRejectionUndone(d: Draft, e: Record<string, unknown>): void {
+  const id = requireId(e.id, 'id');
+  const held = findWithdrawal(d, id);
+  if (held === undefined) {
+    fail(
+      'unknown_withdrawal',
+      `no withdrawal "${id}" is held (never requested, dropped by a reorganization, or older than the history)`,
+      'id',
+    );
+  }
+  const w = held.withdrawal;
+  if (!w.rejected) return;
+  rejectWithdrawal(d, held, false);
+  d.historySums = addAt(d.treeShape, d.historySums, w.height, w.amount, 0, undefined, d.owner);
+  bookAdd(d, w.account, w.height, w.amount, 1);
+  d.changed = true;
+}

@@ -25,6 +25,11 @@ export type LimitsEvent =
     }
   | { readonly type: 'withdrawalRejected'; readonly id: string }
   /**
+   * A rejection undone: the block that carried it left the canonical chain, so the
+   * withdrawal counts again at its own height (no reorganization below it is needed).
+   */
+  | { readonly type: 'withdrawalRejectionUndone'; readonly id: string }
+  /**
    * The withdrawals requested at `height` and above are all known (reported from there
    * on): a window reaching below it is incomplete, and reports no room (docs/semantics.md,
    * "A history that starts late").

@@ -15,6 +15,7 @@ const BY_TYPE: Readonly<Record<string, Scope>> = {
   chainReorganized: 'chain',
   withdrawalRequested: 'chain',
   withdrawalRejected: 'chain',
+  withdrawalRejectionUndone: 'chain',
   peggedTotalObserved: 'chain',
   historyCompleteFrom: 'chain',
   limitsSet: 'limits',

@@ -14,6 +14,7 @@ import {
   blockConnected,
   chainReorganized,
   withdrawalRejected,
+  withdrawalRejectionUndone,
   withdrawalRequested,
 } from './chain.js';
 import {
@@ -259,6 +260,7 @@ const handlers = new Map<string, EventHandler>([
   ['chainReorganized', chainReorganized],
   ['withdrawalRequested', withdrawalRequested],
   ['withdrawalRejected', withdrawalRejected],
+  ['withdrawalRejectionUndone', withdrawalRejectionUndone],
   ['peggedTotalObserved', peggedTotalObserved],
   ['historyCompleteFrom', historyCompleteFrom],
   ['throttleKeyAdded', throttleKeyAdded],

@@ -126,14 +126,14 @@ export function putWithdrawal(d: Draft, w: Withdrawal): void {
 }
 
 /** Marks rejected a withdrawal {@link findWithdrawal} found. */
-export function rejectWithdrawal(d: Draft, held: Held): void {
+export function rejectWithdrawal(d: Draft, held: Held, rejected = true): void {
   const w = held.withdrawal;
   changeHeld(d, held, {
     id: w.id,
     account: w.account,
     amount: w.amount,
     height: w.height,
-    rejected: true,
+    rejected,
   });
 }
 

@@ -194,6 +194,7 @@ export const SCHEMAS = {
           'chainReorganized',
           'withdrawalRequested',
           'withdrawalRejected',
+          'withdrawalRejectionUndone',
           'peggedTotalObserved',
           'historyCompleteFrom',
           'throttleKeyAdded',

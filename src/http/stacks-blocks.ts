@@ -10,9 +10,10 @@
  * a remembered block other than the newest, and a Bitcoin reorganization is a burn height
  * seen again with another hash. Either becomes one batch: `chainReorganized` below the
  * lowest burn height it touches, the events of the blocks that stay canonical above it
- * again, then the new block's. A rejection in an orphaned block is undone the same way, by
- * going below the height of the withdrawal it rejected. So every withdrawal counts exactly
- * when its block is on the canonical chain.
+ * again, then the new block's. A rejection in an orphaned block is undone by an event of its
+ * own (`withdrawalRejectionUndone`), so the reorganization goes no deeper than the fork
+ * however old the withdrawal it rejected. So every withdrawal counts exactly when its block
+ * is on the canonical chain, and a rejection exactly when its block is.
  *
  * The memory keeps the blocks of the last `keepBurnBlocks` burn heights: a fork deeper than
  * that would be a reorganization past the chain bounds, which the service refuses anyway.
@@ -355,20 +356,23 @@ export function observeBlock(
   let forkedAt: Height | undefined;
   let tip = options.tip;
   if (orphaned.length > 0 || revived.length > 0) {
-    // Where the requests the orphaned blocks rejected were made: undoing a rejection
-    // means going below its withdrawal.
-    const requestedAt = new Map<string, Height>();
-    for (const b of [...old, ...path])
-      for (const e of b.events)
-        if (e.type === 'withdrawalRequested') requestedAt.set(e.id, e.height);
     let low = Number.POSITIVE_INFINITY;
     for (const b of orphaned) low = Math.min(low, b.burnHeight);
     for (const b of revived) low = Math.min(low, b.burnHeight);
     for (const b of orphaned)
-      for (const e of b.events) {
-        if (e.type === 'withdrawalRequested') low = Math.min(low, e.height);
-        if (e.type === 'withdrawalRejected') low = Math.min(low, requestedAt.get(e.id) ?? low);
-      }
+      for (const e of b.events) if (e.type === 'withdrawalRequested') low = Math.min(low, e.height);
+    // A rejection an orphaned block carried is undone by an event of its own: the
+    // withdrawal counts again at its own height, however old, and the reorganization goes
+    // no deeper than the fork. (A request orphaned too is dropped by the reorganization:
+    // nothing to undo.)
+    const orphanedRequests = new Set<string>();
+    for (const b of orphaned)
+      for (const e of b.events) if (e.type === 'withdrawalRequested') orphanedRequests.add(e.id);
+    const undone: LimitsEvent[] = [];
+    for (const b of orphaned)
+      for (const e of b.events)
+        if (e.type === 'withdrawalRejected' && !orphanedRequests.has(e.id))
+          undone.push({ type: 'withdrawalRejectionUndone', id: e.id });
     // Back below the lowest height touched, or to the new block's burn height when that is
     // lower (the path was cut above it, so it is the new chain's top): every withdrawal above
     // is dropped, and the new chain's blocks above it give theirs again.
@@ -377,6 +381,7 @@ export function observeBlock(
       forkedAt = low;
       tip = target;
       events.push({ type: 'chainReorganized', height: target });
+      events.push(...undone);
       for (const b of path) {
         if (
           b.burnHeight <= target &&
@@ -389,7 +394,10 @@ export function observeBlock(
         }
         events.push(...b.events);
       }
-    } else for (const b of revived) events.push(...b.events);
+    } else {
+      events.push(...undone);
+      for (const b of revived) events.push(...b.events);
+    }
     // The orphaned blocks may have changed the supply: back to the supply of the chain kept.
     if (parentSupply !== undefined)
       events.push({ type: 'peggedTotalObserved', total: parentSupply });

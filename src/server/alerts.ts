@@ -166,9 +166,11 @@ export function createAlerts(options: AlertOptions, source: AlertSource): Alerts
   // One POST: undefined when it was taken (2xx), else why not. The body of the answer is
   // never read (a receiver cannot make the server buffer it).
   async function attempt(url: string, body: string, id: string): Promise<string | undefined> {
+    const target = withoutCredentials(url);
     const headers: Record<string, string> = {
       'content-type': 'application/json',
       'peg-limits-alert-id': id,
+      ...target.headers,
     };
     if (options.secret !== undefined)
       headers['peg-limits-signature'] = signature(
@@ -177,7 +179,7 @@ export function createAlerts(options: AlertOptions, source: AlertSource): Alerts
         Math.floor(Date.now() / 1000),
       );
     try {
-      const r = await fetch(url, {
+      const r = await fetch(target.url, {
         method: 'POST',
         headers,
         body,
@@ -188,7 +190,7 @@ export function createAlerts(options: AlertOptions, source: AlertSource): Alerts
     } catch (e) {
       return (e as Error).name === 'TimeoutError'
         ? `no answer within ${timeoutMs} ms`
-        : (e as Error).message;
+        : fetchFailure(e);
     }
   }
 
@@ -322,4 +324,32 @@ export function createAlerts(options: AlertOptions, source: AlertSource): Alerts
       await source.cursors.close?.();
     },
   };
+}
+
+/**
+ * An alert URL as fetch takes it: a user and password in it go in an `Authorization: Basic`
+ * header, as curl sends them (fetch refuses a URL that carries them).
+ */
+export function withoutCredentials(url: string): {
+  readonly url: string;
+  readonly headers: Readonly<Record<string, string>>;
+} {
+  const u = new URL(url);
+  if (u.username === '' && u.password === '') return { url, headers: {} };
+  const basic = Buffer.from(
+    `${decodeURIComponent(u.username)}:${decodeURIComponent(u.password)}`,
+  ).toString('base64');
+  u.username = '';
+  u.password = '';
+  return { url: u.toString(), headers: { authorization: `Basic ${basic}` } };
+}
+
+/**
+ * Why a fetch failed, in words that carry nothing of the URL: the HTTP client's own
+ * messages may quote it whole (credentials and query string included).
+ */
+export function fetchFailure(e: unknown): string {
+  const cause = (e as { cause?: { code?: unknown } }).cause;
+  const code = typeof cause?.code === 'string' ? cause.code : undefined;
+  return code !== undefined ? `unreachable (${code})` : `the request failed (${(e as Error).name})`;
 }

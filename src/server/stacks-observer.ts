@@ -328,7 +328,9 @@ export async function startStacksObserver(
       const droppable =
         (response.status === 400 || response.status === 409) &&
         problem.code !== 'chain_bound_exceeded' &&
-        (event?.type === 'withdrawalRequested' || event?.type === 'withdrawalRejected');
+        (event?.type === 'withdrawalRequested' ||
+          event?.type === 'withdrawalRejected' ||
+          event?.type === 'withdrawalRejectionUndone');
       if (!droppable) return response;
       skip(`event ${index} of block ${at} (${problem.code}): ${problem.detail ?? ''}`);
       batch = batch.filter((_, i) => i !== Number(index));

@@ -1,6 +1,7 @@
 // Secrets are never printed: a password in --store, credentials or a query string in
 // --alert-url, operator tokens and throttle secrets appear in no log line or error message.
 import { writeFileSync } from 'node:fs';
+import { createServer as createHttpServer } from 'node:http';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { afterEach, describe, expect, test } from 'vitest';
@@ -154,5 +155,55 @@ describe('a running server', () => {
       10_000,
     );
     expectNowhere(p, token, admin, throttle);
+  }, 30_000);
+
+  test('an alert URL with a user and password is delivered with Basic credentials; no output shows them', async () => {
+    const password = secret('hook-password');
+    const token = secret('hook-token');
+    const admin = secret('operator-token-of-length');
+    const got: Array<{ authorization: string | undefined; url: string | undefined }> = [];
+    const receiver = createHttpServer((req, res) => {
+      got.push({ authorization: req.headers.authorization, url: req.url });
+      req.resume();
+      req.on('end', () => res.end());
+    });
+    await new Promise<void>((r) => receiver.listen(0, '127.0.0.1', () => r()));
+    const port = (receiver.address() as { port: number }).port;
+    try {
+      const dir = tempDir();
+      const p = await spawnServer(
+        'node',
+        [
+          CLI,
+          'serve',
+          '--port',
+          '0',
+          '--data',
+          dir,
+          '--alert-url',
+          `http://hooks:${password}@127.0.0.1:${port}/hook?token=${token}`,
+          '--alert-url',
+          `http://hooks:${password}@127.0.0.1:${await deadPort()}/hook?token=${token}`,
+        ],
+        { PEG_LIMITS_ADMIN_TOKEN: admin },
+      );
+      procs.push(p);
+      const r = await fetch(`${p.url}/admin/events`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${admin}` },
+        body: JSON.stringify({ type: 'throttleStarted', initiator: 'ops' }),
+      });
+      expect(r.status).toBe(200);
+      await waitFor(() => got.length > 0, 10_000);
+      expect(got[0]?.authorization).toBe(
+        `Basic ${Buffer.from(`hooks:${password}`).toString('base64')}`,
+      );
+      expect(got[0]?.url).toBe(`/hook?token=${token}`);
+      // The dead one is retried with a warning that names neither.
+      await waitFor(() => /alert \S+ to .* failed \(unreachable/.test(p.stderr), 10_000);
+      expectNowhere(p, password, token, admin);
+    } finally {
+      receiver.close();
+    }
   }, 30_000);
 });

@@ -6,8 +6,6 @@
  * no room until it holds only blocks the service saw, never more room than the chain has.
  * The pegged total follows the sBTC supply, so `pegCap` binds as the signer computes it.
  */
-import { writeFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import {
   POSTGRES_AVAILABLE,
@@ -15,180 +13,27 @@ import {
   startPostgres,
   type TestPostgres,
 } from '../support/postgres.js';
-import { killGroup, type Proc, spawnServer, tempDir, waitFor } from '../support/proc.js';
+import { killGroup, tempDir, waitFor } from '../support/proc.js';
+import { SbtcChain, startNodeRpc } from '../support/sbtc-chain.js';
 import {
-  type ChainBlock,
-  type ChainOp,
-  type NodeRpc,
-  SbtcChain,
-  startNodeRpc,
-} from '../support/sbtc-chain.js';
+  ALICE,
+  BOB,
+  CAP,
+  config,
+  expectRecount,
+  get,
+  mineRange,
+  nodes,
+  opsFor,
+  postBlock,
+  random,
+  serve,
+  stopAll,
+  WINDOW,
+  type WindowBody,
+} from '../support/sbtc-service.js';
 
-const CLI = 'dist/cli.js';
-const WINDOW = 10;
-const CAP = 1_000_000n;
-const PEG_CAP = 300_000_000n;
-const ALICE = 'SP3FBR2AGK5H9QBDH3EEN6DF8EK8JY7RX8QJ5SVTE';
-const BOB = 'SP2J6ZY48GV1EZ5V2V5RB9MP66SW86PYKKNRV9EJ7';
-// Alice's entry keeps a window of her own.
-const ALICE_WINDOW = 20;
-const ALICE_CAP = 400_000n;
-
-const procs: Proc[] = [];
-const nodes: NodeRpc[] = [];
-afterAll(async () => {
-  for (const p of procs) killGroup(p);
-  for (const n of nodes) await n.close();
-});
-
-function config(dir: string): string {
-  const file = join(dir, 'config.json');
-  writeFileSync(
-    file,
-    JSON.stringify({
-      historyBlocks: 60,
-      limits: {
-        pegCap: Number(PEG_CAP),
-        rollingWithdrawalBlocks: WINDOW,
-        rollingWithdrawalCap: Number(CAP),
-        accountCaps: {
-          [ALICE]: {
-            rollingWithdrawalBlocks: ALICE_WINDOW,
-            rollingWithdrawalCap: Number(ALICE_CAP),
-          },
-        },
-      },
-    }),
-  );
-  return file;
-}
-
-async function serve(
-  dir: string,
-  args: string[],
-  store?: string,
-): Promise<Proc & { observer: string }> {
-  const p = await spawnServer('node', [
-    CLI,
-    'serve',
-    '--port',
-    '0',
-    ...(store === undefined ? ['--data', dir] : ['--store', store]),
-    '--config',
-    join(dir, 'config.json'),
-    '--stacks-observer',
-    '127.0.0.1:0',
-    ...args,
-  ]);
-  procs.push(p);
-  await waitFor(() => /stacks observer on (http:\S+)/.test(p.stdout), 10_000);
-  return Object.assign(p, { observer: /stacks observer on (http:\S+)/.exec(p.stdout)![1]! });
-}
-
-async function postBlock(p: { observer: string }, b: ChainBlock): Promise<number> {
-  const r = await fetch(`${p.observer}/new_block`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify(b.payload),
-  });
-  await r.text();
-  return r.status;
-}
-
-// A deterministic mix of requests, accepts, rejects and deposits.
-function random(seed: number): () => number {
-  let s = seed >>> 0;
-  return () => {
-    s = (Math.imul(s, 1664525) + 1013904223) >>> 0;
-    return s / 2 ** 32;
-  };
-}
-
-function opsFor(chain: SbtcChain, next: () => number): ChainOp[] {
-  const ops: ChainOp[] = [];
-  const pending = [...(chain.head?.state.requests ?? new Map()).entries()]
-    .filter(([, r]) => r.status === undefined)
-    .map(([id]) => id);
-  const n = Math.floor(next() * 4);
-  for (let i = 0; i < n; i++) {
-    const roll = next();
-    if (roll < 0.4)
-      ops.push({
-        kind: 'request',
-        sender: next() < 0.5 ? ALICE : BOB,
-        amount: BigInt(1000 + Math.floor(next() * 90_000)),
-      });
-    else if (roll < 0.6 && pending.length > 0)
-      ops.push({ kind: 'reject', id: pending.splice(Math.floor(next() * pending.length), 1)[0]! });
-    else if (roll < 0.8 && pending.length > 0)
-      ops.push({ kind: 'accept', id: pending.splice(Math.floor(next() * pending.length), 1)[0]! });
-    else
-      ops.push({
-        kind: 'deposit',
-        recipient: BOB,
-        amount: BigInt(100_000 + Math.floor(next() * 2_000_000)),
-      });
-  }
-  return ops;
-}
-
-/** Mines two Stacks blocks at each burn height of [from, to]. */
-function mineRange(chain: SbtcChain, from: number, to: number, next: () => number): ChainBlock[] {
-  const out: ChainBlock[] = [];
-  for (let h = from; h <= to; h++)
-    for (let k = 0; k < 2; k++) out.push(chain.mine(opsFor(chain, next), { burnHeight: h }));
-  return out;
-}
-
-interface WindowBody {
-  tip: number | null;
-  withdrawn: number;
-  availableToWithdraw: number | null;
-  complete: boolean;
-  completeAt: number | null;
-  sums: Array<{ height: number; amount: number }>;
-}
-
-async function get<T>(url: string): Promise<T> {
-  const r = await fetch(url);
-  return (await r.json()) as T;
-}
-
-// Every figure the service reports, against the recount from the contracts' state.
-async function expectRecount(p: Proc, chain: SbtcChain, b: ChainBlock, when: string) {
-  const expected = chain.window(b, WINDOW);
-  const w = await get<WindowBody>(`${p.url}/window`);
-  expect(w.tip, when).toBe(b.burnHeight);
-  expect(w.complete, when).toBe(true);
-  expect(BigInt(w.withdrawn), when).toBe(expected.withdrawn);
-  expect(
-    w.sums.map((s) => [s.height, BigInt(s.amount)]),
-    when,
-  ).toEqual([...expected.sums.entries()].sort((x, y) => x[0] - y[0]));
-  const room = CAP > expected.withdrawn ? CAP - expected.withdrawn : 0n;
-  expect(BigInt(w.availableToWithdraw ?? -1), when).toBe(room);
-  const limits = await get<{ availableToWithdraw: number | null }>(`${p.url}/limits`);
-  expect(BigInt(limits.availableToWithdraw ?? -1), when).toBe(room);
-  // Alice's own window.
-  const own = await get<WindowBody>(`${p.url}/window/${ALICE}`);
-  let aliceSum = 0n;
-  for (const r of b.state.requests.values())
-    if (r.sender === ALICE && r.status !== false && r.height > b.burnHeight - ALICE_WINDOW)
-      aliceSum += r.amount;
-  expect(BigInt(own.withdrawn), when).toBe(aliceSum);
-  // pegCap binds on the supply, as the signer computes what may still be minted.
-  const supply = chain.supply(b);
-  const left = PEG_CAP > supply ? PEG_CAP - supply : 0n;
-  expect(left > 0n, `${when}: the supply ${supply} leaves room under the peg cap`).toBe(true);
-  const fits = await get<{ ok: boolean }>(
-    `${p.url}/limits/${BOB}/deposits/${left === 0n ? 1 : left}`,
-  );
-  expect(fits.ok, `${when}: a deposit of the room left (${left})`).toBe(left > 0n);
-  const over = await get<{ ok: boolean; reason: string }>(
-    `${p.url}/limits/${BOB}/deposits/${left + 1n}`,
-  );
-  expect([over.ok, over.reason], when).toEqual([false, 'peg_cap_exceeded']);
-}
+afterAll(stopAll);
 
 describe('a service started beside a synced node', () => {
   test('with --stacks-rpc: every figure equals a recount of the contracts from the first block, across a restart and a fork', async () => {

@@ -81,6 +81,7 @@ export type Step =
   | { kind: 'global'; caps: CapsInput; accounts: Record<string, CapsInput> }
   | { kind: 'pegged'; total: bigint; account: string | undefined }
   | { kind: 'completeFrom'; back: number }
+  | { kind: 'unreject'; pick: number }
   | { kind: 'throttle'; initiator: string }
   | { kind: 'unthrottle' }
   | { kind: 'key'; op: 'add' | 'revoke' | 'reactivate'; name: string }
@@ -226,6 +227,14 @@ export function stepArb(history: number): fc.Arbitrary<Step> {
         by: fc.constantFrom(...OPERATORS),
       }),
     },
+    // A rejection undone (its block orphaned), mostly of a held withdrawal.
+    {
+      weight: 1,
+      arbitrary: fc.record({
+        kind: fc.constant('unreject' as const),
+        pick: fc.integer({ min: 0, max: 20 }),
+      }),
+    },
     // The history declared complete from a height around the tip (a feed that starts late).
     {
       weight: 1,
@@ -282,6 +291,13 @@ export function toEvent(step: Step, model: NaiveModel): LimitsEvent {
       return step.account === undefined
         ? { type: 'peggedTotalObserved', total: step.total }
         : { type: 'peggedTotalObserved', total: step.total, account: step.account };
+    case 'unreject': {
+      const held = model.withdrawals;
+      return {
+        type: 'withdrawalRejectionUndone',
+        id: held.length === 0 || step.pick === 20 ? 'none' : held[step.pick % held.length]!.id,
+      };
+    }
     case 'completeFrom':
       return { type: 'historyCompleteFrom', height: Math.max(0, at - step.back) };
     case 'throttle':

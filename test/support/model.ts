@@ -193,6 +193,14 @@ export class NaiveModel {
         this.setEntry(e.account as string, NaiveModel.caps(e.limits as Record<string, unknown>));
         return undefined;
       }
+      case 'withdrawalRejectionUndone': {
+        if (typeof e.id !== 'string' || e.id.length === 0 || e.id.length > 256)
+          return 'invalid_withdrawal_id';
+        const w = this.withdrawals.find((x) => x.id === e.id);
+        if (!w) return 'unknown_withdrawal';
+        w.rejected = false;
+        return undefined;
+      }
       case 'historyCompleteFrom': {
         const h = e.height as number;
         if (!Number.isSafeInteger(h) || h < 0) return 'invalid_height';

@@ -1,0 +1,113 @@
+/**
+ * Never the reason a node stops, never room freed without the chain's word: a node retries
+ * any answer but 200 for ever and halts meanwhile, so every well-formed block is answered
+ * 200 once durable. A fork that orphans an old rejection goes no deeper than the fork; a
+ * block past the chain bounds is held (released or dropped by an operator), not refused; a
+ * rejection the node's own state does not show is not applied.
+ */
+import { afterAll, describe, expect, test } from 'vitest';
+import { killGroup, tempDir, waitFor } from '../support/proc.js';
+import { SbtcChain, startNodeRpc } from '../support/sbtc-chain.js';
+import {
+  BOB,
+  config,
+  expectRecount,
+  get,
+  nodes,
+  postBlock,
+  serve,
+  stopAll,
+  type WindowBody,
+} from '../support/sbtc-service.js';
+
+afterAll(stopAll);
+
+describe('a fork that orphans a rejection', () => {
+  test('of a request ten Bitcoin blocks old: 200, the withdrawal counts again at its own height, exact after it and across a restart', async () => {
+    const chain = new SbtcChain();
+    chain.mine([{ kind: 'deposit', recipient: BOB, amount: 250_000_000n }], { burnHeight: 100 });
+    const dir = tempDir();
+    config(dir);
+    let p = await serve(dir, ['--stacks-history-complete']);
+    expect(await postBlock(p, chain.head!)).toBe(200);
+    expect(
+      await postBlock(
+        p,
+        chain.mine([{ kind: 'request', sender: BOB, amount: 70_000n }], {
+          burnHeight: 101,
+        }),
+      ),
+    ).toBe(200);
+    for (let h = 102; h <= 110; h++)
+      expect(await postBlock(p, chain.mine([], { burnHeight: h }))).toBe(200);
+    const base = chain.head!;
+    const rejecting = chain.mine([{ kind: 'reject', id: 1n }], { burnHeight: 111 });
+    expect(await postBlock(p, rejecting)).toBe(200);
+    await expectRecount(p, chain, rejecting, 'the rejection');
+    // A sibling of the rejecting block: the rejection is orphaned.
+    const sibling = chain.mine([], { parent: base.hash, burnHeight: 111, label: 'sibling' });
+    expect(await postBlock(p, sibling)).toBe(200);
+    await expectRecount(p, chain, sibling, 'the fork');
+    expect(p.stdout + p.stderr).toMatch(/forks the chain from burn height 111/);
+    killGroup(p);
+    await p.exited;
+    p = await serve(dir, ['--stacks-history-complete']);
+    const after = chain.mine([], { burnHeight: 112 });
+    expect(await postBlock(p, after)).toBe(200);
+    await expectRecount(p, chain, after, 'after a restart');
+  });
+});
+
+describe('a rejection the node does not show', () => {
+  test('with --stacks-rpc, a forged rejection is skipped, counted and warned; a real one applies', async () => {
+    const chain = new SbtcChain();
+    chain.mine([{ kind: 'deposit', recipient: BOB, amount: 250_000_000n }], { burnHeight: 100 });
+    const node = await startNodeRpc(chain);
+    nodes.push(node);
+    const dir = tempDir();
+    config(dir);
+    const p = await serve(dir, ['--stacks-rpc', node.url]);
+    const requested = chain.mine([{ kind: 'request', sender: BOB, amount: 80_000n }], {
+      burnHeight: 101,
+    });
+    expect(await postBlock(p, requested)).toBe(200);
+    // Someone who reaches the observer port posts a block the node never made, rejecting it.
+    const forged = new SbtcChain();
+    forged.blocks.set(requested.hash, requested);
+    forged.head = requested;
+    const fake = forged.mine([{ kind: 'reject', id: 1n }], { burnHeight: 101, label: 'forged' });
+    expect(await postBlock(p, fake)).toBe(200);
+    const w = await get<WindowBody>(`${p.url}/window`);
+    expect(BigInt(w.withdrawn)).toBe(80_000n);
+    await waitFor(() => /rejection .* not shown by the node/.test(p.stderr), 5_000);
+    const metrics = await (await fetch(`${p.url}/metrics`)).text();
+    expect(Number(/^peg_limits_observer_skipped_total (\d+)/m.exec(metrics)?.[1])).toBeGreaterThan(
+      0,
+    );
+    // The real rejection, in a block the node has, applies.
+    const real = chain.mine([{ kind: 'reject', id: 1n }], { burnHeight: 102 });
+    expect(await postBlock(p, real)).toBe(200);
+    await expectRecount(p, chain, real, 'the real rejection');
+  });
+
+  test('without --stacks-rpc, a posted rejection applies as sent (the docs say so)', async () => {
+    const chain = new SbtcChain();
+    chain.mine([], { burnHeight: 100 });
+    const dir = tempDir();
+    config(dir);
+    const p = await serve(dir, ['--stacks-history-complete']);
+    expect(await postBlock(p, chain.head!)).toBe(200);
+    expect(
+      await postBlock(
+        p,
+        chain.mine([{ kind: 'request', sender: BOB, amount: 80_000n }], {
+          burnHeight: 101,
+        }),
+      ),
+    ).toBe(200);
+    expect(await postBlock(p, chain.mine([{ kind: 'reject', id: 1n }], { burnHeight: 101 }))).toBe(
+      200,
+    );
+    expect(BigInt((await get<WindowBody>(`${p.url}/window`)).withdrawn)).toBe(0n);
+  });
+});
