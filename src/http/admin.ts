@@ -274,3 +274,31 @@ export const cancelRoute = onChange((state, change, caller) => {
   if (!r.ok) return refused(state, r.error);
   return { state: r.state, response: json(200, change), events: [event], actor: actorOf(caller) };
 });
+
+/**
+ * `/admin/held`: the blocks a Stacks observer holds past the chain bounds, listed, released
+ * or dropped, by an operator holding chain and limits (the same power as the override).
+ */
+export function heldRoute(op: 'list' | 'release' | 'drop'): Route['handle'] {
+  return (state, _request, _params, _options, operator) => {
+    const caller = operator!;
+    if (!holds(caller, ['chain', 'limits']))
+      return unchanged(
+        state,
+        denied(
+          `the held blocks need both the chain and the limits scopes; the operator ${JSON.stringify(caller.name)} holds ${caller.scopes.join(', ')}`,
+        ),
+      );
+    return {
+      ...unchanged(
+        state,
+        problem(
+          404,
+          'not_found',
+          'no held blocks here: only the Stacks observer of `peg-limits serve --stacks-observer` holds blocks',
+        ),
+      ),
+      held: { op, by: caller.name },
+    };
+  };
+}

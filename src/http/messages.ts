@@ -65,6 +65,12 @@ export interface HandleResult {
    * refused): `{ type, … }`, for an adapter that sends alerts.
    */
   readonly notice?: ({ readonly type: string } & Readonly<Record<string, unknown>>) | undefined;
+  /**
+   * `/admin/held`, admitted (an operator holding chain and limits): what is asked of the
+   * blocks a Stacks observer holds, and who asks. An adapter with an observer answers it;
+   * `response` is the answer of one without.
+   */
+  readonly held?: { readonly op: 'list' | 'release' | 'drop'; readonly by: string } | undefined;
 }
 
 /** Options of {@link handleRequest}. */
@@ -105,7 +111,11 @@ export interface HandleOptions {
 
 /** What `GET /readyz` answers from: ready, or why not. */
 export type Readiness =
-  | { readonly ready: true }
+  | {
+      readonly ready: true;
+      /** Blocks a Stacks observer holds (past the chain bounds), when there are any. */
+      readonly heldBlocks?: number | undefined;
+    }
   | {
       readonly ready: false;
       /** `store_unavailable` (the log takes no writes) or `catching_up` (a replica behind). */

@@ -11,7 +11,7 @@ import { isAccountName } from '../core/limits.js';
 import { startThrottle } from '../core/start-throttle.js';
 import type { LimitsEvent, LimitsState } from '../core/state.js';
 import { getAccountLimits, windowOf } from '../core/views.js';
-import { approveRoute, cancelRoute, eventsRoute } from './admin.js';
+import { approveRoute, cancelRoute, eventsRoute, heldRoute } from './admin.js';
 import {
   fromError,
   json,
@@ -269,6 +269,27 @@ export const ROUTES: ReadonlyArray<Route> = [
   },
   {
     method: 'GET',
+    pattern: '/admin/held',
+    access: 'operator',
+    maxBody: 0,
+    handle: heldRoute('list'),
+  },
+  {
+    method: 'POST',
+    pattern: '/admin/held/release',
+    access: 'operator',
+    maxBody: 0,
+    handle: heldRoute('release'),
+  },
+  {
+    method: 'DELETE',
+    pattern: '/admin/held',
+    access: 'operator',
+    maxBody: 0,
+    handle: heldRoute('drop'),
+  },
+  {
+    method: 'GET',
     pattern: '/openapi.json',
     access: 'public',
     maxBody: 0,
@@ -300,6 +321,15 @@ export const ROUTES: ReadonlyArray<Route> = [
     maxBody: 0,
     handle: (state, _request, _params, options) => {
       const health = options.health?.() ?? { ready: true };
+      if (health.ready && (health.heldBlocks ?? 0) > 0)
+        return unchanged(
+          state,
+          json(200, {
+            status: 'ready',
+            heldBlocks: health.heldBlocks,
+            detail: `the Stacks observer holds ${health.heldBlocks} block(s) past the chain bounds: the tip does not move until an operator releases or drops them (GET /admin/held)`,
+          }),
+        );
       return unchanged(
         state,
         health.ready

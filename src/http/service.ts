@@ -76,6 +76,20 @@ export interface ServiceOptions {
         meta: BatchMeta,
       ) => void | Promise<undefined | Persisted> | Promise<void>)
     | undefined;
+  /**
+   * The blocks a Stacks observer holds (`/admin/held`): how many, and what an operator asks
+   * of them. Without it, `/admin/held` is 404.
+   */
+  readonly heldBlocks?:
+    | {
+        count(): number;
+        handle(
+          op: 'list' | 'release' | 'drop',
+          by: string,
+          authorization: string,
+        ): Promise<HttpResponse>;
+      }
+    | undefined;
   /** Told of what a request refused that the operators should hear of (a jump past the chain bounds). */
   readonly onNotice?:
     | ((notice: { readonly type: string } & Readonly<Record<string, unknown>>) => void)
@@ -151,9 +165,18 @@ export function createService(options: ServiceOptions): Service {
   // Resolves once every change accepted so far is durable (and shown); rejects once a flush
   // has failed, until the log hands over a durable state to go on from (`adopt`).
   let allDurable: Promise<void> = Promise.resolve();
+  const health = options.health ?? (log === undefined ? undefined : () => readinessOf(log));
+  const held = options.heldBlocks;
   const handleOptions = {
     ...handleOptionsOf(options),
-    health: options.health ?? (log === undefined ? undefined : () => readinessOf(log)),
+    health:
+      held === undefined || health === undefined
+        ? health
+        : (): Readiness => {
+            const r = health();
+            const n = held.count();
+            return r.ready && n > 0 ? { ...r, heldBlocks: n } : r;
+          },
   };
 
   // Runs in arrival order, one at a time; returns the answer and what it must wait for.
@@ -271,6 +294,13 @@ export function createService(options: ServiceOptions): Service {
     },
     read: (request) => handleRequest(visible, request, handleOptions).response,
     async handle(request) {
+      // The held blocks are the observer's: answered outside the queue of changes, since a
+      // release feeds its blocks through it.
+      if (HELD_PATH.test(request.path)) {
+        const result = handleRequest(visible, request, handleOptions);
+        if (result.held === undefined || held === undefined) return result.response;
+        return held.handle(result.held.op, result.held.by, headerOf(request, 'authorization'));
+      }
       if (!isChange(request.method)) {
         const result = handleRequest(visible, request, handleOptions);
         const audit = log?.audit;
@@ -298,6 +328,13 @@ export function createService(options: ServiceOptions): Service {
       return withRequestId(response, id);
     },
   };
+}
+
+const HELD_PATH = /^\/admin\/held(\/|\?|$)/;
+
+function headerOf(request: HttpRequest, name: string): string {
+  const v = request.headers?.[name];
+  return Array.isArray(v) ? String(v[0] ?? '') : String(v ?? '');
 }
 
 /** Whether a request of `method` may change the state (POST, DELETE): it waits its turn. */

@@ -49,16 +49,68 @@ export interface RememberedBlock {
   readonly supply?: bigint | undefined;
 }
 
+/** A block held back: the chain bounds refused it, or a block before it was held. */
+export interface HeldBlock {
+  /** `index_block_hash`. */
+  readonly hash: string;
+  /** The Stacks height and the Bitcoin height it was mined in. */
+  readonly height: number;
+  readonly burnHeight: Height;
+  /** Why the first held block was held (the chain bound it passed), or that one before it was. */
+  readonly reason: string;
+  /** When it was held (ISO time). */
+  readonly at: string;
+  /** The payload, cut to what the mapping reads ({@link payloadToKeep}). */
+  readonly payload: unknown;
+}
+
 /** What the observer remembers: the blocks it has seen, and the canonical chain's newest. */
 export interface BlockMemory {
   /** The remembered blocks, oldest first. */
   readonly blocks: ReadonlyArray<RememberedBlock>;
   /** The `index_block_hash` of the canonical chain's newest block (`''` before any). */
   readonly head: string;
+  /** Blocks held back, oldest first, applied only when an operator releases them. */
+  readonly held?: ReadonlyArray<HeldBlock> | undefined;
 }
 
 /** The memory before the first block. */
 export const EMPTY_MEMORY: BlockMemory = { blocks: [], head: '' };
+
+/**
+ * A `/new_block` payload cut to what {@link observeBlock} reads: the block's hashes and
+ * heights, and its committed events of the registry and the token (not its transactions),
+ * so that a held block takes little room.
+ */
+export function payloadToKeep(
+  payload: unknown,
+  registry: string,
+  token: string | undefined,
+): unknown {
+  if (!isRecord(payload)) return payload;
+  const keep: Record<string, unknown> = {};
+  for (const k of [
+    'index_block_hash',
+    'parent_index_block_hash',
+    'block_height',
+    'burn_block_height',
+    'burn_block_hash',
+    'parent_burn_block_height',
+  ])
+    if (k in payload) keep[k] = payload[k];
+  const events = Array.isArray(payload.events) ? payload.events : [];
+  keep.events = events.filter((e: unknown) => {
+    if (!isRecord(e) || e.committed !== true) return false;
+    if (e.type === 'contract_event')
+      return isRecord(e.contract_event) && e.contract_event.contract_identifier === registry;
+    if ((e.type === 'ft_mint_event' || e.type === 'ft_burn_event') && token !== undefined) {
+      const body = e[e.type];
+      return isRecord(body) && String(body.asset_identifier).startsWith(`${token}::`);
+    }
+    return false;
+  });
+  return keep;
+}
 
 /** What {@link observeBlock} needs besides the memory and the payload. */
 export interface ObserveOptions {
@@ -411,7 +463,7 @@ export function observeBlock(
   return {
     kind: 'block',
     events,
-    memory: { blocks, head: hash },
+    memory: { ...memory, blocks, head: hash },
     block,
     forkedAt,
     skipped: read.skipped,

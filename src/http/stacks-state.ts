@@ -87,7 +87,7 @@ export function requestOfClarity(id: bigint, value: ClarityValue): RegistryReque
 
 /**
  * The batch that starts the limits from the node's state as of a block: the block's burn
- * height connected (when above the tip), every request of the retained history (oldest
+ * height connected (from just below it when it is not above the tip), every request of the retained history (oldest
  * first), the rejected ones rejected, the supply as the pegged total, and the history
  * declared complete from the oldest height it covers.
  */
@@ -100,8 +100,11 @@ export function startBatch(options: {
   readonly supply: bigint;
 }): LimitsEvent[] {
   const events: LimitsEvent[] = [];
-  if (options.tip === null || options.burnHeight > options.tip)
-    events.push({ type: 'blockConnected', height: options.burnHeight });
+  // At or below the tip (a gap inside a burn height, a reorganization the node confirmed):
+  // what the state holds from that height on is replaced by the node's word.
+  if (options.tip !== null && options.burnHeight <= options.tip)
+    events.push({ type: 'chainReorganized', height: options.burnHeight - 1 });
+  events.push({ type: 'blockConnected', height: options.burnHeight });
   const from = Math.max(0, options.burnHeight - options.historyBlocks + 1);
   const kept = options.requests
     .filter((r) => r.height >= from && r.height <= options.burnHeight)

@@ -45,6 +45,7 @@ import {
   loadClarityCodec,
   MAINNET_REGISTRY,
   pgBlockMemory,
+  STACKS_NODE_CONFIRMED_OPERATOR,
   STACKS_NODE_OPERATOR,
 } from './stacks-observer.js';
 import { StacksRpc } from './stacks-rpc.js';
@@ -316,7 +317,7 @@ export async function serveCommand(
   const decode = codec?.decode;
   const reserved = [
     ...(adminToken === undefined ? [] : [ADMIN_OPERATOR]),
-    ...(observerAt === undefined ? [] : [STACKS_NODE_OPERATOR]),
+    ...(observerAt === undefined ? [] : [STACKS_NODE_OPERATOR, STACKS_NODE_CONFIRMED_OPERATOR]),
   ];
   let config: ServerConfig;
   try {

@@ -50,6 +50,8 @@ export interface MetricsSource {
   alertsPending?(): number | undefined;
   /** What the Stacks event observer skipped so far, when it is on. */
   readonly observerSkipped?: (() => number) | undefined;
+  /** The blocks the Stacks event observer holds, when it is on. */
+  readonly observerHeld?: (() => number) | undefined;
 }
 
 const EXACT = 'A float64: exact below 2^53 (90 million BTC in satoshis).';
@@ -143,6 +145,11 @@ export async function createMetrics(source: MetricsSource): Promise<ServerMetric
         this.inc(source.observerSkipped?.() ?? 0);
       },
     });
+  gauge(
+    'peg_limits_observer_held_blocks',
+    'Blocks the Stacks event observer holds (past the chain bounds, and every block after): nothing moves until an operator releases or drops them; absent when the observer is off.',
+    () => source.observerHeld?.(),
+  );
   gauge('peg_limits_store_available', '1 when changes can be written, else 0.', () =>
     source.writable() ? 1 : 0,
   );

@@ -35,6 +35,7 @@ import { createMetrics, MetricsUnavailable, type ServerMetrics } from './metrics
 import { MIN_POSITION_WAIT_MS, reached } from './min-position.js';
 import { createRequestLog } from './request-log.js';
 import {
+  STACKS_NODE_CONFIRMED_OPERATOR,
   type StacksObserver,
   type StacksObserverOptions,
   stacksNodeOperator,
@@ -141,6 +142,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
         alertsPending: () => alerts?.pending,
         observerSkipped:
           options.stacksObserver === undefined ? undefined : () => observer?.skipped ?? 0,
+        observerHeld: options.stacksObserver === undefined ? undefined : () => observer?.held ?? 0,
       });
     } catch (e) {
       if (!(e instanceof MetricsUnavailable)) throw e;
@@ -163,10 +165,16 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   if (say !== undefined) served = recordChanges(served, say);
   // The observer acts as an operator of its own, with the chain scope alone.
   const feeder = options.stacksObserver === undefined ? undefined : stacksNodeOperator();
+  // With the node's RPC, a jump it confirms passes the chain bounds: an operator of the
+  // process alone holds chain and limits for that.
+  const confirmer =
+    options.stacksObserver?.rpc === undefined
+      ? undefined
+      : stacksNodeOperator(STACKS_NODE_CONFIRMED_OPERATOR, ['chain', 'limits']);
+  const own = [feeder?.operator, confirmer?.operator].filter((o) => o !== undefined);
   const given = options.operators;
   const operatorsGiven = () => (typeof given === 'function' ? given() : given) ?? [];
-  const operatorsNow = () =>
-    feeder === undefined ? operatorsGiven() : [...operatorsGiven(), feeder.operator];
+  const operatorsNow = () => (own.length === 0 ? operatorsGiven() : [...operatorsGiven(), ...own]);
   const service = createService({
     log: served,
     adminToken: options.adminToken,
@@ -175,6 +183,18 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     loosening: options.loosening,
     cors: options.cors,
     onNotice: (notice) => alerts?.notify(notice),
+    heldBlocks:
+      options.stacksObserver === undefined
+        ? undefined
+        : {
+            count: () => observer?.held ?? 0,
+            handle: (op, by, authorization) =>
+              observer === undefined
+                ? Promise.resolve(
+                    problem(503, 'store_unavailable', 'the Stacks observer is not open yet'),
+                  )
+                : observer.heldBlocks(op, by, authorization),
+          },
   });
   const storeUnavailable = () => !eventLog.writable;
   const limitsRequest = { method: 'GET', path: '/limits', headers: {} };
@@ -326,7 +346,11 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       if (maxBody === 0) {
         // A read is answered at once from the state reads see; only a change waits its turn,
         // and a read of the audit trail (files or rows) takes its time.
-        if (isChange(head.method) || match?.pattern === '/admin/audit')
+        if (
+          isChange(head.method) ||
+          match?.pattern === '/admin/audit' ||
+          match?.pattern === '/admin/held'
+        )
           void handle(undefined, answer);
         else answer(service.read({ ...head, match }));
         return;
@@ -392,10 +416,16 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
   if (options.stacksObserver !== undefined && feeder !== undefined) {
     try {
-      observer = await startStacksObserver(service, feeder.token, options.stacksObserver, {
-        logLine: log ?? options.warn,
-        warn: options.warn,
-      });
+      observer = await startStacksObserver(
+        service,
+        { token: feeder.token, confirmedToken: confirmer?.token },
+        options.stacksObserver,
+        {
+          logLine: log ?? options.warn,
+          warn: options.warn,
+          notify: (alert) => alerts?.notify(alert),
+        },
+      );
     } catch (e) {
       await new Promise<void>((resolve) => server.close(() => resolve()));
       stopGuard();

@@ -13,8 +13,11 @@ import {
   config,
   expectRecount,
   get,
+  mineRange,
   nodes,
+  opsFor,
   postBlock,
+  random,
   serve,
   stopAll,
   type WindowBody,
@@ -109,5 +112,51 @@ describe('a rejection the node does not show', () => {
       200,
     );
     expect(BigInt((await get<WindowBody>(`${p.url}/window`)).withdrawn)).toBe(0n);
+  });
+});
+
+describe('a jump past the chain bounds with --stacks-rpc', () => {
+  test('one the node confirms (a service back after a long stop) is read again from the node: nothing held, exact', async () => {
+    const chain = new SbtcChain();
+    const next = random(21);
+    chain.mine([{ kind: 'deposit', recipient: BOB, amount: 50_000_000n }], { burnHeight: 100 });
+    mineRange(chain, 101, 110, next);
+    const node = await startNodeRpc(chain);
+    nodes.push(node);
+    const dir = tempDir();
+    config(dir);
+    let p = await serve(dir, ['--stacks-rpc', node.url]);
+    for (const b of mineRange(chain, 111, 112, next)) expect(await postBlock(p, b)).toBe(200);
+    killGroup(p);
+    await p.exited;
+    // While the service is away, the chain moves on 200 burn heights (the bound is 144).
+    mineRange(chain, 113, 312, next);
+    p = await serve(dir, ['--stacks-rpc', node.url]);
+    const b = chain.mine(opsFor(chain, next), { burnHeight: 313 });
+    expect(await postBlock(p, b)).toBe(200);
+    await expectRecount(p, chain, b, 'after the jump');
+    expect((await (await fetch(`${p.url}/readyz`)).json()) as unknown).toEqual({ status: 'ready' });
+    await waitFor(
+      () => /the node confirms it, so the state was read again/.test(p.stderr + p.stdout),
+      5_000,
+    );
+  });
+
+  test('one the node does not know (a forgery) is held', async () => {
+    const chain = new SbtcChain();
+    chain.mine([{ kind: 'deposit', recipient: BOB, amount: 250_000_000n }], { burnHeight: 100 });
+    const node = await startNodeRpc(chain);
+    nodes.push(node);
+    const dir = tempDir();
+    config(dir);
+    const p = await serve(dir, ['--stacks-rpc', node.url]);
+    expect(await postBlock(p, chain.mine([], { burnHeight: 101 }))).toBe(200);
+    const forged = new SbtcChain();
+    forged.blocks.set(chain.head!.hash, chain.head!);
+    forged.head = chain.head!;
+    expect(await postBlock(p, forged.mine([], { burnHeight: 900, label: 'forged' }))).toBe(200);
+    expect((await get<WindowBody>(`${p.url}/window`)).tip).toBe(101);
+    const ready = (await (await fetch(`${p.url}/readyz`)).json()) as { heldBlocks?: number };
+    expect(ready.heldBlocks).toBe(1);
   });
 });

@@ -9,6 +9,7 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { hashOperatorToken } from '../../src/index.js';
 import {
   POSTGRES_AVAILABLE,
   POSTGRES_MISSING,
@@ -171,7 +172,7 @@ describe('a node feeding the command', () => {
     expect(p.stdout + p.stderr).toMatch(/forks the chain from burn height 101/);
   });
 
-  test('a block past the chain bounds is 409 chain_bound_exceeded, every time the node retries it, changes nothing, and is alerted', async () => {
+  test('a block past the chain bounds is held, not refused: 200, the tip still, the blocks after it held too, said, counted, alerted, durable; released in order by chain and limits', async () => {
     // The operators' alert receiver.
     const alerts: Array<{ type: string; actor?: { name?: string } }> = [];
     const receiver = createServer((req, res) => {
@@ -184,23 +185,109 @@ describe('a node feeding the command', () => {
     });
     await new Promise<void>((r) => receiver.listen(0, '127.0.0.1', () => r()));
     const hook = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/`;
-    const p = await serve(['--data', tempDir(), '--alert-url', hook]);
+    const dir = tempDir();
+    const config = join(dir, 'config.json');
+    const chainOnly = 'chain-only-token-0123456789abcdef';
+    writeFileSync(
+      config,
+      JSON.stringify({
+        limits: { rollingWithdrawalBlocks: 144, rollingWithdrawalCap: 10_000_000_000 },
+        operators: [{ name: 'feeder', tokenHash: hashOperatorToken(chainOnly), scopes: ['chain'] }],
+      }),
+    );
+    const args = ['--data', dir, '--config', config, '--alert-url', hook];
+    let p = await serve(args, { PEG_LIMITS_ADMIN_TOKEN: ADMIN });
     await post(`${p.observer}/new_block`, block('a', 'g', 1, 1000, [create(1, 1n, 1000)]));
     for (let attempt = 0; attempt < 2; attempt++) {
-      const r = await post(`${p.observer}/new_block`, block('far', 'a', 2, 9_000_000));
-      expect(r.status).toBe(409);
-      expect(((await r.json()) as { code: string }).code).toBe('chain_bound_exceeded');
+      const r = await post(
+        `${p.observer}/new_block`,
+        block('far', 'a', 2, 9_000_000, [create(2, 5n, 9_000_000)]),
+      );
+      expect(r.status).toBe(200);
     }
+    // The blocks after it are held behind it, in order.
+    expect(
+      (
+        await post(
+          `${p.observer}/new_block`,
+          block('next', 'far', 3, 9_000_000, [create(3, 7n, 9_000_000)]),
+        )
+      ).status,
+    ).toBe(200);
     expect(await window(p)).toEqual({ tip: 1000, withdrawn: 1 });
-    // The next honest block still goes through: the far one was never remembered.
-    expect((await post(`${p.observer}/new_block`, block('b', 'a', 2, 1001))).status).toBe(200);
-    // Each refusal reached the operators, naming the observer's operator.
-    await waitFor(() => alerts.filter((a) => a.type === 'chainBoundRefused').length === 2, 10_000);
-    expect(alerts.filter((a) => a.type === 'chainBoundRefused').map((a) => a.actor?.name)).toEqual([
-      'stacks-node',
-      'stacks-node',
-    ]);
+    await waitFor(() => /block \S+ \(burn height 9000000\) is held/.test(p.stderr), 5_000);
+    const ready = (await (await fetch(`${p.url}/readyz`)).json()) as {
+      status: string;
+      heldBlocks: number;
+    };
+    expect([ready.status, ready.heldBlocks]).toEqual(['ready', 2]);
+    const metrics = await (await fetch(`${p.url}/metrics`)).text();
+    expect(/^peg_limits_observer_held_blocks (\d+)/m.exec(metrics)?.[1]).toBe('2');
+    const auth = (token: string) => ({ authorization: `Bearer ${token}` });
+    const listed = (await (
+      await fetch(`${p.url}/admin/held`, { headers: auth(ADMIN) })
+    ).json()) as {
+      blocks: Array<{ burnHeight: number; reason: string }>;
+    };
+    expect(listed.blocks.map((b) => b.burnHeight)).toEqual([9_000_000, 9_000_000]);
+    expect(listed.blocks[0]?.reason).toMatch(/maxTipAdvance/);
+    await waitFor(() => alerts.some((a) => a.type === 'blocksHeld'), 10_000);
+    expect(alerts.find((a) => a.type === 'chainBoundRefused')?.actor?.name).toBe('stacks-node');
+    // Held blocks are durable: a restart still holds them.
+    killGroup(p);
+    await p.exited;
+    p = await serve(args, { PEG_LIMITS_ADMIN_TOKEN: ADMIN });
+    expect(await window(p)).toEqual({ tip: 1000, withdrawn: 1 });
+    // Only an operator holding chain and limits releases them.
+    const denied = await fetch(`${p.url}/admin/held/release`, {
+      method: 'POST',
+      headers: auth(chainOnly),
+    });
+    expect(denied.status).toBe(403);
+    expect((await fetch(`${p.url}/admin/held/release`, { method: 'POST' })).status).toBe(401);
+    const released = await fetch(`${p.url}/admin/held/release`, {
+      method: 'POST',
+      headers: auth(ADMIN),
+    });
+    expect(released.status).toBe(200);
+    expect(((await released.json()) as { released: number }).released).toBe(2);
+    expect(await window(p)).toEqual({ tip: 9_000_000, withdrawn: 12 });
+    // The trail names who let them through.
+    const trail = (await (
+      await fetch(`${p.url}/admin/audit?after=0`, { headers: auth(ADMIN) })
+    ).json()) as Array<{ actor: { name?: string }; requestId: string }>;
+    expect(
+      trail.filter((r) => r.requestId.startsWith('stacks-release:')).map((r) => r.actor.name),
+    ).toEqual(['admin', 'admin']);
+    // And the next block of the node goes on from there.
+    expect(
+      (await post(`${p.observer}/new_block`, block('after', 'next', 4, 9_000_001))).status,
+    ).toBe(200);
+    expect((await window(p)).tip).toBe(9_000_001);
     receiver.close();
+  });
+
+  test('a forged far block dropped: the real blocks held behind it apply, in order', async () => {
+    const p = await serve(['--data', tempDir()], { PEG_LIMITS_ADMIN_TOKEN: ADMIN });
+    await post(`${p.observer}/new_block`, block('a', 'g', 1, 1000, [create(1, 1n, 1000)]));
+    // Someone posts a block far ahead; the node's own next blocks are held behind it.
+    expect((await post(`${p.observer}/new_block`, block('forged', 'a', 2, 9_000_000))).status).toBe(
+      200,
+    );
+    expect(
+      (await post(`${p.observer}/new_block`, block('b', 'a', 2, 1001, [create(2, 10n, 1001)])))
+        .status,
+    ).toBe(200);
+    expect((await post(`${p.observer}/new_block`, block('c', 'b', 3, 1002))).status).toBe(200);
+    expect(await window(p)).toEqual({ tip: 1000, withdrawn: 1 });
+    const dropped = await fetch(`${p.url}/admin/held`, {
+      method: 'DELETE',
+      headers: { authorization: `Bearer ${ADMIN}` },
+    });
+    expect(await dropped.json()).toEqual({ dropped: 1, applied: 2, held: 0 });
+    expect(await window(p)).toEqual({ tip: 1002, withdrawn: 11 });
+    expect(await (await fetch(`${p.url}/readyz`)).json()).toEqual({ status: 'ready' });
+    expect(p.stderr).toMatch(/admin dropped the held block/);
   });
 
   test('a restart between two blocks of a fork keeps it exact (SIGKILL)', async () => {
