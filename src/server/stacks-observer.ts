@@ -12,7 +12,7 @@
  * time-outs, a small connection cap), so that nothing on the network can hold it.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { AddressInfo, Socket } from 'node:net';
 import {
   generateOperatorToken,
   type HttpResponse,
@@ -47,11 +47,18 @@ export const MAX_BLOCK_BODY = 64 * 1024 * 1024;
 /** The observer listener's client limits. */
 export const OBSERVER_LIMITS = {
   /** The most time a request's head may take. */
-  headersTimeoutMs: 10_000,
+  headersTimeoutMs: 5_000,
   /** The most time a whole request (its body included) may take. */
-  requestTimeoutMs: 60_000,
-  /** Connections at once (a node keeps one). */
+  requestTimeoutMs: 30_000,
+  /** How often the time-outs are checked. */
+  checkEveryMs: 500,
+  /**
+   * Connections at once (a node keeps one): past it, a new connection closes the oldest one
+   * that is not in a request (one stalled in its head, one idle), so that a crowd cannot
+   * keep the node out; past `hardMaxConnections`, new ones are refused.
+   */
   maxConnections: 8,
+  hardMaxConnections: 64,
   keepAliveTimeoutMs: 5_000,
 } as const;
 
@@ -165,10 +172,12 @@ export async function startStacksObserver(
       headersTimeout: OBSERVER_LIMITS.headersTimeoutMs,
       requestTimeout: OBSERVER_LIMITS.requestTimeoutMs,
       keepAliveTimeout: OBSERVER_LIMITS.keepAliveTimeoutMs,
+      connectionsCheckingInterval: OBSERVER_LIMITS.checkEveryMs,
     },
     (req, res) => onRequest(feed, tell, req, res),
   );
-  server.maxConnections = OBSERVER_LIMITS.maxConnections;
+  server.maxConnections = OBSERVER_LIMITS.hardMaxConnections;
+  evictIdleAtCap(server, OBSERVER_LIMITS.maxConnections);
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(options.port, options.host, () => resolve());
@@ -193,6 +202,26 @@ export async function startStacksObserver(
       await options.memory.close?.();
     },
   };
+}
+
+// Past `cap` connections, each new one closes the oldest connection not in a request.
+function evictIdleAtCap(server: Server, cap: number): void {
+  const open = new Set<Socket>();
+  const inRequest = new WeakSet<Socket>();
+  server.on('connection', (socket: Socket) => {
+    open.add(socket);
+    socket.once('close', () => open.delete(socket));
+    if (open.size <= cap) return;
+    for (const s of open)
+      if (s !== socket && !inRequest.has(s)) {
+        s.destroy();
+        break;
+      }
+  });
+  server.on('request', (req: IncomingMessage, res: ServerResponse) => {
+    inRequest.add(req.socket);
+    res.once('close', () => inRequest.delete(req.socket));
+  });
 }
 
 function onRequest(

@@ -5,6 +5,7 @@
  * block past the chain bounds is held (released or dropped by an operator), not refused; a
  * rejection the node's own state does not show is not applied.
  */
+import { connect, type Socket } from 'node:net';
 import { afterAll, describe, expect, test } from 'vitest';
 import { killGroup, tempDir, waitFor } from '../support/proc.js';
 import { SbtcChain, startNodeRpc } from '../support/sbtc-chain.js';
@@ -159,4 +160,35 @@ describe('a jump past the chain bounds with --stacks-rpc', () => {
     const ready = (await (await fetch(`${p.url}/readyz`)).json()) as { heldBlocks?: number };
     expect(ready.heldBlocks).toBe(1);
   });
+});
+
+describe("the observer listener's own client limits", () => {
+  test('a crowd of stalled connections is capped and timed out; the node still gets its block through', async () => {
+    const chain = new SbtcChain();
+    const dir = tempDir();
+    config(dir);
+    const p = await serve(dir, ['--stacks-history-complete']);
+    const { port, hostname } = new URL(p.observer);
+    const stalled: Socket[] = [];
+    const closedAt: number[] = [];
+    const began = Date.now();
+    // Far more than the cap, each sending half a head and nothing more.
+    for (let i = 0; i < 30; i++) {
+      const s = connect(Number(port), hostname);
+      s.on('error', () => undefined);
+      s.resume();
+      s.on('close', () => closedAt.push(Date.now() - began));
+      s.write('POST /new_block HTTP/1.1\r\nHost: node\r\n');
+      stalled.push(s);
+    }
+    // The node's block goes through at once: each new connection past the cap closes the
+    // oldest one that is not in a request.
+    const t0 = Date.now();
+    expect(await postBlock(p, chain.mine([], { burnHeight: 100 }))).toBe(200);
+    expect(Date.now() - t0).toBeLessThan(2_000);
+    expect((await get<WindowBody>(`${p.url}/window`)).tip).toBe(100);
+    // Every stalled one is closed: at the cap at once, the rest within the header time-out.
+    await waitFor(() => closedAt.length === 30, 10_000);
+    expect(Math.max(...closedAt)).toBeLessThan(8_000);
+  }, 30_000);
 });

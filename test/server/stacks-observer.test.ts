@@ -403,6 +403,31 @@ describe.skipIf(!POSTGRES_AVAILABLE)('replicas on PostgreSQL', () => {
     expect(await window(two)).toEqual({ tip: 101, withdrawn: 101 });
   });
 
+  test('held blocks are shared: held through one replica, listed and released through the other', async () => {
+    const url = await db.database();
+    const env = { PEG_LIMITS_STORE: url, PEG_LIMITS_ADMIN_TOKEN: ADMIN };
+    const one = await serve([], env);
+    const two = await serve([], env);
+    await post(`${one.observer}/new_block`, block('a', 'g', 1, 1000, [create(1, 1n, 1000)]));
+    expect((await post(`${one.observer}/new_block`, block('far', 'a', 2, 9_000_000))).status).toBe(
+      200,
+    );
+    expect(
+      (await post(`${two.observer}/new_block`, block('next', 'far', 3, 9_000_001))).status,
+    ).toBe(200);
+    const auth = { authorization: `Bearer ${ADMIN}` };
+    const listed = (await (await fetch(`${two.url}/admin/held`, { headers: auth })).json()) as {
+      blocks: Array<{ burnHeight: number }>;
+    };
+    expect(listed.blocks.map((b) => b.burnHeight)).toEqual([9_000_000, 9_000_001]);
+    const r = await fetch(`${two.url}/admin/held/release`, { method: 'POST', headers: auth });
+    expect(((await r.json()) as { released: number }).released).toBe(2);
+    await waitFor(async () => (await window(one)).tip === 9_000_001, 5_000);
+    expect(await (await fetch(`${one.url}/admin/held`, { headers: auth })).json()).toEqual({
+      blocks: [],
+    });
+  });
+
   test('while the database is away a block is 503, for the node to send again; once it is back, the block counts once', async () => {
     const url = await db.database();
     const p = await serve([], { PEG_LIMITS_STORE: url });
