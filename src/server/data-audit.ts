@@ -46,13 +46,13 @@ export async function archiveFiles(dir: string): Promise<ReadonlyArray<ArchiveFi
 /** Writes the records `first` … `last` (their lines, each ending in a newline) as one file. */
 export async function archive(
   dir: string,
-  lines: Buffer,
   first: number,
   last: number,
+  write: (put: (data: Buffer | string) => Promise<void>) => Promise<void>,
 ): Promise<void> {
   const folder = join(dir, AUDIT_DIR);
   await mkdir(folder, { recursive: true });
-  await writeAtomically(folder, `${pad(first)}-${pad(last)}.jsonl`, (put) => put(lines));
+  await writeAtomically(folder, `${pad(first)}-${pad(last)}.jsonl`, write);
 }
 
 /** The last line of a file (read from its end, a block at a time), or undefined when empty. */

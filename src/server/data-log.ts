@@ -27,6 +27,25 @@ export { SNAPSHOT_FILE, StoreError } from './data-files.js';
 
 /** The journal's file name inside the data folder. */
 export const JOURNAL_FILE = 'journal.jsonl';
+// How much of the journal one step of the archive reads and writes.
+const ARCHIVE_SLICE = 1 << 20;
+
+function openRead(path: string): Promise<FileHandle> {
+  return open(path, 'r');
+}
+
+// Up to `length` bytes of a file from `from` (fewer at its end).
+async function readAt(handle: FileHandle, from: number, length: number): Promise<Buffer> {
+  const data = Buffer.alloc(length);
+  let done = 0;
+  while (done < length) {
+    const r = await handle.read(data, done, length - done, from + done);
+    if (r.bytesRead === 0) break;
+    done += r.bytesRead;
+  }
+  return done === length ? data : data.subarray(0, done);
+}
+
 /** Journaled events between two compactions, unless configured. */
 export const DEFAULT_SNAPSHOT_EVERY = 100_000;
 
@@ -388,21 +407,48 @@ export async function openDataLog(options: DataLogOptions): Promise<DataLog> {
   // Copies the journal's records up to byte `offset` (position `last`) that the archive does
   // not hold yet into an archive file of their own. The journal's bytes are durable already
   // (a compaction waits for them), and nothing but the switch below rewrites the journal.
+  // Streamed a slice at a time, as the bytes stand (each line was checked when it was read
+  // at start or written since): the event loop is never held for the whole of it.
   async function archiveRecords(offset: number, last: number): Promise<void> {
-    const lines = (await readRange(path, headerBytes, offset)).toString('utf8').split('\n');
-    const kept: string[] = [];
-    let first: number | undefined;
-    for (const line of lines) {
-      if (!line.startsWith('{')) continue;
-      const read = readRecord(line);
-      if (!read.ok) throw new Error(`${path}: a record cannot be read back: ${read.why}`);
-      if (read.record.position <= archivedUpTo) continue;
-      first ??= read.record.position;
-      kept.push(line);
+    const handle = await openRead(path);
+    try {
+      // Where the records the archive does not hold yet begin (after a crash between an
+      // archive and the journal's switch, the journal's first records are archived already).
+      let from = headerBytes;
+      let first: number | undefined;
+      while (from < offset && first === undefined) {
+        const chunk = await readAt(handle, from, Math.min(ARCHIVE_SLICE, offset - from));
+        let lineStart = 0;
+        for (;;) {
+          const nl = chunk.indexOf(10, lineStart);
+          if (nl < 0) break;
+          const line = chunk.toString('utf8', lineStart, nl);
+          const position = recordPosition(line);
+          if (line.startsWith('{') && position === 0)
+            throw new Error(`${path}: a record cannot be read back at byte ${from + lineStart}`);
+          if (position > archivedUpTo) {
+            first = position;
+            break;
+          }
+          lineStart = nl + 1;
+        }
+        if (lineStart === 0 && first === undefined)
+          throw new Error(`${path}: a line longer than ${ARCHIVE_SLICE} bytes at byte ${from}`);
+        from += lineStart;
+      }
+      if (first === undefined) return;
+      const start = from;
+      await archive(dir, first, last, async (put) => {
+        for (let at = start; at < offset; ) {
+          const chunk = await readAt(handle, at, Math.min(ARCHIVE_SLICE, offset - at));
+          await put(chunk);
+          at += chunk.length;
+        }
+      });
+      archivedUpTo = last;
+    } finally {
+      await handle.close();
     }
-    if (first === undefined) return;
-    await archive(dir, Buffer.from(`${kept.join('\n')}\n`, 'utf8'), first, last);
-    archivedUpTo = last;
   }
 
   // A compaction (docs/operating.md, "Reliability"). The state is immutable, so the snapshot is written from the
