@@ -59,7 +59,7 @@ export async function writeAtomically(
 }
 
 /** Withdrawals or entries in one line of a snapshot file. */
-const SLICE = 2_000;
+const SLICE = 500;
 
 const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
 

@@ -5,6 +5,8 @@
  * block past the chain bounds is held (released or dropped by an operator), not refused; a
  * rejection the node's own state does not show is not applied.
  */
+
+import { spawn } from 'node:child_process';
 import { connect, type Socket } from 'node:net';
 import { afterAll, describe, expect, test } from 'vitest';
 import { killGroup, tempDir, waitFor } from '../support/proc.js';
@@ -191,4 +193,53 @@ describe("the observer listener's own client limits", () => {
     await waitFor(() => closedAt.length === 30, 10_000);
     expect(Math.max(...closedAt)).toBeLessThan(8_000);
   }, 30_000);
+});
+
+describe('answers in time for a node (its default time-out is 1 s)', () => {
+  test('p99 under 100 ms while 16 connections read GET /limits, and while compactions run', async () => {
+    const chain = new SbtcChain();
+    const dir = tempDir();
+    config(dir);
+    const p = await serve(dir, [
+      '--stacks-history-complete',
+      '--snapshot-every',
+      '5000',
+      '--quiet',
+    ]);
+    const q99 = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(0.99 * xs.length)]!;
+    const requests = (n: number) =>
+      Array.from({ length: n }, () => ({ kind: 'request', sender: BOB, amount: 1_000n }) as const);
+    // Under a read load, from a process of its own (bounded: 20 s at most, loopback).
+    const load = spawn(
+      process.execPath,
+      ['node_modules/autocannon/autocannon.js', '-c', '16', '-d', '20', `${p.url}/limits`],
+      { stdio: 'ignore' },
+    );
+    await waitFor(async () => {
+      const m = await (await fetch(`${p.url}/metrics`)).text();
+      return (
+        Number(
+          /peg_limits_http_requests_total\{route="\/limits",status="200"\} (\d+)/.exec(m)?.[1] ?? 0,
+        ) > 1000
+      );
+    }, 10_000);
+    const loaded: number[] = [];
+    for (let h = 100; h < 250; h++) {
+      const b = chain.mine(requests(5), { burnHeight: h });
+      const t = performance.now();
+      expect(await postBlock(p, b)).toBe(200);
+      loaded.push(performance.now() - t);
+    }
+    load.kill();
+    // While compactions run: 50 requests a block, a compaction every 5,000 events.
+    const during: number[] = [];
+    for (let h = 250; h < 650; h++) {
+      const b = chain.mine(requests(50), { burnHeight: h });
+      const t = performance.now();
+      expect(await postBlock(p, b)).toBe(200);
+      during.push(performance.now() - t);
+    }
+    expect(q99(loaded), `under load: ${q99(loaded).toFixed(1)} ms`).toBeLessThan(100);
+    expect(q99(during), `with compactions: ${q99(during).toFixed(1)} ms`).toBeLessThan(100);
+  }, 120_000);
 });
