@@ -159,12 +159,18 @@ async function timed(n, requests) {
   return out;
 }
 const quiet = await timed(200, 10);
-times('answers to a node, quiet', quiet.map((x) => x.ms));
+times(
+  'answers to a node, quiet',
+  quiet.map((x) => x.ms),
+);
 const load = autocannon({ url: `${service}/limits`, connections: 16, duration: 30 });
 await new Promise((r) => setTimeout(r, 500));
 const loaded = await timed(300, 10);
 load.stop();
-times('answers to a node, 16 connections reading GET /limits', loaded.map((x) => x.ms));
+times(
+  'answers to a node, 16 connections reading GET /limits',
+  loaded.map((x) => x.ms),
+);
 // About 200,000 withdrawals held (2016 burn heights of 100), compacted every 40,000 events.
 const during = [];
 for (let i = 0; i < 2100; i++) {
@@ -174,7 +180,10 @@ for (let i = 0; i < 2100; i++) {
   const ms = performance.now() - t;
   if (compactions.some((c) => t <= c.to && t + ms >= c.from)) during.push(ms);
 }
-times(`answers to a node while a compaction runs (${compactions.length} compactions, up to 200,000 held)`, during);
+times(
+  `answers to a node while a compaction runs (${compactions.length} compactions, up to 200,000 held)`,
+  during,
+);
 server.kill();
 console.log('| what | rate | per block |\n|---|---|---|');
 for (const r of rows) console.log(`| ${r.join(' | ')} |`);
