@@ -183,6 +183,25 @@ try {
     'POST /admin/events, 16 clients: group commit (after) ÷ a flush per request (before)',
     writes,
   ]);
+  // The disk's floor: a bare node:http server appending each body and answering once one
+  // fdatasync per group covers it.
+  const syncFloor = await start(['sync-floor', mkdtempSync(join(tmpdir(), 'peg-limits-floor-'))]);
+  const floorEvents = (url, connections) =>
+    cannon(`${url}/admin/events`, { connections, requests: withdrawalRequests(1000) });
+  rows.push([
+    'POST /admin/events, 16 clients ÷ a bare server with one fdatasync per group',
+    await pair(
+      () => floorEvents(grouped, 16),
+      () => floorEvents(syncFloor, 16),
+    ),
+  ]);
+  rows.push([
+    'POST /admin/events, 1 client ÷ a bare server with one fdatasync per group',
+    await pair(
+      () => floorEvents(grouped, 1),
+      () => floorEvents(syncFloor, 1),
+    ),
+  ]);
 } catch (e) {
   if (!(e instanceof Done)) throw e;
 } finally {

@@ -2,10 +2,15 @@
 // ARG`. MODE `peg-limits` runs startServer on the data folder ARG (group commit on, or off
 // with a third argument `serial`; metrics on, or off with `no-metrics`); MODE `replica` runs it on the PostgreSQL log at ARG;
 // MODE `floor` answers every request with the status, headers and body in the file ARG, the
-// way the thinnest node:http server would (reading the request body first).
+// way the thinnest node:http server would (reading the request body first). MODE
+// `sync-floor` is the floor of a durable write: it appends each request's body as a line to
+// a file in the folder ARG and answers 200 once one fdatasync covers it, the requests that
+// came during a flush sharing the next (group commit), and nothing else.
 // Prints `listening on URL` like the command.
 import { readFileSync } from 'node:fs';
+import { open } from 'node:fs/promises';
 import { createServer } from 'node:http';
+import { join } from 'node:path';
 import { createLimitsState } from '../dist/index.js';
 import { openDataLog, openPgLog, startServer } from '../dist/server.js';
 import { LOAD_TOKEN } from './util.mjs';
@@ -21,6 +26,37 @@ if (mode === 'floor') {
     req.on('end', () => {
       res.writeHead(status, head);
       res.end(bytes);
+    });
+  });
+  server.listen(0, '127.0.0.1', () =>
+    console.log(`listening on http://127.0.0.1:${server.address().port}`),
+  );
+} else if (mode === 'sync-floor') {
+  const file = await open(join(arg, 'floor.jsonl'), 'a');
+  let waiting = [];
+  let flushing = false;
+  const flush = async () => {
+    flushing = true;
+    while (waiting.length > 0) {
+      const group = waiting;
+      waiting = [];
+      await file.datasync();
+      for (const done of group) done();
+    }
+    flushing = false;
+  };
+  const ok = Buffer.from('{"ok":true}');
+  const server = createServer((req, res) => {
+    const chunks = [];
+    req.on('data', (c) => chunks.push(c));
+    req.on('end', async () => {
+      chunks.push(Buffer.from('\n'));
+      await file.write(Buffer.concat(chunks));
+      waiting.push(() => {
+        res.writeHead(200, { 'content-type': 'application/json', 'content-length': ok.length });
+        res.end(ok);
+      });
+      if (!flushing) void flush();
     });
   });
   server.listen(0, '127.0.0.1', () =>

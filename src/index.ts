@@ -107,6 +107,7 @@ export {
   createFetchHandler,
   createService,
   type FetchHandler,
+  type HeldBlocks,
   type Persisted,
   type Refresh,
   type Service,

@@ -27,6 +27,18 @@ import type { Operator } from './operators.js';
 import { givenRequestId, newRequestId, withRequestId } from './request-id.js';
 import { serialQueue } from './serial-queue.js';
 
+/** The blocks a Stacks observer holds past the chain bounds, as a service reaches them. */
+export interface HeldBlocks {
+  /** How many are held (for `GET /readyz`). */
+  count(): number;
+  /**
+   * Answers an operator holding chain and limits: `list` them, `release` them (applied in
+   * order as the operator's batches), or `drop` the first; `by` names the operator and
+   * `authorization` is the request's own header, which the release writes with.
+   */
+  handle(op: 'list' | 'release' | 'drop', by: string, authorization: string): Promise<HttpResponse>;
+}
+
 /** Options of {@link createService} and {@link createFetchHandler}. */
 export interface ServiceOptions {
   /** The state to start from (default: the log's state; one of the two is needed). */
@@ -80,16 +92,7 @@ export interface ServiceOptions {
    * The blocks a Stacks observer holds (`/admin/held`): how many, and what an operator asks
    * of them. Without it, `/admin/held` is 404.
    */
-  readonly heldBlocks?:
-    | {
-        count(): number;
-        handle(
-          op: 'list' | 'release' | 'drop',
-          by: string,
-          authorization: string,
-        ): Promise<HttpResponse>;
-      }
-    | undefined;
+  readonly heldBlocks?: HeldBlocks | undefined;
   /** Told of what a request refused that the operators should hear of (a jump past the chain bounds). */
   readonly onNotice?:
     | ((notice: { readonly type: string } & Readonly<Record<string, unknown>>) => void)
