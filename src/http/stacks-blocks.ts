@@ -420,11 +420,23 @@ export function observeBlock(
     const orphanedRequests = new Set<string>();
     for (const b of orphaned)
       for (const e of b.events) if (e.type === 'withdrawalRequested') orphanedRequests.add(e.id);
-    const undone: LimitsEvent[] = [];
-    for (const b of orphaned)
+    const requestedAt = new Map<string, Height>();
+    for (const b of [...old, ...path])
       for (const e of b.events)
-        if (e.type === 'withdrawalRejected' && !orphanedRequests.has(e.id))
-          undone.push({ type: 'withdrawalRejectionUndone', id: e.id });
+        if (e.type === 'withdrawalRequested') requestedAt.set(e.id, e.height);
+    // Undone: the rejections of requests that stay (those above the reorganization come
+    // back from the blocks that stay canonical, without the orphaned rejection).
+    const undone = (below: Height): LimitsEvent[] => {
+      const out: LimitsEvent[] = [];
+      for (const b of orphaned)
+        for (const e of b.events) {
+          if (e.type !== 'withdrawalRejected' || orphanedRequests.has(e.id)) continue;
+          const h = requestedAt.get(e.id);
+          if (h === undefined || h <= below)
+            out.push({ type: 'withdrawalRejectionUndone', id: e.id });
+        }
+      return out;
+    };
     // Back below the lowest height touched, or to the new block's burn height when that is
     // lower (the path was cut above it, so it is the new chain's top): every withdrawal above
     // is dropped, and the new chain's blocks above it give theirs again.
@@ -433,7 +445,7 @@ export function observeBlock(
       forkedAt = low;
       tip = target;
       events.push({ type: 'chainReorganized', height: target });
-      events.push(...undone);
+      events.push(...undone(target));
       for (const b of path) {
         if (
           b.burnHeight <= target &&
@@ -447,7 +459,7 @@ export function observeBlock(
         events.push(...b.events);
       }
     } else {
-      events.push(...undone);
+      events.push(...undone(Number.POSITIVE_INFINITY));
       for (const b of revived) events.push(...b.events);
     }
     // The orphaned blocks may have changed the supply: back to the supply of the chain kept.

@@ -61,6 +61,9 @@ export async function writeAtomically(
 /** Withdrawals or entries in one line of a snapshot file. */
 const SLICE = 500;
 
+/** The longest a snapshot's writing keeps the event loop before it lets others have a turn. */
+const TURN_MS = 8;
+
 const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
 
 /**
@@ -70,8 +73,21 @@ const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
  * with their counts. No whole-state object or string is made. Returns the bytes written.
  */
 export function writeSnapshot(dir: string, seq: number, state: LimitsState): Promise<number> {
-  return writeAtomically(dir, SNAPSHOT_FILE, async (put) => {
+  return writeAtomically(dir, SNAPSHOT_FILE, async (write) => {
     const parts = snapshotParts(state);
+    // Lines are gathered and written together once the turn is over: each write awaited is
+    // a turn given too.
+    let pending: string[] = [];
+    let since = performance.now();
+    const put = async (line: string) => {
+      pending.push(line);
+      if (performance.now() - since < TURN_MS) return;
+      const text = pending.join('');
+      pending = [];
+      await write(text);
+      await nextTurn();
+      since = performance.now();
+    };
     await put(`${encodeJson({ format: SNAPSHOT_FORMAT, version: 2, seq })}\n`);
     await put(`${encodeJson({ head: parts.head })}\n`);
     let entries = 0;
@@ -79,7 +95,6 @@ export function writeSnapshot(dir: string, seq: number, state: LimitsState): Pro
       const count = Object.keys(caps).length;
       if (count > 0) await put(`${encodeJson({ accountCaps: caps })}\n`);
       entries += count;
-      await nextTurn();
     }
     let withdrawals = 0;
     for (
@@ -89,9 +104,9 @@ export function writeSnapshot(dir: string, seq: number, state: LimitsState): Pro
     ) {
       if (ws.length > 0) await put(`${encodeJson({ withdrawals: ws })}\n`);
       withdrawals += ws.length;
-      await nextTurn();
     }
-    await put(`${encodeJson({ end: { accountCaps: entries, withdrawals } })}\n`);
+    pending.push(`${encodeJson({ end: { accountCaps: entries, withdrawals } })}\n`);
+    await write(pending.join(''));
   });
 }
 

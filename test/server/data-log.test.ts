@@ -295,8 +295,8 @@ describe('snapshots and compaction on disk', () => {
     await (await append(store, events, s)).durable;
     await store.close();
     const file = readDataSnapshot(dir);
-    // 2 + 2 lines of entries (2,000 a line) + 3 of withdrawals + the counts.
-    expect(file.lines).toBe(8);
+    // 2 + 5 lines of entries (500 a line) + 9 of withdrawals + the counts.
+    expect(file.lines).toBe(17);
     expect(Object.keys(file.accountCaps)).toHaveLength(2_500);
     expect(file.withdrawals).toHaveLength(4_500);
     for (const line of readFileSync(join(dir, 'snapshot.json'), 'utf8').split('\n'))
