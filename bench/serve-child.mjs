@@ -74,7 +74,7 @@ if (mode === 'floor') {
     metrics: option !== 'no-metrics',
     port: 0,
     adminToken: LOAD_TOKEN,
-    limits: { maxConnections: 10_000 },
+    connectionLimits: { maxConnections: 10_000 },
   });
   console.log(`listening on ${server.url}`);
   process.on('SIGTERM', () => server.close().then(() => process.exit(0)));

@@ -3,6 +3,7 @@
  * order, and when a withdrawal would fit. A cap is inclusive: an amount equal to it passes.
  */
 import { type Amount, isInt64, roomLeft } from './amount.js';
+import { describe, LimitsError } from './errors.js';
 import type { ResolvedCaps } from './limits.js';
 import { isAccountName } from './limits.js';
 import type { LimitsState } from './state.js';
@@ -265,6 +266,9 @@ export function admitDeposits<R extends TransferRequest>(
  * a cap) or no block is known yet. While a window is incomplete, never before it becomes
  * complete.
  *
+ * @throws LimitsError `invalid_amount` or `invalid_account` (with its `path`) for a malformed
+ *   request: it has no height, and `null` means "never", so it is not answered with one
+ *
  * @example
  * ```ts
  * // window 144 blocks, cap 1000n, 800n withdrawn at height 100, tip 120:
@@ -272,6 +276,15 @@ export function admitDeposits<R extends TransferRequest>(
  * ```
  */
 export function whenAvailable(state: LimitsState, request: TransferRequest): number | null {
+  const bad = malformed(request);
+  if (bad !== undefined && !bad.ok)
+    throw new LimitsError(
+      bad.reason === 'invalid_amount' ? 'invalid_amount' : 'invalid_account',
+      bad.reason === 'invalid_amount'
+        ? `expected an amount from 1 to 2^63−1, got ${describe((request as { amount?: unknown }).amount)}`
+        : `expected an account name of 1 to 256 characters without control characters, got ${describe((request as { account?: unknown } | null)?.account)}`,
+      bad.reason === 'invalid_amount' ? 'amount' : 'account',
+    );
   return availableAt(state, request, NOTHING_PENDING);
 }
 

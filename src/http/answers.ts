@@ -112,7 +112,19 @@ export function problem(
 }
 
 export function fromError(status: number, error: LimitsError): HttpResponse {
-  return problem(status, error.code, located(error), { path: error.path });
+  return problem(status, error.code, inJsonWords(located(error)), { path: error.path });
+}
+
+/**
+ * A library message in the words of a JSON client: amounts as JSON numbers (`-5`, not
+ * `-5n`), and types as JSON names them (an integer, not a bigint).
+ */
+export function inJsonWords(message: string): string {
+  return message
+    .replace(/(^|[^\w."])(-?\d+)n\b/g, '$1$2')
+    .replace(/ \(bigint\)/g, '')
+    .replace(/\ba bigint\b/g, 'an integer')
+    .replace(/\bthe number (-?[\d.e+-]+)/g, '$1');
 }
 
 /** A request header's value by its lower-case name (names in any case; repeats joined). */

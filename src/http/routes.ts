@@ -130,15 +130,18 @@ function auditQuery(
   };
   const after = read('after', 0, Number.MAX_SAFE_INTEGER);
   const limit = read('limit', DEFAULT_AUDIT_LIMIT, MAX_AUDIT_LIMIT);
-  if (after === undefined || limit === undefined)
-    return {
-      ok: false,
-      response: problem(
-        400,
-        'bad_request',
-        `after must be a non-negative integer (a log position) and limit one from 0 to ${MAX_AUDIT_LIMIT}, got after=${JSON.stringify(params.get('after')?.slice(0, 20) ?? null)}, limit=${JSON.stringify(params.get('limit')?.slice(0, 20) ?? null)}`,
-      ),
-    };
+  if (after === undefined || limit === undefined) {
+    // Only what was sent and is wrong is named.
+    const wrong = [
+      after === undefined
+        ? `after must be a non-negative integer (a log position), got ${JSON.stringify(params.get('after')?.slice(0, 20))}`
+        : undefined,
+      limit === undefined
+        ? `limit must be an integer from 0 to ${MAX_AUDIT_LIMIT}, got ${JSON.stringify(params.get('limit')?.slice(0, 20))}`
+        : undefined,
+    ].filter((w) => w !== undefined);
+    return { ok: false, response: problem(400, 'bad_request', wrong.join('; ')) };
+  }
   return { ok: true, after, limit };
 }
 

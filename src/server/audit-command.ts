@@ -1,8 +1,11 @@
 /**
  * `peg-limits audit verify --data DIR | --store URL`: recomputes the audit trail's chain,
- * from its first record to its last. Exit 0 with the count of records, or 1 naming the
- * first position where it breaks (a record changed, missing or out of order). Node-only.
+ * from its first record to its last. Exit 0 with the count of records, 1 naming the first
+ * position where it breaks (a record changed, missing or out of order), or 2 when there is
+ * no trail to check (a folder that does not exist or holds none: a mistyped path must not
+ * pass an integrity check). Node-only.
  */
+import { existsSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { verifyTrail } from './audit.js';
 import { dataTrail } from './data-audit.js';
@@ -13,8 +16,20 @@ import { redactStore } from './redact.js';
 /** Runs the check; resolves with the exit code and what to print. */
 export async function auditVerify(
   from: { readonly data: string } | { readonly store: string },
-): Promise<{ readonly code: 0 | 1; readonly out: string }> {
+): Promise<{ readonly code: 0 | 1 | 2; readonly out: string }> {
   const where = 'data' in from ? from.data : redactStore(from.store);
+  if ('data' in from) {
+    if (!existsSync(from.data) || !statSync(from.data).isDirectory())
+      return {
+        code: 2,
+        out: `${where} does not exist (or is not a folder): no audit trail to verify`,
+      };
+    if (!existsSync(join(from.data, JOURNAL_FILE)) && !existsSync(join(from.data, 'audit')))
+      return {
+        code: 2,
+        out: `${where} holds no audit trail (no ${JOURNAL_FILE}, no audit/): is it the data folder of peg-limits serve?`,
+      };
+  }
   const lines =
     'data' in from ? dataTrail(from.data, join(from.data, JOURNAL_FILE)) : storeTrail(from.store);
   const v = await verifyTrail(lines);
@@ -23,7 +38,8 @@ export async function auditVerify(
       code: 1,
       out: `the audit trail of ${where} breaks at position ${v.position}: ${v.why} (${v.count} records before it link up)`,
     };
-  const span = v.count === 0 ? 'no records' : `${v.count} records, positions ${v.first}…${v.last}`;
+  if (v.count === 0) return { code: 2, out: `${where} holds no audit trail: no records to verify` };
+  const span = `${v.count} records, positions ${v.first}…${v.last}`;
   const repairs = v.repairs
     .map((r) => `\na new chain starts at position ${r.position} (--audit-repair): ${r.reason}`)
     .join('');

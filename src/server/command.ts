@@ -423,12 +423,13 @@ export async function serveCommand(
       logRequest: (line) => logger.request(line),
       warn: log,
       metrics: values['no-metrics'] !== true,
+      metricsOffHint: '--no-metrics',
       alerts: {
         urls: alertUrls,
         secret: alertSecret,
         cursors: postgres !== undefined ? pgAlertCursors(postgres) : dataAlertCursors(dir),
       },
-      limits,
+      connectionLimits: limits,
       cors,
       stacksObserver:
         observerAt === undefined || decode === undefined
@@ -513,7 +514,9 @@ async function audit(args: ReadonlyArray<string>): Promise<void> {
     fail('usage: peg-limits audit verify --data DIR | --store postgres://…');
   try {
     const r = await auditVerify(data !== undefined ? { data } : { store: store! });
-    (r.code === 0 ? process.stdout : process.stderr).write(`${r.out}\n`);
+    (r.code === 0 ? process.stdout : process.stderr).write(
+      r.code === 2 ? `peg-limits: ${r.out}\n` : `${r.out}\n`,
+    );
     process.exitCode = r.code;
   } catch (e) {
     fail(`cannot read the audit trail: ${(e as Error).message}`);

@@ -60,7 +60,7 @@ function loadPromClient(): Promise<typeof Prom> {
   return loadPeer<typeof Prom>(
     'prom-client',
     () => import('prom-client'),
-    (hint) => new MetricsUnavailable(`metrics need ${hint}, or pass --no-metrics`),
+    (hint) => new MetricsUnavailable(`metrics need ${hint}, or turn them off`),
   );
 }
 

@@ -26,7 +26,7 @@ import {
 import { type AlertOptions, createAlerts, memoryCursors } from './alerts.js';
 import { createAnswers } from './answers.js';
 import { recordChanges } from './change-record.js';
-import { limitsInForce, type ServerLimits } from './client-limits.js';
+import { DEFAULT_SERVER_LIMITS, limitsInForce, type ServerLimits } from './client-limits.js';
 import { guardConnections } from './connection-policy.js';
 import { connectionGate } from './connections.js';
 import { isLingering } from './linger.js';
@@ -79,9 +79,20 @@ export interface ServerOptions {
    * `prom-client` package is installed, with a warning when it is not); false turns it off.
    */
   readonly metrics?: boolean | undefined;
+  /** How the caller turns metrics off, named in the warning when they cannot be served. @internal */
+  readonly metricsOffHint?: string | undefined;
   /** Alerts when throttle mode starts or ends (`--alert-url`); none when undefined. */
   readonly alerts?: AlertOptions | undefined;
-  /** Client limits; unset fields take {@link DEFAULT_SERVER_LIMITS}. */
+  /**
+   * The connections' limits (time-outs, caps, lingering close); unset fields take
+   * {@link DEFAULT_SERVER_LIMITS}. Not the caps of the limits state: those are the log's
+   * state.
+   */
+  readonly connectionLimits?: Partial<ServerLimits> | undefined;
+  /**
+   * @deprecated Use `connectionLimits`: this name reads as the caps, which it is not. Still
+   * taken when `connectionLimits` is not given.
+   */
   readonly limits?: Partial<ServerLimits> | undefined;
   /**
    * A second listener for a Stacks node's event observer (`POST /new_block`), which feeds
@@ -116,10 +127,28 @@ export interface RunningServer {
 // Requests waiting for their answers, per connection.
 const outstanding = new WeakMap<Socket, number>();
 
+const CAP_NAMES = new Set([
+  'pegCap',
+  'perDepositCap',
+  'perDepositMinimum',
+  'perWithdrawalCap',
+  'rollingWithdrawalBlocks',
+  'rollingWithdrawalCap',
+  'accountCaps',
+]);
+
 /** Serves the interface over an open event log. */
 export async function startServer(options: ServerOptions): Promise<RunningServer> {
   const { log: eventLog, logLine: log, logRequest } = options;
-  const { limits, linger } = limitsInForce(options.limits);
+  const connectionLimits = options.connectionLimits ?? options.limits;
+  // Caps passed where connection limits belong (from plain JavaScript, unchecked) would be
+  // ignored without a word: say so, and refuse.
+  const capFields = Object.keys(connectionLimits ?? {}).filter((k) => CAP_NAMES.has(k));
+  if (capFields.length > 0)
+    throw new TypeError(
+      `startServer({ ${options.connectionLimits !== undefined ? 'connectionLimits' : 'limits'} }) takes the connections' limits (${Object.keys(DEFAULT_SERVER_LIMITS).slice(0, 3).join(', ')}, …), not caps: ${capFields.join(', ')} belong in the log's initial state (createLimitsState({ limits }) given to openDataLog or openPgLog)`,
+    );
+  const { limits, linger } = limitsInForce(connectionLimits);
   // At the cap, an idle connection gives way first, then the oldest stream: a crowd cannot
   // lock out the brake. (The streams are made below; the gate asks for them only later.)
   const gate = connectionGate(
@@ -146,7 +175,9 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       });
     } catch (e) {
       if (!(e instanceof MetricsUnavailable)) throw e;
-      options.warn?.(`warning: ${e.message}; serving without metrics`);
+      options.warn?.(
+        `warning: ${e.message} (${options.metricsOffHint ?? 'metrics: false'}); serving without metrics`,
+      );
     }
   }
   // Alerts for every change that is not chain traffic, delivered from the audit trail.

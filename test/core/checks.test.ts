@@ -203,7 +203,13 @@ describe('checks', () => {
       limit: null,
       availableAt: null,
     });
-    expect(whenAvailable(s, { account: 'a', amount: -1n })).toBeNull();
+    // Invalid input is never the same answer as "never": a LimitsError, with its path.
+    expect(() => whenAvailable(s, { account: 'a', amount: -1n })).toThrow(
+      expect.objectContaining({ code: 'invalid_amount', path: 'amount' }),
+    );
+    expect(() => whenAvailable(s, { account: '', amount: 1n })).toThrow(
+      expect.objectContaining({ code: 'invalid_account', path: 'account' }),
+    );
   });
 
   test('batch admission counts each admitted request against the ones after it', () => {

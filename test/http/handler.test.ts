@@ -318,6 +318,30 @@ describe('POST /admin/events', () => {
   });
 });
 
+describe('errors speak JSON on the wire', () => {
+  test('amounts as JSON numbers and types as JSON names them, in the problem text', () => {
+    const r = call(base(), '/admin/events', {
+      method: 'POST',
+      path: '/admin/events',
+      headers: { ...json, authorization: `Bearer ${TOKEN}` },
+      body: '{"type":"withdrawalRequested","id":"w1","account":"bob","amount":-5,"height":870000}',
+    });
+    expect(r.response.status).toBe(400);
+    expect(r.body.detail).toMatch(/got -5$/);
+    expect(String(r.body.detail)).not.toMatch(/-5n|bigint/);
+  });
+
+  test("GET /admin/audit's 400 names only what was sent", () => {
+    const r = call(base(), '/admin/audit', {
+      method: 'GET',
+      path: '/admin/audit?limit=20000',
+      headers: { authorization: `Bearer ${TOKEN}` },
+    });
+    expect(r.response.status).toBe(400);
+    expect(r.body.detail).toBe('limit must be an integer from 0 to 10000, got "20000"');
+  });
+});
+
 describe('the OpenAPI check itself', () => {
   test('rejects bodies, statuses and media types the document does not describe', () => {
     const ok = { 'content-type': 'application/json' };

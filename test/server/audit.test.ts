@@ -153,6 +153,19 @@ describe('the audit trail of a data folder', () => {
   });
 });
 
+describe('verify of nothing', () => {
+  test('a folder that does not exist, or holds no trail, exits 2 naming it: a mistyped path never passes', async () => {
+    const missing = join(tempDir(), 'nonexistent');
+    const r = await runToEnd('node', [CLI, 'audit', 'verify', '--data', missing]);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain(`${missing} does not exist`);
+    const empty = tempDir();
+    const e = await runToEnd('node', [CLI, 'audit', 'verify', '--data', empty]);
+    expect(e.code).toBe(2);
+    expect(e.stderr).toContain(`${empty} holds no audit trail`);
+  });
+});
+
 describe('a record changed, missing or out of order', () => {
   // A folder whose trail is in the archive (positions 1…6) and the journal (7…8).
   async function folder(): Promise<string> {

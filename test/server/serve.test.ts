@@ -183,6 +183,28 @@ describe('the server over a loopback port', () => {
   });
 });
 
+describe("startServer's options say what they are", () => {
+  test("connectionLimits are the connections' limits; caps passed there are refused, naming them", async () => {
+    const open = () => openDataLog({ dir: tempDir(), initial: createLimitsState() });
+    const log = await open();
+    await expect(startServer({ log, port: 0, limits: { pegCap: 5n } as never })).rejects.toThrow(
+      /startServer\(\{ limits \}\) takes the connections' limits .* not caps: pegCap/,
+    );
+    await log.close();
+    const s = await startServer({
+      log: await open(),
+      port: 0,
+      connectionLimits: { maxConnections: 3 },
+    });
+    running.push(s);
+    expect(s.limits.maxConnections).toBe(3);
+    // The old name still works, as a deprecated alias.
+    const old = await startServer({ log: await open(), port: 0, limits: { maxConnections: 4 } });
+    running.push(old);
+    expect(old.limits.maxConnections).toBe(4);
+  });
+});
+
 describe('HEAD over a real socket', () => {
   test('HEAD is the GET answer without a body, and the connection stays usable', async () => {
     const s = await start(tempDir());
