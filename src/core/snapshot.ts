@@ -30,40 +30,65 @@ import { forEachWithdrawal, withdrawalWalk } from './withdrawals.js';
 /** The `format` every snapshot carries. */
 export const SNAPSHOT_FORMAT = 'peg-limits/snapshot';
 /**
- * The snapshot version this release writes. It reads this one, version 2 (written before a
- * history could start late: complete from the start) and version 1 (written before pending
- * changes existed: it holds none).
+ * The snapshot version this release writes. It reads this one, version 2 (amounts as
+ * integers, to be read with `decodeJson`; written before a history could start late:
+ * complete from the start) and version 1 (besides, written before pending changes existed:
+ * it holds none).
  */
 export const SNAPSHOT_VERSION = 3;
 
+/** An amount in a snapshot: its decimal digits, which JSON keeps, every one of them. */
+export type AmountText = string;
+
+/** Caps in a snapshot: each one's decimal digits, or `null` when unset. */
+export type SnapshotCaps = { readonly [K in keyof Caps]: AmountText | null };
+
+/** A withdrawal in a snapshot (its amount as decimal digits). */
+export interface SnapshotWithdrawal {
+  readonly id: string;
+  readonly account: string;
+  readonly amount: AmountText;
+  readonly height: Height;
+  readonly rejected: boolean;
+}
+
+/** The throttle profile in a snapshot. */
+export type SnapshotProfile = { readonly [K in keyof ThrottleProfile]: AmountText };
+
+/** A pending change in a snapshot: its events with every amount as decimal digits. */
+export type SnapshotChange = Omit<PendingChange, 'events'> & {
+  readonly events: ReadonlyArray<Readonly<Record<string, unknown>>>;
+};
+
 /**
- * Everything a state knows, as plain data: amounts are `bigint` (so `encodeJson` writes
- * them exactly), heights are numbers, maps are objects sorted by key and lists are sorted,
- * so equal states give equal text.
+ * Everything a state knows, as plain JSON: amounts are decimal strings (so that
+ * `JSON.stringify` and `JSON.parse` keep them exact, as `encodeJson` does), heights are
+ * numbers, maps are objects sorted by key and lists are sorted, so equal states give equal
+ * text.
  */
 export interface Snapshot {
   readonly format: typeof SNAPSHOT_FORMAT;
   readonly version: typeof SNAPSHOT_VERSION;
   readonly historyBlocks: number;
-  readonly throttleProfile: ThrottleProfile;
+  readonly throttleProfile: SnapshotProfile;
   /** The configured global caps (without the throttle overlay), all six fields. */
-  readonly limits: Caps;
+  readonly limits: SnapshotCaps;
   /** The configured account entries, by account name. */
-  readonly accountCaps: Readonly<Record<string, Caps>>;
+  readonly accountCaps: Readonly<Record<string, SnapshotCaps>>;
   readonly tip: Height | null;
   readonly highestTip: Height | null;
   /** The height from which the history is complete (`historyCompleteFrom`); null: from the start. */
   readonly historyCompleteFrom: Height | null;
-  readonly peggedTotal: Amount;
+  readonly peggedTotal: AmountText;
   /** The pegged-in totals observed per account (0 is left out). */
-  readonly accountPeggedTotals: Readonly<Record<string, Amount>>;
+  readonly accountPeggedTotals: Readonly<Record<string, AmountText>>;
   /** The key registry, sorted by name. */
   readonly throttleKeys: ReadonlyArray<ThrottleKey>;
   readonly throttleInitiator: string | null;
   /** The withdrawals held (inside the history), sorted by height, then id. */
-  readonly withdrawals: ReadonlyArray<Withdrawal>;
+  readonly withdrawals: ReadonlyArray<SnapshotWithdrawal>;
   /** The pending changes, by id. */
-  readonly changes: ReadonlyArray<PendingChange>;
+  readonly changes: ReadonlyArray<SnapshotChange>;
   /** The id the next pending change gets. */
   readonly nextChangeId: number;
 }
@@ -97,10 +122,25 @@ function byKey(a: string, b: string): number {
   return a < b ? -1 : a > b ? 1 : 0;
 }
 
-function capsOf(caps: Caps): Caps {
-  const out: Record<string, Amount | null> = {};
-  for (const f of CAP_FIELDS) out[f] = caps[f];
-  return out as unknown as Caps;
+function capsOf(caps: Caps): SnapshotCaps {
+  const out: Record<string, AmountText | null> = {};
+  for (const f of CAP_FIELDS) {
+    const v = caps[f];
+    out[f] = v === null ? null : v.toString();
+  }
+  return out as unknown as SnapshotCaps;
+}
+
+// Every bigint of an event (its amounts) as decimal digits, for a pending change.
+function textEvent(value: unknown): unknown {
+  if (typeof value === 'bigint') return value.toString();
+  if (Array.isArray(value)) return value.map(textEvent);
+  if (value !== null && typeof value === 'object') {
+    const out: Record<string, unknown> = {};
+    for (const [k, v] of Object.entries(value)) out[k] = textEvent(v);
+    return out;
+  }
+  return value;
 }
 
 function sortedRecord<V>(pairs: Array<[string, V]>): Record<string, V> {
@@ -123,9 +163,9 @@ function sortedRecord<V>(pairs: Array<[string, V]>): Record<string, V> {
  * ```
  */
 export function snapshotOf(state: LimitsState): Snapshot {
-  const entries: Array<[string, Caps]> = [];
+  const entries: Array<[string, SnapshotCaps]> = [];
   mapForEach(state.entries, (caps, name) => entries.push([name, capsOf(caps)]));
-  const withdrawals: Withdrawal[] = [];
+  const withdrawals: SnapshotWithdrawal[] = [];
   forEachWithdrawal(state, (w) => withdrawals.push(plainWithdrawal(w)));
   return {
     ...snapshotHead(state),
@@ -135,8 +175,14 @@ export function snapshotOf(state: LimitsState): Snapshot {
 }
 
 /** What a snapshot needs of a withdrawal, and nothing else of it. */
-function plainWithdrawal(w: Withdrawal): Withdrawal {
-  return { id: w.id, account: w.account, amount: w.amount, height: w.height, rejected: w.rejected };
+function plainWithdrawal(w: Withdrawal): SnapshotWithdrawal {
+  return {
+    id: w.id,
+    account: w.account,
+    amount: w.amount.toString(),
+    height: w.height,
+    rejected: w.rejected,
+  };
 }
 
 /**
@@ -166,7 +212,7 @@ export function snapshotParts(state: LimitsState): SnapshotParts {
     head: snapshotHead(state),
     nextEntries(max) {
       if (entriesDone) return undefined;
-      const out: Record<string, Caps> = Object.create(null);
+      const out: Record<string, SnapshotCaps> = Object.create(null);
       entriesDone = entryWalk(max, (caps, name) => {
         out[name] = capsOf(caps);
       });
@@ -174,7 +220,7 @@ export function snapshotParts(state: LimitsState): SnapshotParts {
     },
     nextWithdrawals(max) {
       if (withdrawalsDone) return undefined;
-      const out: Withdrawal[] = [];
+      const out: SnapshotWithdrawal[] = [];
       // A budget of entries looked at, so that forgotten ones cannot make a call long.
       withdrawalsDone = withdrawals(max, (w) => out.push(plainWithdrawal(w)));
       return out;
@@ -187,18 +233,18 @@ export interface SnapshotParts {
   /** The snapshot with `accountCaps` `{}` and `withdrawals` `[]`. */
   readonly head: Snapshot;
   /** Up to `max` more account entries, as `accountCaps` holds them; `undefined` once all were given. */
-  nextEntries(max: number): Record<string, Caps> | undefined;
+  nextEntries(max: number): Record<string, SnapshotCaps> | undefined;
   /**
    * Up to `max` more withdrawals, as `withdrawals` holds them (fewer, even none, while
    * forgotten ones are passed over); `undefined` once all were given.
    */
-  nextWithdrawals(max: number): Withdrawal[] | undefined;
+  nextWithdrawals(max: number): SnapshotWithdrawal[] | undefined;
 }
 
 // Everything of a snapshot but the entries and the withdrawals.
 function snapshotHead(state: LimitsState): Snapshot {
-  const pegged: Array<[string, Amount]> = [];
-  mapForEach(state.accountPegged, (total, name) => pegged.push([name, total]));
+  const pegged: Array<[string, AmountText]> = [];
+  mapForEach(state.accountPegged, (total, name) => pegged.push([name, total.toString()]));
   const keys: ThrottleKey[] = [];
   mapForEach(state.throttleKeys, (k) =>
     keys.push({ name: k.name, secretHash: k.secretHash, revoked: k.revoked }),
@@ -208,21 +254,25 @@ function snapshotHead(state: LimitsState): Snapshot {
     version: SNAPSHOT_VERSION,
     historyBlocks: state.historyBlocks,
     throttleProfile: {
-      perWithdrawalCap: state.throttleProfile.perWithdrawalCap,
-      rollingWithdrawalBlocks: state.throttleProfile.rollingWithdrawalBlocks,
-      rollingWithdrawalCap: state.throttleProfile.rollingWithdrawalCap,
+      perWithdrawalCap: state.throttleProfile.perWithdrawalCap.toString(),
+      rollingWithdrawalBlocks: state.throttleProfile.rollingWithdrawalBlocks.toString(),
+      rollingWithdrawalCap: state.throttleProfile.rollingWithdrawalCap.toString(),
     },
     limits: capsOf(state.limits),
     accountCaps: {},
     tip: state.tip,
     highestTip: state.highestTip,
     historyCompleteFrom: state.completeFrom,
-    peggedTotal: state.peggedTotal,
+    peggedTotal: state.peggedTotal.toString(),
     accountPeggedTotals: sortedRecord(pegged),
     throttleKeys: keys.sort((a, b) => byKey(a.name, b.name)),
     throttleInitiator: state.throttleInitiator,
     withdrawals: [],
-    changes: state.changes.map((c) => ({ ...c, approvals: [...c.approvals] })),
+    changes: state.changes.map((c) => ({
+      ...c,
+      events: c.events.map((e) => textEvent(e) as Readonly<Record<string, unknown>>),
+      approvals: [...c.approvals],
+    })),
     nextChangeId: state.nextChangeId,
   };
 }
@@ -300,7 +350,7 @@ export function stateFromSnapshot(value: unknown): Result<{ readonly state: Limi
   } catch (e) {
     const error =
       e instanceof Invalid
-        ? new LimitsError('invalid_snapshot', e.reason, e.at)
+        ? new LimitsError('invalid_snapshot', withHint(value, e.reason), e.at)
         : new LimitsError(
             'invalid_snapshot',
             `the snapshot could not be read: ${e instanceof Error ? e.message : String(e)}`,
@@ -309,9 +359,124 @@ export function stateFromSnapshot(value: unknown): Result<{ readonly state: Limi
   }
 }
 
-function restore(value: unknown): LimitsState {
+// A number where a version 1 or 2 snapshot has an amount: it was read with JSON.parse.
+function withHint(value: unknown, reason: string): string {
   const given = isRecord(value) ? value.version : undefined;
   const version = typeof given === 'bigint' ? Number(given) : given;
+  if ((version === 1 || version === 2) && /got the number/.test(reason))
+    return `${reason}: a version ${version} snapshot carries amounts as JSON integers, which JSON.parse cannot keep exact; read its text with decodeJson (this release writes version 3, amounts as decimal strings, which JSON.parse reads)`;
+  return reason;
+}
+
+const CAP_PATHS = CAP_FIELDS as ReadonlyArray<string>;
+
+// An amount of a version 3 snapshot: decimal digits, to a bigint (range and sign are
+// checked later, by the rule its event applies).
+function amountAt(value: unknown, path: string): unknown {
+  // Missing: said by the check of the field itself.
+  if (value === undefined) return value;
+  if (typeof value === 'string' && /^-?\d{1,30}$/.test(value)) return BigInt(value);
+  invalid(
+    path,
+    typeof value === 'number' || typeof value === 'bigint'
+      ? `expected the amount as a decimal string, got the number ${value}: a version 3 snapshot carries amounts as strings ("150000000"), as snapshotOf writes them`
+      : `expected the amount as a decimal string ("150000000"), got ${describe(value)}`,
+  );
+}
+
+function capsAt(value: unknown, path: string): unknown {
+  if (!isRecord(value)) return value;
+  const out: Record<string, unknown> = { ...value };
+  for (const f of CAP_PATHS)
+    if (f in value && value[f] !== null) out[f] = amountAt(value[f], joinPath(path, f));
+  return out;
+}
+
+function eventAt(value: unknown, path: string): unknown {
+  if (!isRecord(value)) return value;
+  switch (value.type) {
+    case 'limitsSet': {
+      if (!('limits' in value)) return value;
+      const limits = capsAt(value.limits, `${path}.limits`) as Record<string, unknown>;
+      if (isRecord(limits) && isRecord(limits.accountCaps)) {
+        const entries: Record<string, unknown> = {};
+        for (const [name, caps] of Object.entries(limits.accountCaps))
+          entries[name] = capsAt(caps, joinPath(`${path}.limits.accountCaps`, name));
+        return { ...value, limits: { ...limits, accountCaps: entries } };
+      }
+      return { ...value, limits };
+    }
+    case 'accountLimitsSet':
+      return 'limits' in value
+        ? { ...value, limits: capsAt(value.limits, `${path}.limits`) }
+        : value;
+    case 'withdrawalRequested':
+      return 'amount' in value
+        ? { ...value, amount: amountAt(value.amount, `${path}.amount`) }
+        : value;
+    case 'peggedTotalObserved':
+      return 'total' in value ? { ...value, total: amountAt(value.total, `${path}.total`) } : value;
+    default:
+      return value;
+  }
+}
+
+/**
+ * @internal A version 3 snapshot with its amounts as bigints, as version 2 held them and
+ * the rules read them. Throws on an amount that is not decimal digits.
+ */
+export function snapshotAmounts(s: Record<string, unknown>): Record<string, unknown> {
+  return amountsOf(s);
+}
+
+// A version 3 snapshot with its amounts as bigints, as the rules read them.
+function amountsOf(s: Record<string, unknown>): Record<string, unknown> {
+  const out: Record<string, unknown> = { ...s };
+  if ('throttleProfile' in s)
+    out.throttleProfile = isRecord(s.throttleProfile)
+      ? Object.fromEntries(
+          Object.entries(s.throttleProfile).map(([k, v]) => [
+            k,
+            amountAt(v, joinPath('throttleProfile', k)),
+          ]),
+        )
+      : s.throttleProfile;
+  if ('limits' in s) out.limits = capsAt(s.limits, 'limits');
+  if (isRecord(s.accountCaps)) {
+    const entries: Record<string, unknown> = Object.create(null);
+    for (const [name, caps] of Object.entries(s.accountCaps))
+      entries[name] = capsAt(caps, joinPath('accountCaps', name));
+    out.accountCaps = entries;
+  }
+  if ('peggedTotal' in s) out.peggedTotal = amountAt(s.peggedTotal, 'peggedTotal');
+  if (isRecord(s.accountPeggedTotals)) {
+    const totals: Record<string, unknown> = Object.create(null);
+    for (const [name, t] of Object.entries(s.accountPeggedTotals))
+      totals[name] = amountAt(t, joinPath('accountPeggedTotals', name));
+    out.accountPeggedTotals = totals;
+  }
+  if (Array.isArray(s.withdrawals))
+    out.withdrawals = s.withdrawals.map((w: unknown, i) =>
+      isRecord(w) && 'amount' in w
+        ? { ...w, amount: amountAt(w.amount, `withdrawals[${i}].amount`) }
+        : w,
+    );
+  if (Array.isArray(s.changes))
+    out.changes = s.changes.map((c: unknown, i) =>
+      isRecord(c) && Array.isArray(c.events)
+        ? {
+            ...c,
+            events: c.events.map((e: unknown, k) => eventAt(e, `changes[${i}].events[${k}]`)),
+          }
+        : c,
+    );
+  return out;
+}
+
+function restore(given3: unknown): LimitsState {
+  const given = isRecord(given3) ? given3.version : undefined;
+  const version = typeof given === 'bigint' ? Number(given) : given;
+  const value = version === SNAPSHOT_VERSION && isRecord(given3) ? amountsOf(given3) : given3;
   const s = record(value, '', version === 1 ? V1_FIELDS : version === 2 ? V2_FIELDS : TOP_FIELDS);
   if (s.format !== SNAPSHOT_FORMAT)
     invalid('format', `expected "${SNAPSHOT_FORMAT}", got ${describe(s.format)}`);

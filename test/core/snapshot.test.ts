@@ -15,7 +15,7 @@ import {
   stateFromSnapshot,
   whenAvailable,
 } from '../../src/index.js';
-import { snapshotParts } from '../../src/internal.js';
+import { snapshotAmounts, snapshotParts } from '../../src/internal.js';
 import { run } from '../support/helpers.js';
 
 const SECRET = 'a-secret-of-at-least-22-characters';
@@ -88,7 +88,7 @@ describe('snapshotOf and stateFromSnapshot', () => {
       ['ops-1', false],
       ['ops-2', true],
     ]);
-    expect(snap.accountPeggedTotals).toEqual({ bob: 300n });
+    expect(snap.accountPeggedTotals).toEqual({ bob: '300' });
     const back = roundTrip(state);
     expect(getLimits(back)).toEqual(getLimits(state));
     for (const account of ['alice', 'bob', 'carol'])
@@ -103,15 +103,50 @@ describe('snapshotOf and stateFromSnapshot', () => {
     expect(encodeJson(snapshotOf(back))).toBe(encodeJson(snap));
   });
 
+  test('a snapshot is JSON: JSON.stringify and JSON.parse restore the state exactly', () => {
+    const state = rich();
+    const r = stateFromSnapshot(JSON.parse(JSON.stringify(snapshotOf(state))));
+    if (!r.ok) throw r.error;
+    expect(encodeJson(snapshotOf(r.state))).toBe(encodeJson(snapshotOf(state)));
+    expect(getLimits(r.state)).toEqual(getLimits(state));
+  });
+
+  test('a number where an amount belongs says how amounts are written', () => {
+    const text = JSON.stringify(snapshotOf(rich()));
+    const v3 = JSON.parse(text.replace(/"peggedTotal":"(\d+)"/, '"peggedTotal":$1'));
+    const r3 = stateFromSnapshot(v3);
+    expect(r3.ok).toBe(false);
+    if (!r3.ok) {
+      expect(r3.error.path).toBe('peggedTotal');
+      expect(r3.error.message).toMatch(
+        /as a decimal string, got the number \d+: a version 3 snapshot carries amounts as strings/,
+      );
+    }
+    // A version 2 snapshot read with JSON.parse: its integers became numbers.
+    const v2 = JSON.parse(
+      encodeJson({ ...snapshotAmounts(snapshotOf(rich()) as never), version: 2 }).replace(
+        /,"historyCompleteFrom":null/,
+        '',
+      ),
+    );
+    const r2 = stateFromSnapshot(v2);
+    expect(r2.ok).toBe(false);
+    if (!r2.ok) expect(r2.error.message).toMatch(/read its text with decodeJson/);
+  });
+
   test('amounts past 2^53 stay exact through the text', () => {
     const state = run(createLimitsState({ limits: { pegCap: 9_223_372_036_854_775_807n } }), {
       type: 'peggedTotalObserved',
       total: 9_007_199_254_740_993n,
     });
     const text = encodeJson(snapshotOf(state));
-    expect(text).toContain('"pegCap":9223372036854775807');
-    expect(text).toContain('"peggedTotal":9007199254740993');
+    expect(text).toContain('"pegCap":"9223372036854775807"');
+    expect(text).toContain('"peggedTotal":"9007199254740993"');
     expect(snapshotOf(roundTrip(state))).toEqual(snapshotOf(state));
+    // Plain JSON keeps them too.
+    const plain = stateFromSnapshot(JSON.parse(JSON.stringify(snapshotOf(state))));
+    if (!plain.ok) throw plain.error;
+    expect(snapshotOf(plain.state)).toEqual(snapshotOf(state));
   });
 
   test('the state before any block round-trips', () => {
@@ -208,7 +243,7 @@ describe('stateFromSnapshot refuses a broken snapshot with invalid_snapshot and 
       expect(r.ok, pathText(path)).toBe(false);
       if (!r.ok) {
         expect(r.error.path).toBe(pathText(path));
-        expect(r.error.message).toMatch(/missing/);
+        expect(r.error.message, pathText(path)).toMatch(/missing/);
       }
     }
   });

@@ -339,7 +339,10 @@ describe('snapshots and compaction on disk', () => {
       ],
       [text.replace('"version":2', '"version":3'), /reads versions 1 and 2, got 3/],
       [text.replace('"seq":21', '"seq":-1'), /"seq" is not a batch count/],
-      [text.replace('"amount":1,', '"amount":-1,'), /invalid snapshot: withdrawals\[\d+\]\.amount/],
+      [
+        text.replace('"amount":"1",', '"amount":"-1",'),
+        /invalid snapshot: withdrawals\[\d+\]\.amount/,
+      ],
       [text.replace('{"head"', 'x{"head"'), /line 2: not valid JSON/],
       ['[]\n', /expected an object with "format"/],
     ] as const) {
