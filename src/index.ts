@@ -39,9 +39,14 @@ export {
 } from './core/loosening.js';
 export { SCOPES, type Scope, scopeOf, scopesOf } from './core/scopes.js';
 export {
+  type AmountText,
   SNAPSHOT_FORMAT,
   SNAPSHOT_VERSION,
   type Snapshot,
+  type SnapshotCaps,
+  type SnapshotChange,
+  type SnapshotProfile,
+  type SnapshotWithdrawal,
   snapshotOf,
   stateFromSnapshot,
 } from './core/snapshot.js';
