@@ -13,7 +13,8 @@ export { CHANGE_EVENT_TYPES } from './core/changes.js';
 export { located } from './core/errors.js';
 export { isTokenHash, MIN_TOKEN_LENGTH } from './core/keys.js';
 export { isScope } from './core/scopes.js';
-export { type SnapshotParts, snapshotAmounts, snapshotParts } from './core/snapshot.js';
+export { type SnapshotParts, snapshotParts } from './core/snapshot.js';
+export { snapshotAmounts } from './core/snapshot-json.js';
 export {
   type BodyCollector,
   bodyCollector,

@@ -14,6 +14,7 @@ import { heightFromJson, requireHeight } from './heights.js';
 import { isSecretHash } from './keys.js';
 import { CAP_FIELDS, type Caps, isRecord, rejectUnknownFields, requireAccount } from './limits.js';
 import { mapForEach, mapWalk } from './pmap.js';
+import { snapshotAmounts } from './snapshot-json.js';
 import {
   applyAll,
   createLimitsState,
@@ -368,115 +369,11 @@ function withHint(value: unknown, reason: string): string {
   return reason;
 }
 
-const CAP_PATHS = CAP_FIELDS as ReadonlyArray<string>;
-
-// An amount of a version 3 snapshot: decimal digits, to a bigint (range and sign are
-// checked later, by the rule its event applies).
-function amountAt(value: unknown, path: string): unknown {
-  // Missing: said by the check of the field itself.
-  if (value === undefined) return value;
-  if (typeof value === 'string' && /^-?\d{1,30}$/.test(value)) return BigInt(value);
-  invalid(
-    path,
-    typeof value === 'number' || typeof value === 'bigint'
-      ? `expected the amount as a decimal string, got the number ${value}: a version 3 snapshot carries amounts as strings ("150000000"), as snapshotOf writes them`
-      : `expected the amount as a decimal string ("150000000"), got ${describe(value)}`,
-  );
-}
-
-function capsAt(value: unknown, path: string): unknown {
-  if (!isRecord(value)) return value;
-  const out: Record<string, unknown> = { ...value };
-  for (const f of CAP_PATHS)
-    if (f in value && value[f] !== null) out[f] = amountAt(value[f], joinPath(path, f));
-  return out;
-}
-
-function eventAt(value: unknown, path: string): unknown {
-  if (!isRecord(value)) return value;
-  switch (value.type) {
-    case 'limitsSet': {
-      if (!('limits' in value)) return value;
-      const limits = capsAt(value.limits, `${path}.limits`) as Record<string, unknown>;
-      if (isRecord(limits) && isRecord(limits.accountCaps)) {
-        const entries: Record<string, unknown> = {};
-        for (const [name, caps] of Object.entries(limits.accountCaps))
-          entries[name] = capsAt(caps, joinPath(`${path}.limits.accountCaps`, name));
-        return { ...value, limits: { ...limits, accountCaps: entries } };
-      }
-      return { ...value, limits };
-    }
-    case 'accountLimitsSet':
-      return 'limits' in value
-        ? { ...value, limits: capsAt(value.limits, `${path}.limits`) }
-        : value;
-    case 'withdrawalRequested':
-      return 'amount' in value
-        ? { ...value, amount: amountAt(value.amount, `${path}.amount`) }
-        : value;
-    case 'peggedTotalObserved':
-      return 'total' in value ? { ...value, total: amountAt(value.total, `${path}.total`) } : value;
-    default:
-      return value;
-  }
-}
-
-/**
- * @internal A version 3 snapshot with its amounts as bigints, as version 2 held them and
- * the rules read them. Throws on an amount that is not decimal digits.
- */
-export function snapshotAmounts(s: Record<string, unknown>): Record<string, unknown> {
-  return amountsOf(s);
-}
-
-// A version 3 snapshot with its amounts as bigints, as the rules read them.
-function amountsOf(s: Record<string, unknown>): Record<string, unknown> {
-  const out: Record<string, unknown> = { ...s };
-  if ('throttleProfile' in s)
-    out.throttleProfile = isRecord(s.throttleProfile)
-      ? Object.fromEntries(
-          Object.entries(s.throttleProfile).map(([k, v]) => [
-            k,
-            amountAt(v, joinPath('throttleProfile', k)),
-          ]),
-        )
-      : s.throttleProfile;
-  if ('limits' in s) out.limits = capsAt(s.limits, 'limits');
-  if (isRecord(s.accountCaps)) {
-    const entries: Record<string, unknown> = Object.create(null);
-    for (const [name, caps] of Object.entries(s.accountCaps))
-      entries[name] = capsAt(caps, joinPath('accountCaps', name));
-    out.accountCaps = entries;
-  }
-  if ('peggedTotal' in s) out.peggedTotal = amountAt(s.peggedTotal, 'peggedTotal');
-  if (isRecord(s.accountPeggedTotals)) {
-    const totals: Record<string, unknown> = Object.create(null);
-    for (const [name, t] of Object.entries(s.accountPeggedTotals))
-      totals[name] = amountAt(t, joinPath('accountPeggedTotals', name));
-    out.accountPeggedTotals = totals;
-  }
-  if (Array.isArray(s.withdrawals))
-    out.withdrawals = s.withdrawals.map((w: unknown, i) =>
-      isRecord(w) && 'amount' in w
-        ? { ...w, amount: amountAt(w.amount, `withdrawals[${i}].amount`) }
-        : w,
-    );
-  if (Array.isArray(s.changes))
-    out.changes = s.changes.map((c: unknown, i) =>
-      isRecord(c) && Array.isArray(c.events)
-        ? {
-            ...c,
-            events: c.events.map((e: unknown, k) => eventAt(e, `changes[${i}].events[${k}]`)),
-          }
-        : c,
-    );
-  return out;
-}
-
 function restore(given3: unknown): LimitsState {
   const given = isRecord(given3) ? given3.version : undefined;
   const version = typeof given === 'bigint' ? Number(given) : given;
-  const value = version === SNAPSHOT_VERSION && isRecord(given3) ? amountsOf(given3) : given3;
+  const value =
+    version === SNAPSHOT_VERSION && isRecord(given3) ? snapshotAmounts(given3, invalid) : given3;
   const s = record(value, '', version === 1 ? V1_FIELDS : version === 2 ? V2_FIELDS : TOP_FIELDS);
   if (s.format !== SNAPSHOT_FORMAT)
     invalid('format', `expected "${SNAPSHOT_FORMAT}", got ${describe(s.format)}`);

@@ -67,6 +67,27 @@ function problem(description: string) {
 }
 
 /** The OpenAPI 3.1 document of the service. */
+const HELD_BLOCKS = {
+  type: 'object',
+  required: ['blocks'],
+  properties: {
+    blocks: {
+      type: 'array',
+      items: {
+        type: 'object',
+        required: ['hash', 'height', 'burnHeight', 'reason', 'at'],
+        properties: {
+          hash: { type: 'string', description: 'index_block_hash' },
+          height: { type: 'integer', description: 'The Stacks height.' },
+          burnHeight: { type: 'integer', description: 'The Bitcoin height it was mined in.' },
+          reason: { type: 'string', description: 'Why it is held.' },
+          at: { type: 'string', format: 'date-time' },
+        },
+      },
+    },
+  },
+} as const;
+
 export const openApiDocument = {
   openapi: '3.1.0',
   info: {
@@ -428,6 +449,79 @@ export const openApiDocument = {
               'application/problem+json': { schema: { $ref: '#/components/schemas/Problem' } },
             },
           },
+        },
+      },
+    },
+    '/admin/held': {
+      get: {
+        operationId: 'getHeldBlocks',
+        summary: 'The blocks the Stacks observer holds past the chain bounds (chain and limits)',
+        security: [{ operatorToken: [] }],
+        responses: {
+          '200': {
+            description: 'The held blocks, oldest first.',
+            content: { 'application/json': { schema: HELD_BLOCKS } },
+          },
+          '401': problem('Missing or unknown bearer token (invalid_token).'),
+          '403': problem('The operator lacks the chain or the limits scope (scope_denied).'),
+          '404': problem('No operator is configured, or no Stacks observer (not_found).'),
+        },
+      },
+      delete: {
+        operationId: 'dropHeldBlock',
+        summary:
+          'Drops the first held block (the one the bounds refused); the blocks behind it are taken again (chain and limits)',
+        security: [{ operatorToken: [] }],
+        responses: {
+          '200': {
+            description: 'What was dropped, applied and is still held.',
+            content: {
+              'application/json': {
+                schema: {
+                  type: 'object',
+                  required: ['dropped', 'applied', 'held'],
+                  properties: {
+                    dropped: { type: 'integer', minimum: 0 },
+                    applied: { type: 'integer', minimum: 0 },
+                    held: { type: 'integer', minimum: 0 },
+                  },
+                },
+              },
+            },
+          },
+          '401': problem('Missing or unknown bearer token (invalid_token).'),
+          '403': problem('The operator lacks the chain or the limits scope (scope_denied).'),
+          '404': problem('No operator is configured, or no Stacks observer (not_found).'),
+        },
+      },
+    },
+    '/admin/held/release': {
+      post: {
+        operationId: 'releaseHeldBlocks',
+        summary:
+          'Applies the held blocks in order, each as a batch of the operator with the override (chain and limits)',
+        security: [{ operatorToken: [] }],
+        responses: {
+          '200': {
+            description: 'How many were released, and the tip after them.',
+            content: {
+              'application/json': {
+                schema: {
+                  type: 'object',
+                  required: ['released', 'tip'],
+                  properties: {
+                    released: { type: 'integer', minimum: 0 },
+                    tip: { type: ['integer', 'null'] },
+                  },
+                },
+              },
+            },
+          },
+          '401': problem('Missing or unknown bearer token (invalid_token).'),
+          '403': problem('The operator lacks the chain or the limits scope (scope_denied).'),
+          '404': problem('No operator is configured, or no Stacks observer (not_found).'),
+          '409': problem('A held block did not apply (release_stopped): the rest stay held.'),
+          '503': problem('The store is unavailable (store_unavailable).'),
         },
       },
     },

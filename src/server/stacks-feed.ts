@@ -33,6 +33,14 @@ import {
 } from '../internal.js';
 import type { BlockMemoryStore } from './stacks-memory.js';
 import type { StacksRpc } from './stacks-rpc.js';
+import {
+  isBoundRefusal,
+  mergeStart,
+  ok,
+  parentBurnOf,
+  readNodeState,
+  tokenOf,
+} from './stacks-start.js';
 
 /** What {@link BlockFeed} needs. */
 export interface BlockFeedOptions {
@@ -74,24 +82,7 @@ export interface FeedTell {
 /** What an operator asks of the held blocks. */
 export type HeldOp = 'list' | 'release' | 'drop';
 
-/** The mainnet token's contract name next to the registry. */
-export function tokenOf(registry: string): string {
-  return `${registry.split('.')[0]}.sbtc-token`;
-}
-
-// A plain answer to the node; refusals are the service's problem answers.
-export function ok(body: Readonly<Record<string, unknown>>): HttpResponse {
-  return {
-    status: 200,
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify(body),
-  };
-}
-
 type Block = Extract<Observed, { kind: 'block' }>;
-
-// How many requests the start reads at once.
-const STRIDE = 16n;
 
 /** The observer's handling of blocks, one at a time. */
 export class BlockFeed {
@@ -364,35 +355,6 @@ export class BlockFeed {
     ];
   }
 
-  // Every request of the retained history as of block `tip` (walking the ids down from the
-  // last one until the heights fall below the history), and the supply. Any answer that does
-  // not fit the block asked about (a request above its burn height, an id missing below the
-  // last) is refused.
-  async #readNodeState(rpc: StacksRpc, tip: string, burnHeight: number, tipBurnHeight: number) {
-    const from = Math.max(0, burnHeight - this.#service.state.historyBlocks + 1);
-    const last = await rpc.lastWithdrawalRequestId(tip);
-    const requests: RegistryRequest[] = [];
-    let below = false;
-    for (let top = last; top >= 1n && !below; top -= STRIDE) {
-      const ids: bigint[] = [];
-      for (let id = top; id >= 1n && id > top - STRIDE; id--) ids.push(id);
-      const got = await Promise.all(ids.map((id) => rpc.withdrawalRequest(id, tip)));
-      for (const [i, r] of got.entries()) {
-        if (r === null)
-          throw new Error(
-            `the node has no withdrawal request ${ids[i]} below the last one (${last}) as of block ${tip}: an answer for another block`,
-          );
-        if (r.height > tipBurnHeight)
-          throw new Error(
-            `withdrawal request ${r.id} is at burn height ${r.height}, above block ${tip}'s ${tipBurnHeight}: an answer for another block`,
-          );
-        if (r.height < from) below = true;
-        else requests.push(r);
-      }
-    }
-    return { requests, supply: await rpc.totalSupply(tip) };
-  }
-
   // Starts the limits from the node's state as of the block before `block` (its parent), one
   // batch on the trail; the supply as of the parent, or undefined when it failed (then the
   // history stays incomplete, and a later block tries again, no sooner than the retry time).
@@ -412,7 +374,11 @@ export class BlockFeed {
     const callsBefore = rpc.calls;
     let read: { requests: RegistryRequest[]; supply: bigint };
     try {
-      read = await this.#readNodeState(rpc, block.parent, block.burnHeight, parentBurnHeight);
+      read = await readNodeState(rpc, {
+        tip: block.parent,
+        from: Math.max(0, block.burnHeight - this.#service.state.historyBlocks + 1),
+        tipBurnHeight: parentBurnHeight,
+      });
     } catch (e) {
       this.#startFailedAt = Date.now();
       this.#warn(
@@ -625,35 +591,4 @@ export class BlockFeed {
     this.#tell.notify?.({ type: 'heldBlocksReleased', by, blocks: released });
     return ok({ released, tip: windowOf(this.#service.state)?.tip ?? null });
   }
-}
-
-function isBoundRefusal(response: HttpResponse): boolean {
-  if (response.status !== 409) return false;
-  try {
-    return (JSON.parse(response.body) as { code?: string }).code === 'chain_bound_exceeded';
-  } catch {
-    return false;
-  }
-}
-
-// The parent's burn height as the payload gives it (the block's own when it does not).
-function parentBurnOf(body: unknown, block: RememberedBlock): number {
-  const given =
-    typeof body === 'object' && body !== null
-      ? (body as { parent_burn_block_height?: unknown }).parent_burn_block_height
-      : undefined;
-  return typeof given === 'number' && Number.isSafeInteger(given) && given <= block.burnHeight
-    ? given
-    : block.burnHeight;
-}
-
-// The declaration of a late start, then the block's own events (without the block's
-// connection, which the declaration made already).
-function mergeStart(prefix: LimitsEvent[], events: ReadonlyArray<LimitsEvent>): LimitsEvent[] {
-  const connected = prefix.find((e) => e.type === 'blockConnected');
-  const rest = events.filter(
-    (e) =>
-      !(connected !== undefined && e.type === 'blockConnected' && e.height === connected.height),
-  );
-  return [...prefix, ...rest];
 }

@@ -23,9 +23,10 @@ import {
 } from 'peg-limits';
 import { type DecodeClarity, problem } from '../internal.js';
 import { loadPeer } from './peers.js';
-import { BlockFeed, type FeedTell, type HeldOp, ok } from './stacks-feed.js';
+import { BlockFeed, type FeedTell, type HeldOp } from './stacks-feed.js';
 import type { BlockMemoryStore } from './stacks-memory.js';
 import type { ClarityCodec, StacksRpc } from './stacks-rpc.js';
+import { ok } from './stacks-start.js';
 
 export { dataBlockMemory, pgBlockMemory } from './stacks-memory.js';
 

@@ -67,6 +67,10 @@ describe('the route table', () => {
     'DELETE /admin/changes/{id}': [401, 'invalid_token', 404, 'change_not_found'],
     // A handler alone keeps no audit trail: the node:http server answers it from its log.
     'GET /admin/audit': [401, 'invalid_token', 404, 'not_found'],
+    // Only the Stacks observer holds blocks: a handler alone says so.
+    'GET /admin/held': [401, 'invalid_token', 404, 'not_found'],
+    'POST /admin/held/release': [401, 'invalid_token', 404, 'not_found'],
+    'DELETE /admin/held': [401, 'invalid_token', 404, 'not_found'],
     'GET /openapi.json': [200, '', 200, ''],
     // The node:http server's own: a service alone says so.
     'GET /events': [404, 'not_found', 404, 'not_found'],

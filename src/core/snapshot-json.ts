@@ -1,0 +1,121 @@
+/**
+ * Amounts in a snapshot (version 3) as JSON keeps them: decimal strings, read back into the
+ * bigints the rules check, at the places a snapshot holds amounts (caps, totals, the throttle
+ * profile, withdrawals, the events of pending changes).
+ */
+import { describe, fail as failWith, joinPath } from './errors.js';
+import { CAP_FIELDS, isRecord } from './limits.js';
+
+/** Reports a field at fault, with its path; never returns. */
+export type Invalid = (path: string, reason: string) => never;
+
+const fail: Invalid = (path, reason) => failWith('invalid_snapshot', reason, path);
+
+const CAP_PATHS = CAP_FIELDS as ReadonlyArray<string>;
+
+// An amount of a version 3 snapshot: decimal digits, to a bigint (range and sign are
+// checked later, by the rule its event applies).
+function amountOf(value: unknown, path: string, invalid: Invalid): unknown {
+  // Missing: said by the check of the field itself.
+  if (value === undefined) return value;
+  if (typeof value === 'string' && /^-?\d{1,30}$/.test(value)) return BigInt(value);
+  invalid(
+    path,
+    typeof value === 'number' || typeof value === 'bigint'
+      ? `expected the amount as a decimal string, got the number ${value}: a version 3 snapshot carries amounts as strings ("150000000"), as snapshotOf writes them`
+      : `expected the amount as a decimal string ("150000000"), got ${describe(value)}`,
+  );
+}
+
+function capsOf(value: unknown, path: string, invalid: Invalid): unknown {
+  if (!isRecord(value)) return value;
+  const out: Record<string, unknown> = { ...value };
+  for (const f of CAP_PATHS)
+    if (f in value && value[f] !== null) out[f] = amountOf(value[f], joinPath(path, f), invalid);
+  return out;
+}
+
+function eventOf(value: unknown, path: string, invalid: Invalid): unknown {
+  const capsAt = (v: unknown, p: string) => capsOf(v, p, invalid);
+  const amountAt = (v: unknown, p: string) => amountOf(v, p, invalid);
+  if (!isRecord(value)) return value;
+  switch (value.type) {
+    case 'limitsSet': {
+      if (!('limits' in value)) return value;
+      const limits = capsAt(value.limits, `${path}.limits`) as Record<string, unknown>;
+      if (isRecord(limits) && isRecord(limits.accountCaps)) {
+        const entries: Record<string, unknown> = {};
+        for (const [name, caps] of Object.entries(limits.accountCaps))
+          entries[name] = capsAt(caps, joinPath(`${path}.limits.accountCaps`, name));
+        return { ...value, limits: { ...limits, accountCaps: entries } };
+      }
+      return { ...value, limits };
+    }
+    case 'accountLimitsSet':
+      return 'limits' in value
+        ? { ...value, limits: capsAt(value.limits, `${path}.limits`) }
+        : value;
+    case 'withdrawalRequested':
+      return 'amount' in value
+        ? { ...value, amount: amountAt(value.amount, `${path}.amount`) }
+        : value;
+    case 'peggedTotalObserved':
+      return 'total' in value ? { ...value, total: amountAt(value.total, `${path}.total`) } : value;
+    default:
+      return value;
+  }
+}
+
+/**
+ * @internal A version 3 snapshot with its amounts as bigints, as version 2 held them and
+ * the rules read them. An amount that is not decimal digits is reported to `invalid` with
+ * its path (which throws); a missing one is left for the field's own check to name.
+ */
+export function snapshotAmounts(
+  s: Record<string, unknown>,
+  invalid: Invalid = fail,
+): Record<string, unknown> {
+  const amountAt = (value: unknown, path: string) => amountOf(value, path, invalid);
+  const out: Record<string, unknown> = { ...s };
+  if ('throttleProfile' in s)
+    out.throttleProfile = isRecord(s.throttleProfile)
+      ? Object.fromEntries(
+          Object.entries(s.throttleProfile).map(([k, v]) => [
+            k,
+            amountAt(v, joinPath('throttleProfile', k)),
+          ]),
+        )
+      : s.throttleProfile;
+  if ('limits' in s) out.limits = capsOf(s.limits, 'limits', invalid);
+  if (isRecord(s.accountCaps)) {
+    const entries: Record<string, unknown> = Object.create(null);
+    for (const [name, caps] of Object.entries(s.accountCaps))
+      entries[name] = capsOf(caps, joinPath('accountCaps', name), invalid);
+    out.accountCaps = entries;
+  }
+  if ('peggedTotal' in s) out.peggedTotal = amountAt(s.peggedTotal, 'peggedTotal');
+  if (isRecord(s.accountPeggedTotals)) {
+    const totals: Record<string, unknown> = Object.create(null);
+    for (const [name, t] of Object.entries(s.accountPeggedTotals))
+      totals[name] = amountAt(t, joinPath('accountPeggedTotals', name));
+    out.accountPeggedTotals = totals;
+  }
+  if (Array.isArray(s.withdrawals))
+    out.withdrawals = s.withdrawals.map((w: unknown, i) =>
+      isRecord(w) && 'amount' in w
+        ? { ...w, amount: amountAt(w.amount, `withdrawals[${i}].amount`) }
+        : w,
+    );
+  if (Array.isArray(s.changes))
+    out.changes = s.changes.map((c: unknown, i) =>
+      isRecord(c) && Array.isArray(c.events)
+        ? {
+            ...c,
+            events: c.events.map((e: unknown, k) =>
+              eventOf(e, `changes[${i}].events[${k}]`, invalid),
+            ),
+          }
+        : c,
+    );
+  return out;
+}
