@@ -7,12 +7,15 @@
  * Applying a change's batch inside another event needs the state's own batch machinery,
  * which lives above this module (`state.ts`): it is handed in as {@link Batches}.
  */
+
+import { requireCap } from './amount.js';
 import type { Draft, LimitsState } from './draft.js';
 import { describe, fail, joinPath, LimitsError } from './errors.js';
 import type { LimitsEvent, PendingChange, SettledChange } from './events.js';
 import { isSecretHash } from './keys.js';
 import {
   accountCapsEntries,
+  CAP_FIELDS,
   isRecord,
   rejectUnknownFields,
   requireAccount,
@@ -29,6 +32,7 @@ export const MAX_QUORUM = 1_000;
 /** The event types a pending change may hold: the limits and key events that loosen. */
 export const CHANGE_EVENT_TYPES: ReadonlySet<string> = new Set([
   'limitsSet',
+  'limitsUpdated',
   'accountLimitsSet',
   'throttleEnded',
   'throttleKeyAdded',
@@ -95,7 +99,10 @@ function settle(d: Draft, change: PendingChange, batches: Batches): void {
 // A Map of account entries becomes a plain object, so that a change is plain data.
 function plainEvent(event: Record<string, unknown>): LimitsEvent {
   const limits = event.limits as Record<string, unknown> | undefined;
-  if (event.type !== 'limitsSet' || !(limits?.accountCaps instanceof Map))
+  if (
+    (event.type !== 'limitsSet' && event.type !== 'limitsUpdated') ||
+    !(limits?.accountCaps instanceof Map)
+  )
     return event as unknown as LimitsEvent;
   return {
     ...event,
@@ -356,7 +363,8 @@ function checkEvent(event: unknown, historyBlocks: number, path: string): Limits
       `a pending change holds only ${[...CHANGE_EVENT_TYPES].join(', ')} events, got ${describe(type)}`,
       joinPath(path, 'type'),
     );
-  if (type === 'limitsSet') {
+  if (type === 'limitsUpdated') checkUpdate(event.limits, joinPath(path, 'limits'));
+  else if (type === 'limitsSet') {
     validateCaps(event.limits, joinPath(path, 'limits'), historyBlocks, ['accountCaps']);
     const accountCaps = (event.limits as Record<string, unknown>).accountCaps;
     if (accountCaps !== undefined) {
@@ -433,4 +441,28 @@ export function checkLooseningPolicy(value: unknown, path = 'loosening'): Loosen
       joinPath(path, 'delayBlocks'),
     );
   return { delayBlocks: delay, quorum };
+}
+
+// The shape of a limitsUpdated's fields (what they make together is judged when it applies).
+function checkUpdate(limits: unknown, path: string): void {
+  if (!isRecord(limits))
+    fail('invalid_event', `expected an object of limits, got ${describe(limits)}`, path);
+  rejectUnknownFields(limits, CAP_FIELDS, path, ['accountCaps']);
+  for (const f of CAP_FIELDS)
+    if (limits[f] !== undefined && limits[f] !== null) requireCap(limits[f], joinPath(path, f));
+  if (limits.accountCaps === undefined) return;
+  const at = joinPath(path, 'accountCaps');
+  for (const [account, caps] of accountCapsEntries(limits.accountCaps, at)) {
+    requireAccount(account, joinPath(at, account));
+    if (!isRecord(caps))
+      fail(
+        'invalid_event',
+        `expected an object of limits, got ${describe(caps)}`,
+        joinPath(at, account),
+      );
+    rejectUnknownFields(caps, CAP_FIELDS, joinPath(at, account));
+    for (const f of CAP_FIELDS)
+      if (caps[f] !== undefined && caps[f] !== null)
+        requireCap(caps[f], joinPath(joinPath(at, account), f));
+  }
 }

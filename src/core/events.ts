@@ -14,6 +14,12 @@ export type Height = number;
 export type LimitsEvent =
   | { readonly type: 'limitsSet'; readonly limits: LimitsConfig }
   | { readonly type: 'accountLimitsSet'; readonly account: string; readonly limits: CapsInput }
+  /**
+   * Changes only the caps it names, globally and in the account entries it lists (`null`
+   * unsets one); every other field stays as it is. Unlike `limitsSet`, it does not end
+   * throttle mode.
+   */
+  | { readonly type: 'limitsUpdated'; readonly limits: LimitsConfig }
   | { readonly type: 'blockConnected'; readonly height: Height }
   | { readonly type: 'chainReorganized'; readonly height: Height }
   | {

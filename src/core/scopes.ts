@@ -19,6 +19,7 @@ const BY_TYPE: Readonly<Record<string, Scope>> = {
   peggedTotalObserved: 'chain',
   historyCompleteFrom: 'chain',
   limitsSet: 'limits',
+  limitsUpdated: 'limits',
   accountLimitsSet: 'limits',
   throttleStarted: 'limits',
   throttleEnded: 'limits',

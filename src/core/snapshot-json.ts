@@ -40,7 +40,8 @@ function eventOf(value: unknown, path: string, invalid: Invalid): unknown {
   const amountAt = (v: unknown, p: string) => amountOf(v, p, invalid);
   if (!isRecord(value)) return value;
   switch (value.type) {
-    case 'limitsSet': {
+    case 'limitsSet':
+    case 'limitsUpdated': {
       if (!('limits' in value)) return value;
       const limits = capsAt(value.limits, `${path}.limits`) as Record<string, unknown>;
       if (isRecord(limits) && isRecord(limits.accountCaps)) {

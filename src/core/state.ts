@@ -39,11 +39,13 @@ import type { LimitsEvent, SettledChange } from './events.js';
 import { requireHeight } from './heights.js';
 import {
   accountCapsEntries,
+  CAP_FIELDS,
   type Caps,
   isEmptyCaps,
   isRecord,
   type LimitsConfig,
   NO_CAPS,
+  rejectUnknownFields,
   requireAccount,
   validateCaps,
 } from './limits.js';
@@ -207,6 +209,48 @@ function setLimits(d: Draft, input: unknown, path: string): void {
   d.changed = true;
 }
 
+// limitsUpdated: only the fields it names change, globally and in the entries it lists;
+// what they make together is checked as a whole. Throttle mode stays as it is.
+function updateLimits(d: Draft, input: unknown, path: string): void {
+  if (!isRecord(input))
+    fail('invalid_event', `expected an object of limits, got ${describe(input)}`, path);
+  const caps = validateCaps(merged(d.limits, input, path, ['accountCaps']), path, d.historyBlocks, [
+    'accountCaps',
+  ]);
+  const updates: Array<[string, Caps]> = [];
+  const accountCaps = (input as LimitsConfig).accountCaps;
+  if (accountCaps !== undefined) {
+    const at = joinPath(path, 'accountCaps');
+    for (const [account, entry] of accountCapsEntries(accountCaps, at)) {
+      const entryPath = joinPath(at, account);
+      requireAccount(account, entryPath);
+      if (!isRecord(entry))
+        fail('invalid_event', `expected an object of limits, got ${describe(entry)}`, entryPath);
+      const before = mapGet(d.entries, account) ?? NO_CAPS;
+      updates.push([
+        account,
+        validateCaps(merged(before, entry, entryPath, []), entryPath, d.historyBlocks),
+      ]);
+    }
+  }
+  d.limits = caps;
+  for (const [account, entry] of updates) setEntry(d, account, entry);
+  d.changed = true;
+}
+
+// `caps` with the fields `input` names put over it (the names checked).
+function merged(
+  caps: Caps,
+  input: Readonly<Record<string, unknown>>,
+  path: string,
+  allowed: ReadonlyArray<string>,
+): Record<string, unknown> {
+  rejectUnknownFields(input, CAP_FIELDS, path, allowed);
+  const out: Record<string, unknown> = { ...caps };
+  for (const f of CAP_FIELDS) if (f in input && input[f] !== undefined) out[f] = input[f];
+  return out;
+}
+
 function setEntry(d: Draft, account: string, caps: Caps): void {
   const had = (mapGet(d.entries, account)?.rollingWithdrawalBlocks ?? null) !== null;
   const has = caps.rollingWithdrawalBlocks !== null;
@@ -255,6 +299,7 @@ type EventHandler = (d: Draft, e: Record<string, unknown>) => void;
 
 const handlers = new Map<string, EventHandler>([
   ['limitsSet', (d, e) => setLimits(d, e.limits, 'limits')],
+  ['limitsUpdated', (d, e) => updateLimits(d, e.limits, 'limits')],
   ['accountLimitsSet', accountLimitsSet],
   ['blockConnected', connect],
   ['chainReorganized', chainReorganized],

@@ -7,7 +7,7 @@
 import { checkChainBounds } from '../core/bounds.js';
 import { CHANGE_EVENT_TYPES, looseningWaits, NO_WAITING } from '../core/changes.js';
 import { type LimitsError, located } from '../core/errors.js';
-import { loosens } from '../core/loosening.js';
+import { loosenings, loosens } from '../core/loosening.js';
 import { type Scope, scopeOf, scopesOf } from '../core/scopes.js';
 import { applyAll, type LimitsEvent, type LimitsState, type PendingChange } from '../core/state.js';
 import {
@@ -184,7 +184,8 @@ function waitingChange(
   const change = p.state.changes[p.state.changes.length - 1]!;
   return {
     state: p.state,
-    response: json(202, change),
+    // What it loosens, field by field with the value before and after: the approvers read it.
+    response: json(202, { ...change, loosens: loosenings(state, next) }),
     events: [proposal],
     actor: actorOf(caller),
   };
@@ -301,4 +302,15 @@ export function heldRoute(op: 'list' | 'release' | 'drop'): Route['handle'] {
       held: { op, by: caller.name },
     };
   };
+}
+
+/**
+ * The pending changes as `GET /admin/changes` lists them: each with what it would loosen if
+ * it applied on the state now, field by field (`loosens`).
+ */
+export function changesListing(state: LimitsState): ReadonlyArray<unknown> {
+  return state.changes.map((change) => {
+    const r = applyAll(state, change.events);
+    return { ...change, loosens: r.ok ? loosenings(state, r.state) : [] };
+  });
 }

@@ -189,6 +189,7 @@ export const SCHEMAS = {
         type: 'string',
         enum: [
           'limitsSet',
+          'limitsUpdated',
           'accountLimitsSet',
           'blockConnected',
           'chainReorganized',
@@ -211,6 +212,12 @@ export const SCHEMAS = {
     additionalProperties: false,
     required: CHANGE_FIELDS,
     properties: {
+      loosens: {
+        type: 'array',
+        description:
+          'What it loosens, field by field: { kind: cap, account (null: global), field, before, after (null: removed), view } | { kind: throttleEnded, initiator } | { kind: keyRevoked, name }. In the 202 that proposes it and in GET /admin/changes (as if it applied now).',
+        items: { type: 'object', required: ['kind'] },
+      },
       id: { type: 'integer', minimum: 1 },
       events: {
         type: 'array',

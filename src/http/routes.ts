@@ -11,7 +11,7 @@ import { isAccountName } from '../core/limits.js';
 import { startThrottle } from '../core/start-throttle.js';
 import type { LimitsEvent, LimitsState } from '../core/state.js';
 import { getAccountLimits, windowOf } from '../core/views.js';
-import { approveRoute, cancelRoute, eventsRoute, heldRoute } from './admin.js';
+import { approveRoute, cancelRoute, changesListing, eventsRoute, heldRoute } from './admin.js';
 import {
   fromError,
   json,
@@ -233,7 +233,7 @@ export const ROUTES: ReadonlyArray<Route> = [
     pattern: '/admin/changes',
     access: 'operator',
     maxBody: 0,
-    handle: (state) => unchanged(state, json(200, state.changes)),
+    handle: (state) => unchanged(state, json(200, changesListing(state))),
   },
   {
     method: 'POST',

@@ -285,6 +285,65 @@ describe('loosening that waits', () => {
     expect(lower.response.status).toBe(200);
   });
 
+  test('changing one field changes one field: limitsUpdated raises one cap, and the 202 and the listing say what loosens, before and after', () => {
+    const s = run(base(), {
+      type: 'limitsSet',
+      limits: {
+        pegCap: 100n,
+        perWithdrawalCap: 1000n,
+        rollingWithdrawalBlocks: 144n,
+        rollingWithdrawalCap: 5000n,
+      },
+    });
+    const r = events(
+      s,
+      [{ type: 'limitsUpdated', limits: { perWithdrawalCap: 2000n } }],
+      GOV1,
+      WAITING,
+    );
+    expect(r.response.status).toBe(202);
+    expect(r.body.loosens).toEqual([
+      {
+        kind: 'cap',
+        account: null,
+        field: 'perWithdrawalCap',
+        before: 1000n,
+        after: 2000n,
+        view: 'effective',
+      },
+    ]);
+    const listed = call(
+      r.state,
+      { method: 'GET', path: '/admin/changes', headers: { authorization: `Bearer ${GOV2}` } },
+      WAITING,
+      '/admin/changes',
+    );
+    expect((listed.body as unknown as Array<{ loosens: unknown }>)[0]?.loosens).toEqual(
+      r.body.loosens,
+    );
+    // Once it applies, the other caps are as they were.
+    const applied = run(r.state, { type: 'changeApproved', id: 1, by: 'gov-2' });
+    expect(getLimits(applied)).toMatchObject({
+      pegCap: 100n,
+      perWithdrawalCap: 2000n,
+      rollingWithdrawalCap: 5000n,
+    });
+    // A replace that leaves the peg cap out removes it, and its 202 says so.
+    const replace = events(
+      s,
+      [{ type: 'limitsSet', limits: { perWithdrawalCap: 2000n } }],
+      GOV1,
+      WAITING,
+    );
+    expect(replace.response.status).toBe(202);
+    const fields = (replace.body.loosens as Array<{ field?: string; after?: unknown }>).map((l) => [
+      l.field,
+      l.after,
+    ]);
+    expect(fields).toContainEqual(['pegCap', null]);
+    expect(fields).toContainEqual(['perWithdrawalCap', 2000n]);
+  });
+
   test('a batch that loosens one thing and tightens another waits', () => {
     const r = events(
       base(),

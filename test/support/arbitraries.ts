@@ -79,6 +79,7 @@ export type Step =
   | { kind: 'rejectHeld'; pick: number }
   | { kind: 'account'; account: string; caps: CapsInput }
   | { kind: 'global'; caps: CapsInput; accounts: Record<string, CapsInput> }
+  | { kind: 'update'; caps: CapsInput; fields: string[]; accounts: Record<string, CapsInput> }
   | { kind: 'pegged'; total: bigint; account: string | undefined }
   | { kind: 'completeFrom'; back: number }
   | { kind: 'unreject'; pick: number }
@@ -94,6 +95,12 @@ export type Step =
 /** An event a pending change may hold, as a step. */
 export type ChangeStep =
   | { kind: 'account'; account: string; caps: CapsInput }
+  | {
+      kind: 'update';
+      caps: CapsInput;
+      fields: string[];
+      accounts: Record<string, CapsInput>;
+    }
   | { kind: 'global'; caps: CapsInput; accounts: Record<string, CapsInput> }
   | { kind: 'unthrottle' }
   | { kind: 'key'; op: 'add' | 'revoke' | 'reactivate'; name: string };
@@ -111,9 +118,28 @@ export function keyStepArb(): fc.Arbitrary<Extract<Step, { kind: 'key' }>> {
 }
 
 /** An event a pending change may hold: mostly limits, sometimes keys or the end of throttle mode. */
+/** A limitsUpdated: a few fields of the global caps and of an entry, the rest kept. */
+export function updateStepArb(history: number): fc.Arbitrary<Extract<Step, { kind: 'update' }>> {
+  return fc.record({
+    kind: fc.constant('update' as const),
+    caps: capsArb(history),
+    fields: fc.subarray([
+      'pegCap',
+      'perDepositCap',
+      'perDepositMinimum',
+      'perWithdrawalCap',
+      'rollingWithdrawalBlocks',
+      'rollingWithdrawalCap',
+    ]),
+    accounts: fc.dictionary(fc.constantFrom(...ACCOUNTS), capsArb(history), { maxKeys: 1 }),
+  });
+}
+
 export function changeStepArb(history: number): fc.Arbitrary<ChangeStep> {
   const account = fc.constantFrom(...ACCOUNTS);
   return fc.oneof(
+    // One or a few fields changed, the rest kept (limitsUpdated).
+    { weight: 3, arbitrary: updateStepArb(history) },
     {
       weight: 4,
       arbitrary: fc.record({
@@ -138,6 +164,7 @@ export function changeStepArb(history: number): fc.Arbitrary<ChangeStep> {
 export function stepArb(history: number): fc.Arbitrary<Step> {
   const account = fc.constantFrom(...ACCOUNTS);
   return fc.oneof(
+    { weight: 2, arbitrary: updateStepArb(history) },
     {
       weight: 8,
       arbitrary: fc.record({
@@ -287,6 +314,16 @@ export function toEvent(step: Step, model: NaiveModel): LimitsEvent {
       return { type: 'accountLimitsSet', account: step.account, limits: step.caps };
     case 'global':
       return { type: 'limitsSet', limits: { ...step.caps, accountCaps: step.accounts } };
+    case 'update': {
+      const pick = (c: CapsInput) =>
+        Object.fromEntries(
+          step.fields.map((f) => [f, (c as Record<string, unknown>)[f] ?? null]),
+        ) as CapsInput;
+      const accounts = Object.fromEntries(
+        Object.entries(step.accounts).map(([a, c]) => [a, pick(c)]),
+      );
+      return { type: 'limitsUpdated', limits: { ...pick(step.caps), accountCaps: accounts } };
+    }
     case 'pegged':
       return step.account === undefined
         ? { type: 'peggedTotalObserved', total: step.total }

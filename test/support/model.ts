@@ -44,6 +44,7 @@ export interface ModelChange {
 
 const CHANGE_TYPES = [
   'limitsSet',
+  'limitsUpdated',
   'accountLimitsSet',
   'throttleEnded',
   'throttleKeyAdded',
@@ -185,6 +186,31 @@ export class NaiveModel {
         this.global = NaiveModel.caps(rest);
         for (const k of Object.keys(ac)) this.setEntry(k, NaiveModel.caps(ac[k]!));
         this.throttle = null;
+        return undefined;
+      }
+      case 'limitsUpdated': {
+        // Only the fields named change; what they make together is checked as a whole.
+        const l = e.limits as Record<string, unknown>;
+        const { accountCaps, ...rest } = l;
+        const named = (c: Record<string, unknown>) =>
+          Object.fromEntries(Object.entries(c).filter(([, v]) => v !== undefined));
+        for (const k of Object.keys(rest))
+          if (!(FIELDS as readonly string[]).includes(k)) return 'unknown_field';
+        const global = { ...this.global, ...named(rest) };
+        const err = this.capsError(global);
+        if (err) return err;
+        const ac = (accountCaps ?? {}) as Record<string, Record<string, unknown>>;
+        const entries: Array<[string, Caps]> = [];
+        for (const k of Object.keys(ac)) {
+          for (const f of Object.keys(ac[k]!))
+            if (!(FIELDS as readonly string[]).includes(f)) return 'unknown_field';
+          const entry = { ...(this.entries.get(k) ?? NaiveModel.caps({})), ...named(ac[k]!) };
+          const entryErr = this.capsError(entry);
+          if (entryErr) return entryErr;
+          entries.push([k, NaiveModel.caps(entry)]);
+        }
+        this.global = NaiveModel.caps(global);
+        for (const [k, c] of entries) this.setEntry(k, c);
         return undefined;
       }
       case 'accountLimitsSet': {
