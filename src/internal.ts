@@ -12,6 +12,7 @@
 export { CHANGE_EVENT_TYPES } from './core/changes.js';
 export { located } from './core/errors.js';
 export { isTokenHash, MIN_TOKEN_LENGTH } from './core/keys.js';
+export { CAP_FIELDS } from './core/limits.js';
 export { isScope } from './core/scopes.js';
 export { type SnapshotParts, snapshotParts } from './core/snapshot.js';
 export { snapshotAmounts } from './core/snapshot-json.js';

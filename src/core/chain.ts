@@ -125,7 +125,8 @@ export function withdrawalRequested(d: Draft, e: Record<string, unknown>): void 
   d.changed = true;
 }
 
-export function withdrawalRejected(d: Draft, e: Record<string, unknown>): void {
+// The withdrawal an event names by its id, which the state must hold.
+function heldOf(d: Draft, e: Record<string, unknown>) {
   const id = requireId(e.id, 'id');
   const held = findWithdrawal(d, id);
   if (held === undefined) {
@@ -135,6 +136,11 @@ export function withdrawalRejected(d: Draft, e: Record<string, unknown>): void {
       'id',
     );
   }
+  return held;
+}
+
+export function withdrawalRejected(d: Draft, e: Record<string, unknown>): void {
+  const held = heldOf(d, e);
   const w = held.withdrawal;
   if (w.rejected) return;
   rejectWithdrawal(d, held);
@@ -146,15 +152,7 @@ export function withdrawalRejected(d: Draft, e: Record<string, unknown>): void {
 // A rejection undone (the block that carried it was orphaned): the withdrawal counts again,
 // at its own height. Undoing a rejection that is not there changes nothing.
 export function withdrawalRejectionUndone(d: Draft, e: Record<string, unknown>): void {
-  const id = requireId(e.id, 'id');
-  const held = findWithdrawal(d, id);
-  if (held === undefined) {
-    fail(
-      'unknown_withdrawal',
-      `no withdrawal "${id}" is held (never requested, dropped by a reorganization, or older than the history)`,
-      'id',
-    );
-  }
+  const held = heldOf(d, e);
   const w = held.withdrawal;
   if (!w.rejected) return;
   rejectWithdrawal(d, held, false);

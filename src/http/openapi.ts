@@ -66,7 +66,7 @@ function problem(description: string) {
   };
 }
 
-/** The OpenAPI 3.1 document of the service. */
+// What GET /admin/held answers.
 const HELD_BLOCKS = {
   type: 'object',
   required: ['blocks'],
@@ -88,6 +88,7 @@ const HELD_BLOCKS = {
   },
 } as const;
 
+/** The OpenAPI 3.1 document of the service. */
 export const openApiDocument = {
   openapi: '3.1.0',
   info: {

@@ -17,6 +17,7 @@ import {
 import {
   admitRequest,
   bodyCollector,
+  CAP_FIELDS,
   declaredTooLarge,
   isChange,
   matchPath,
@@ -127,15 +128,7 @@ export interface RunningServer {
 // Requests waiting for their answers, per connection.
 const outstanding = new WeakMap<Socket, number>();
 
-const CAP_NAMES = new Set([
-  'pegCap',
-  'perDepositCap',
-  'perDepositMinimum',
-  'perWithdrawalCap',
-  'rollingWithdrawalBlocks',
-  'rollingWithdrawalCap',
-  'accountCaps',
-]);
+const CAP_NAMES = new Set<string>([...CAP_FIELDS, 'accountCaps']);
 
 /** Serves the interface over an open event log. */
 export async function startServer(options: ServerOptions): Promise<RunningServer> {

@@ -1,4 +1,5 @@
 /** Arbitraries and assertion helpers shared by the property tests. */
+
 import { fc } from '@fast-check/vitest';
 import { expect } from 'vitest';
 import {
@@ -18,6 +19,7 @@ import {
   whenAvailable,
   windowOf,
 } from '../../src/index.js';
+import { CAP_FIELDS } from '../../src/internal.js';
 import type { NaiveModel } from './model.js';
 
 export const ACCOUNTS = ['alice', 'bob', 'carol', 'dave'] as const;
@@ -123,14 +125,7 @@ export function updateStepArb(history: number): fc.Arbitrary<Extract<Step, { kin
   return fc.record({
     kind: fc.constant('update' as const),
     caps: capsArb(history),
-    fields: fc.subarray([
-      'pegCap',
-      'perDepositCap',
-      'perDepositMinimum',
-      'perWithdrawalCap',
-      'rollingWithdrawalBlocks',
-      'rollingWithdrawalCap',
-    ]),
+    fields: fc.subarray([...CAP_FIELDS]),
     accounts: fc.dictionary(fc.constantFrom(...ACCOUNTS), capsArb(history), { maxKeys: 1 }),
   });
 }
