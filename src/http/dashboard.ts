@@ -155,6 +155,14 @@ function renderEntries() {
 }
 
 function renderWindow(w) {
+  // A window that reaches below where the history starts (a feed started mid-chain): the
+  // room is unknown, not absent.
+  if (w.complete === false) {
+    const a = $('available');
+    a.dataset.value = 'null';
+    a.textContent = 'unknown until block ' + Number(w.completeAt).toLocaleString('en-US');
+    a.title = 'the window reaches below the first block the service was told of: withdrawals wait';
+  }
   $('tip').textContent = w.tip === null ? 'no block yet' : 'tip ' + Number(w.tip).toLocaleString('en-US');
   $('tip').dataset.value = w.tip === null ? 'null' : w.tip;
   setAmount($('withdrawn'), w.withdrawn);

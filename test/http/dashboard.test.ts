@@ -171,6 +171,30 @@ describe.skipIf(CHROMIUM === undefined)('the dashboard in a real browser', () =>
     await page.close();
   });
 
+  test('a window that starts late says the room is unknown until the block it completes, not "no window"', async () => {
+    const late = applyAll(
+      createLimitsState({ limits: { rollingWithdrawalBlocks: 144n, rollingWithdrawalCap: 1000n } }),
+      [
+        { type: 'blockConnected', height: 870_000 },
+        { type: 'historyCompleteFrom', height: 870_001 },
+      ],
+    );
+    if (!late.ok) throw late.error;
+    const s = await startServer({
+      log: await openDataLog({ dir: tempDir(), initial: late.state }),
+      port: 0,
+    });
+    try {
+      const page = await browser.newPage({ viewport: { width: 1000, height: 800 } });
+      await page.goto(`${s.url}/`);
+      await page.waitForSelector('body[data-loaded="true"]', { timeout: 10_000 });
+      expect(await page.textContent('#available')).toBe('unknown until block 870,144');
+      await page.close();
+    } finally {
+      await s.close();
+    }
+  });
+
   test('pages and searches 10,000 account entries', async () => {
     const page = await open(1280, 900);
     expect(await value(page, '#entryCount')).toBe('10000');
