@@ -5,9 +5,11 @@
  * restart resumes it) and tell exactly what was true then. Node-only.
  */
 import {
+  applyAll,
   getLimits,
   type LimitsEvent,
   type LimitsState,
+  loosenings,
   pendingChanges,
   type SettledChange,
 } from 'peg-limits';
@@ -34,6 +36,10 @@ export function noticesOf(
       case 'limitsSet':
         out.push({ type: 'limitsChanged', limits: e.limits });
         break;
+      case 'limitsUpdated':
+        // Only the fields named changed: said as such.
+        out.push({ type: 'limitsChanged', updated: e.limits });
+        break;
       case 'accountLimitsSet':
         out.push({ type: 'accountLimitsChanged', account: e.account, limits: e.limits });
         break;
@@ -44,12 +50,15 @@ export function noticesOf(
         break;
       case 'changeProposed': {
         const change = pendingChanges(next).at(-1);
+        // What it would loosen, field by field, before and after: whoever approves reads it.
+        const trial = applyAll(base, e.events);
         out.push({
           type: 'changeProposed',
           id: change?.id ?? null,
           events: e.events,
           effectiveAt: change?.effectiveAt ?? null,
           quorum: e.quorum,
+          loosens: trial.ok ? loosenings(base, trial.state) : [],
         });
         break;
       }

@@ -230,6 +230,10 @@ describe('alerts for every operator change', () => {
       effectiveAt: 12n,
       quorum: 2n,
       actor: { kind: 'operator', name: 'admin' },
+      // What it loosens, field by field, before and after.
+      loosens: [
+        { kind: 'cap', account: null, field: 'pegCap', before: 1n, after: 2n, view: 'effective' },
+      ],
     });
     expect(bodies[2]).toMatchObject({
       id: 1n,
