@@ -142,8 +142,8 @@ function renderEntries() {
       const td = document.createElement('td');
       if (k === 0) { td.textContent = v; td.title = v; }
       else if (v === null) { td.textContent = '—'; td.className = 'none'; td.dataset.value = 'null'; }
-      else if (k === 5) { td.textContent = v; td.dataset.value = v; }
-      else { td.textContent = btc(v); td.dataset.value = v; td.title = v + ' sat'; }
+      else if (k === 5) { td.textContent = v + ' blocks'; td.dataset.value = v; }
+      else { td.textContent = btc(v) + ' ' + UNIT; td.dataset.value = v; td.title = v + ' sat'; }
       tr.append(td);
     });
     body.append(tr);

@@ -207,6 +207,9 @@ describe.skipIf(CHROMIUM === undefined)('the dashboard in a real browser', () =>
     expect(
       await page.$eval('#entries tr td:nth-child(2)', (e) => (e as HTMLElement).dataset.value),
     ).toBe('5000009999');
+    // Amounts with their unit; a per-withdrawal cap of 1 BTC.
+    expect(await page.textContent('#entries tr td:nth-child(2)')).toBe('50.00009999 BTC');
+    expect(await page.textContent('#entries tr td:nth-child(5)')).toBe('1 BTC');
     await page.close();
   });
 
