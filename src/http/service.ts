@@ -23,6 +23,7 @@ import {
   problem,
   type Readiness,
 } from './handler.js';
+import type { HandleOptions, HandleResult } from './messages.js';
 import type { Operator } from './operators.js';
 import { givenRequestId, newRequestId, withRequestId } from './request-id.js';
 import { serialQueue } from './serial-queue.js';
@@ -168,19 +169,8 @@ export function createService(options: ServiceOptions): Service {
   // Resolves once every change accepted so far is durable (and shown); rejects once a flush
   // has failed, until the log hands over a durable state to go on from (`adopt`).
   let allDurable: Promise<void> = Promise.resolve();
-  const health = options.health ?? (log === undefined ? undefined : () => readinessOf(log));
   const held = options.heldBlocks;
-  const handleOptions = {
-    ...handleOptionsOf(options),
-    health:
-      held === undefined || health === undefined
-        ? health
-        : (): Readiness => {
-            const r = health();
-            const n = held.count();
-            return r.ready && n > 0 ? { ...r, heldBlocks: n } : r;
-          },
-  };
+  const handleOptions = { ...handleOptionsOf(options), health: healthOf(options, log) };
 
   // Runs in arrival order, one at a time; returns the answer and what it must wait for.
   async function change(
@@ -198,22 +188,12 @@ export function createService(options: ServiceOptions): Service {
     }
     for (let attempt = 1; ; attempt++) {
       const result = handleRequest(written, request, handleOptions);
-      if (result.notice !== undefined) {
-        try {
-          options.onNotice?.(result.notice);
-        } catch {
-          // The listener's failure is its own.
-        }
-      }
+      if (result.notice !== undefined) tell(options, result.notice);
       // A refusal or a no-op computed on a state not yet durable waits for that state.
       if (result.events.length === 0) return { response: result.response, wait: allDurable };
       let persisted: Persisted | undefined;
       try {
-        const meta: BatchMeta = {
-          actor: result.actor ?? { kind: 'system' },
-          requestId,
-          remote: request.remote ?? null,
-        };
+        const meta: BatchMeta = metaOf(result.actor, requestId, request);
         persisted = (await persist?.(result.events, result.state, written, meta)) ?? undefined;
       } catch (e) {
         if (e instanceof LogConflict) {
@@ -224,15 +204,7 @@ export function createService(options: ServiceOptions): Service {
             await new Promise((r) => setTimeout(r, Math.random() * Math.min(50, 2 ** attempt)));
             continue;
           }
-          return {
-            response: problem(
-              503,
-              'write_conflict',
-              `other writers were first ${attempt} times in a row; try again`,
-              { headers: { 'retry-after': '1' } },
-            ),
-            wait: undefined,
-          };
+          return { response: writeConflict(attempt), wait: undefined };
         }
         if (e instanceof LogBusy) return { response: busy(e), wait: undefined };
         return { response: failed(e), wait: undefined };
@@ -299,11 +271,7 @@ export function createService(options: ServiceOptions): Service {
     async handle(request) {
       // The held blocks are the observer's: answered outside the queue of changes, since a
       // release feeds its blocks through it.
-      if (HELD_PATH.test(request.path)) {
-        const result = handleRequest(visible, request, handleOptions);
-        if (result.held === undefined || held === undefined) return result.response;
-        return held.handle(result.held.op, result.held.by, headerOf(request, 'authorization'));
-      }
+      if (HELD_PATH.test(request.path)) return heldAnswer(visible, request, handleOptions, held);
       if (!isChange(request.method)) {
         const result = handleRequest(visible, request, handleOptions);
         const audit = log?.audit;
@@ -334,6 +302,54 @@ export function createService(options: ServiceOptions): Service {
 }
 
 const HELD_PATH = /^\/admin\/held(\/|\?|$)/;
+
+// Tells the listener what a request refused that the operators should hear of.
+function tell(options: ServiceOptions, notice: NonNullable<HandleResult['notice']>): void {
+  try {
+    options.onNotice?.(notice);
+  } catch {
+    // The listener's failure is its own.
+  }
+}
+
+function metaOf(actor: HandleResult['actor'], requestId: string, request: HttpRequest): BatchMeta {
+  return { actor: actor ?? { kind: 'system' }, requestId, remote: request.remote ?? null };
+}
+
+// Other writers were first every time.
+function writeConflict(attempts: number): HttpResponse {
+  return problem(
+    503,
+    'write_conflict',
+    `other writers were first ${attempts} times in a row; try again`,
+    { headers: { 'retry-after': '1' } },
+  );
+}
+
+// What GET /readyz reads: the log's readiness (or the one given), with the held blocks.
+function healthOf(options: ServiceOptions, log: EventLog | undefined) {
+  const health = options.health ?? (log === undefined ? undefined : () => readinessOf(log));
+  const held = options.heldBlocks;
+  if (held === undefined || health === undefined) return health;
+  return (): Readiness => {
+    const r = health();
+    const n = held.count();
+    return r.ready && n > 0 ? { ...r, heldBlocks: n } : r;
+  };
+}
+
+// `/admin/held`, admitted by the route (an operator holding chain and limits), answered by
+// the observer's hook outside the queue of changes: a release feeds its blocks through it.
+function heldAnswer(
+  state: LimitsState,
+  request: HttpRequest,
+  options: HandleOptions,
+  held: HeldBlocks | undefined,
+): Promise<HttpResponse> | HttpResponse {
+  const result = handleRequest(state, request, options);
+  if (result.held === undefined || held === undefined) return result.response;
+  return held.handle(result.held.op, result.held.by, headerOf(request, 'authorization'));
+}
 
 function headerOf(request: HttpRequest, name: string): string {
   const v = request.headers?.[name];

@@ -357,24 +357,7 @@ export function observeBlock(
   const read = eventsOf(payload.events, options);
   // The supply as of the parent, and as of this block where the events tell it.
   const parentSupply = byHash.has(parent) ? byHash.get(parent)?.supply : options.parentSupply;
-  let supply = parentSupply;
-  let needsSupply = false;
-  if (read.supplyTouched) {
-    if (
-      options.supplyFromRpc !== true &&
-      read.supplyDelta !== undefined &&
-      parentSupply !== undefined
-    ) {
-      supply = parentSupply + read.supplyDelta;
-      if (supply < 0n || supply > MAX_UINT64) {
-        supply = undefined;
-        needsSupply = true;
-      }
-    } else {
-      supply = undefined;
-      needsSupply = true;
-    }
-  }
+  const { supply, needsSupply } = supplyAfter(read, parentSupply, options);
   const own =
     supply !== undefined && supply !== parentSupply
       ? [...read.events, { type: 'peggedTotalObserved', total: supply } as const]
@@ -404,68 +387,12 @@ export function observeBlock(
   const orphaned = old.slice(same);
   const revived = path.slice(same);
 
-  const events: LimitsEvent[] = [];
-  let forkedAt: Height | undefined;
-  let tip = options.tip;
-  if (orphaned.length > 0 || revived.length > 0) {
-    let low = Number.POSITIVE_INFINITY;
-    for (const b of orphaned) low = Math.min(low, b.burnHeight);
-    for (const b of revived) low = Math.min(low, b.burnHeight);
-    for (const b of orphaned)
-      for (const e of b.events) if (e.type === 'withdrawalRequested') low = Math.min(low, e.height);
-    // A rejection an orphaned block carried is undone by an event of its own: the
-    // withdrawal counts again at its own height, however old, and the reorganization goes
-    // no deeper than the fork. (A request orphaned too is dropped by the reorganization:
-    // nothing to undo.)
-    const orphanedRequests = new Set<string>();
-    for (const b of orphaned)
-      for (const e of b.events) if (e.type === 'withdrawalRequested') orphanedRequests.add(e.id);
-    const requestedAt = new Map<string, Height>();
-    for (const b of [...old, ...path])
-      for (const e of b.events)
-        if (e.type === 'withdrawalRequested') requestedAt.set(e.id, e.height);
-    // Undone: the rejections of requests that stay (those above the reorganization come
-    // back from the blocks that stay canonical, without the orphaned rejection).
-    const undone = (below: Height): LimitsEvent[] => {
-      const out: LimitsEvent[] = [];
-      for (const b of orphaned)
-        for (const e of b.events) {
-          if (e.type !== 'withdrawalRejected' || orphanedRequests.has(e.id)) continue;
-          const h = requestedAt.get(e.id);
-          if (h === undefined || h <= below)
-            out.push({ type: 'withdrawalRejectionUndone', id: e.id });
-        }
-      return out;
-    };
-    // Back below the lowest height touched, or to the new block's burn height when that is
-    // lower (the path was cut above it, so it is the new chain's top): every withdrawal above
-    // is dropped, and the new chain's blocks above it give theirs again.
-    const target = Math.min(low - 1, burnHeight);
-    if (tip !== null && target < tip && target >= 0) {
-      forkedAt = low;
-      tip = target;
-      events.push({ type: 'chainReorganized', height: target });
-      events.push(...undone(target));
-      for (const b of path) {
-        if (
-          b.burnHeight <= target &&
-          !b.events.some((e) => e.type === 'withdrawalRequested' && e.height > target)
-        )
-          continue;
-        if (b.burnHeight > tip) {
-          events.push({ type: 'blockConnected', height: b.burnHeight });
-          tip = b.burnHeight;
-        }
-        events.push(...b.events);
-      }
-    } else {
-      events.push(...undone(Number.POSITIVE_INFINITY));
-      for (const b of revived) events.push(...b.events);
-    }
-    // The orphaned blocks may have changed the supply: back to the supply of the chain kept.
-    if (parentSupply !== undefined)
-      events.push({ type: 'peggedTotalObserved', total: parentSupply });
-  }
+  const fork =
+    orphaned.length > 0 || revived.length > 0
+      ? forkBatch({ old, path, orphaned, revived, burnHeight, tip: options.tip, parentSupply })
+      : { events: [], forkedAt: undefined, tip: options.tip };
+  const events: LimitsEvent[] = [...fork.events];
+  const { forkedAt, tip } = fork;
   if (tip === null || burnHeight > tip) events.push({ type: 'blockConnected', height: burnHeight });
   events.push(...block.events);
 
@@ -482,6 +409,101 @@ export function observeBlock(
     needsSupply,
     startsChain: !byHash.has(parent),
   };
+}
+
+/**
+ * The batch a fork gives before the new block's own events: back below the lowest height
+ * it touches, the orphaned rejections undone, the events of the blocks that stay canonical
+ * above it again, and the supply of the chain kept.
+ */
+function forkBatch(f: {
+  readonly old: ReadonlyArray<RememberedBlock>;
+  readonly path: ReadonlyArray<RememberedBlock>;
+  readonly orphaned: ReadonlyArray<RememberedBlock>;
+  readonly revived: ReadonlyArray<RememberedBlock>;
+  readonly burnHeight: Height;
+  readonly tip: Height | null;
+  readonly parentSupply: bigint | undefined;
+}): { events: LimitsEvent[]; forkedAt: Height | undefined; tip: Height | null } {
+  const { old, path, orphaned, revived, burnHeight, parentSupply } = f;
+  const events: LimitsEvent[] = [];
+  let forkedAt: Height | undefined;
+  let tip = f.tip;
+  let low = Number.POSITIVE_INFINITY;
+  for (const b of orphaned) low = Math.min(low, b.burnHeight);
+  for (const b of revived) low = Math.min(low, b.burnHeight);
+  for (const b of orphaned)
+    for (const e of b.events) if (e.type === 'withdrawalRequested') low = Math.min(low, e.height);
+  // A rejection an orphaned block carried is undone by an event of its own: the
+  // withdrawal counts again at its own height, however old, and the reorganization goes
+  // no deeper than the fork. (A request orphaned too is dropped by the reorganization:
+  // nothing to undo.)
+  const orphanedRequests = new Set<string>();
+  for (const b of orphaned)
+    for (const e of b.events) if (e.type === 'withdrawalRequested') orphanedRequests.add(e.id);
+  const requestedAt = new Map<string, Height>();
+  for (const b of [...old, ...path])
+    for (const e of b.events) if (e.type === 'withdrawalRequested') requestedAt.set(e.id, e.height);
+  // Undone: the rejections of requests that stay (those above the reorganization come
+  // back from the blocks that stay canonical, without the orphaned rejection).
+  const undone = (below: Height): LimitsEvent[] => {
+    const out: LimitsEvent[] = [];
+    for (const b of orphaned)
+      for (const e of b.events) {
+        if (e.type !== 'withdrawalRejected' || orphanedRequests.has(e.id)) continue;
+        const h = requestedAt.get(e.id);
+        if (h === undefined || h <= below)
+          out.push({ type: 'withdrawalRejectionUndone', id: e.id });
+      }
+    return out;
+  };
+  // Back below the lowest height touched, or to the new block's burn height when that is
+  // lower (the path was cut above it, so it is the new chain's top): every withdrawal above
+  // is dropped, and the new chain's blocks above it give theirs again.
+  const target = Math.min(low - 1, burnHeight);
+  if (tip !== null && target < tip && target >= 0) {
+    forkedAt = low;
+    tip = target;
+    events.push({ type: 'chainReorganized', height: target });
+    events.push(...undone(target));
+    for (const b of path) {
+      if (
+        b.burnHeight <= target &&
+        !b.events.some((e) => e.type === 'withdrawalRequested' && e.height > target)
+      )
+        continue;
+      if (b.burnHeight > tip) {
+        events.push({ type: 'blockConnected', height: b.burnHeight });
+        tip = b.burnHeight;
+      }
+      events.push(...b.events);
+    }
+  } else {
+    events.push(...undone(Number.POSITIVE_INFINITY));
+    for (const b of revived) events.push(...b.events);
+  }
+  // The orphaned blocks may have changed the supply: back to the supply of the chain kept.
+  if (parentSupply !== undefined) events.push({ type: 'peggedTotalObserved', total: parentSupply });
+  return { events, forkedAt, tip };
+}
+
+// The supply as of a block: from its parent's and the token's mint and burn events, or to
+// be read from the node (`needsSupply`) when something changed it and that cannot tell.
+function supplyAfter(
+  read: BlockEvents,
+  parentSupply: bigint | undefined,
+  options: ObserveOptions,
+): { supply: bigint | undefined; needsSupply: boolean } {
+  if (!read.supplyTouched) return { supply: parentSupply, needsSupply: false };
+  if (
+    options.supplyFromRpc !== true &&
+    read.supplyDelta !== undefined &&
+    parentSupply !== undefined
+  ) {
+    const supply = parentSupply + read.supplyDelta;
+    if (supply >= 0n && supply <= MAX_UINT64) return { supply, needsSupply: false };
+  }
+  return { supply: undefined, needsSupply: true };
 }
 
 /**

@@ -64,6 +64,30 @@ function loadPromClient(): Promise<typeof Prom> {
   );
 }
 
+// The Stacks event observer's: what it skipped and what it holds (when it is on).
+function observerMetrics(
+  prom: typeof Prom,
+  register: Prom.Registry,
+  gauge: (name: string, help: string, read: () => number | undefined) => unknown,
+  source: MetricsSource,
+): void {
+  if (source.observerSkipped?.() !== undefined)
+    new prom.Counter({
+      name: 'peg_limits_observer_skipped_total',
+      help: 'What the Stacks event observer could not use and skipped (answered 200, logged): payloads that are not blocks, print events that do not decode or do not fit, events the state refused.',
+      registers: [register],
+      collect() {
+        this.reset();
+        this.inc(source.observerSkipped?.() ?? 0);
+      },
+    });
+  gauge(
+    'peg_limits_observer_held_blocks',
+    'Blocks the Stacks event observer holds (past the chain bounds, and every block after): nothing moves until an operator releases or drops them; absent when the observer is off.',
+    () => source.observerHeld?.(),
+  );
+}
+
 /**
  * Creates the metrics of one server, in a registry of their own (with prom-client's default
  * process metrics).
@@ -135,21 +159,7 @@ export async function createMetrics(source: MetricsSource): Promise<ServerMetric
     'Alerts read from the audit trail (or refusals told from memory) and not yet delivered, over every --alert-url; absent when alerts are off.',
     () => source.alertsPending?.(),
   );
-  if (source.observerSkipped?.() !== undefined)
-    new prom.Counter({
-      name: 'peg_limits_observer_skipped_total',
-      help: 'What the Stacks event observer could not use and skipped (answered 200, logged): payloads that are not blocks, print events that do not decode or do not fit, events the state refused.',
-      registers: [register],
-      collect() {
-        this.reset();
-        this.inc(source.observerSkipped?.() ?? 0);
-      },
-    });
-  gauge(
-    'peg_limits_observer_held_blocks',
-    'Blocks the Stacks event observer holds (past the chain bounds, and every block after): nothing moves until an operator releases or drops them; absent when the observer is off.',
-    () => source.observerHeld?.(),
-  );
+  observerMetrics(prom, register, gauge, source);
   gauge('peg_limits_store_available', '1 when changes can be written, else 0.', () =>
     source.writable() ? 1 : 0,
   );
