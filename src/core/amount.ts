@@ -1,4 +1,3 @@
-import Big from 'big.js';
 import { describe, fail, LimitsError, type Result } from './errors.js';
 
 /** An amount of the token in its smallest unit: a `bigint` in the int64 range. */
@@ -42,14 +41,6 @@ export function requirePositive(value: unknown, path: string): Amount {
   }
   return value;
 }
-
-// An independent constructor, so the embedding application's Big settings never matter.
-const Dec = Big();
-Dec.DP = 40;
-Dec.RM = Dec.roundDown;
-Dec.NE = -1e6;
-Dec.PE = 1e6;
-Dec.strict = false;
 
 const DECIMAL_TEXT = /^[+-]?(\d+(\.\d*)?|\.\d+)$/;
 
@@ -95,10 +86,11 @@ export function parseAmount(text: string, decimals = 8): Result<{ readonly amoun
       ),
     };
   }
-  // big.js reads no leading "+": the sign is taken off first and the digits parsed alone.
+  // Exact in bigint: the integer digits, then the fraction padded to `decimals` places.
   const negative = trimmed.startsWith('-');
-  const digits = trimmed.replace(/^[+-]/, '');
-  const magnitude = BigInt(new Dec(digits).times(new Dec(10).pow(decimals)).toFixed(0));
+  const unsigned = trimmed.replace(/^[+-]/, '');
+  const whole = dot < 0 ? unsigned : unsigned.slice(0, unsigned.indexOf('.'));
+  const magnitude = BigInt(`${whole || '0'}${fraction.padEnd(decimals, '0')}`);
   const units = negative ? -magnitude : magnitude;
   if (!isInt64(units)) {
     return {
@@ -126,5 +118,8 @@ export function formatAmount(amount: Amount, decimals = 8): string {
   checkDecimals(decimals);
   if (!isInt64(amount))
     throw new RangeError(`expected an int64 bigint amount, got ${describe(amount)}`);
-  return new Dec(amount.toString()).div(new Dec(10).pow(decimals)).toFixed();
+  const digits = (amount < 0n ? -amount : amount).toString().padStart(decimals + 1, '0');
+  const whole = digits.slice(0, digits.length - decimals);
+  const fraction = digits.slice(digits.length - decimals).replace(/0+$/, '');
+  return `${amount < 0n ? '-' : ''}${whole}${fraction ? `.${fraction}` : ''}`;
 }

@@ -1,4 +1,5 @@
 import { fc, test } from '@fast-check/vitest';
+import Big from 'big.js';
 import { describe, expect } from 'vitest';
 import { formatAmount, MAX_AMOUNT, MIN_AMOUNT, parseAmount } from '../../src/index.js';
 
@@ -56,3 +57,46 @@ test('parseAmount takes a leading plus sign like a minus sign', () => {
   expect(r.ok).toBe(false);
   if (!r.ok) expect(r.error.code).toBe('invalid_amount_text');
 });
+
+// An independent decimal library as the oracle for the library's own bigint arithmetic.
+const Dec = Big();
+Dec.DP = 40;
+Dec.NE = -1e6;
+Dec.PE = 1e6;
+const decimalText = fc
+  .tuple(
+    fc.constantFrom('', '+', '-'),
+    fc.stringMatching(/^\d{0,22}$/),
+    fc.option(fc.stringMatching(/^\d{0,12}$/), { nil: undefined }),
+  )
+  .filter(([, whole, fraction]) => whole.length > 0 || (fraction ?? '').length > 0)
+  .map(
+    ([sign, whole, fraction]) => `${sign}${whole}${fraction === undefined ? '' : `.${fraction}`}`,
+  );
+
+test.prop([decimalText, fc.integer({ min: 0, max: 12 })])(
+  'parseAmount agrees with an independent decimal library on every plain decimal text',
+  (text, decimals) => {
+    const r = parseAmount(text, decimals);
+    const scaled = new Dec(text.replace(/^\+/, '')).times(new Dec(10).pow(decimals));
+    if (!scaled.eq(scaled.round(0, Big.roundDown))) {
+      expect(r.ok ? 'ok' : r.error.code).toBe('too_many_decimals');
+      return;
+    }
+    const units = BigInt(scaled.toFixed(0));
+    if (units > MAX_AMOUNT || units < MIN_AMOUNT) {
+      expect(r.ok ? 'ok' : r.error.code).toBe('amount_out_of_range');
+      return;
+    }
+    expect(r).toEqual({ ok: true, amount: units });
+  },
+);
+
+test.prop([fc.bigInt({ min: MIN_AMOUNT, max: MAX_AMOUNT }), fc.integer({ min: 0, max: 30 })])(
+  'formatAmount agrees with an independent decimal library',
+  (amount, decimals) => {
+    expect(formatAmount(amount, decimals)).toBe(
+      new Dec(amount.toString()).div(new Dec(10).pow(decimals)).toFixed(),
+    );
+  },
+);
