@@ -98,7 +98,9 @@ export function operatorsByHash(
   operators: ReadonlyArray<Operator> | undefined,
   adminToken: string | undefined,
 ): ReadonlyMap<string, Operator> {
-  const list = operators ?? NONE;
+  // An empty list is the one empty list: a caller that makes a fresh one per request still
+  // finds its registry made.
+  const list = operators === undefined || operators.length === 0 ? NONE : operators;
   let byAdmin = registries.get(list);
   if (byAdmin === undefined) {
     byAdmin = new Map();
@@ -150,10 +152,29 @@ export function authenticate(
       };
     token = m[1]!;
   }
-  // The same work whoever calls: one hash, one lookup.
-  const operator = registry.get(hashOperatorToken(token));
+  // The same work whoever calls: one hash (or one look-up of it), one lookup.
+  const operator = registry.get(tokenHashOf(token));
   if (operator === undefined || token === '') return { ok: false, response: invalidToken() };
   return { ok: true, operator };
+}
+
+// The hashes of the tokens seen lately: a feeder's every request carries the same token,
+// and each request is authenticated twice (admitted, then handled). Bounded in entries and
+// in the length of a token kept (one made by `generateOperatorToken` has 43 characters);
+// any token, known or not, is kept alike, so a hit says nothing of a token's validity.
+const recentHashes = new Map<string, string>();
+const RECENT_HASHES = 256;
+const CACHED_TOKEN_LENGTH = 128;
+
+function tokenHashOf(token: string): string {
+  const known = recentHashes.get(token);
+  if (known !== undefined) return known;
+  const hash = hashOperatorToken(token);
+  if (token.length <= CACHED_TOKEN_LENGTH) {
+    if (recentHashes.size >= RECENT_HASHES) recentHashes.clear();
+    recentHashes.set(token, hash);
+  }
+  return hash;
 }
 
 /** 401 `invalid_token`. */

@@ -42,16 +42,16 @@ export interface Answers {
 
 export function createAnswers(source: AnswerSource): Answers {
   const { position: currentPosition, storeUnavailable, linger, logged } = source;
-  // The bytes of the last body sent: a cached read answers with the same string object, so
-  // it is encoded to UTF-8 once, not once per request.
+  // The length in bytes of the last body sent: a cached read answers with the same string
+  // object, so its UTF-8 length is counted once, not once per request.
   let lastBody = '';
-  let lastBytes = Buffer.alloc(0);
-  function bytesOf(body: string): Buffer {
+  let lastLength = 0;
+  function lengthOf(body: string): number {
     if (body !== lastBody) {
       lastBody = body;
-      lastBytes = Buffer.from(body, 'utf8');
+      lastLength = Buffer.byteLength(body, 'utf8');
     }
-    return lastBytes;
+    return lastLength;
   }
 
   // The headers every answer carries besides its own (and its length).
@@ -87,9 +87,10 @@ export function createAnswers(source: AnswerSource): Answers {
   return {
     send(req, res, response, started, route) {
       if (isLingering(req.socket)) return;
-      const bytes = bytesOf(response.body);
-      res.writeHead(response.status, headOf(response, bytes.length) as unknown as string[]);
-      res.end(bytes);
+      // The body as text: node:http then writes head and body as one string, one call.
+      const body = response.body;
+      res.writeHead(response.status, headOf(response, lengthOf(body)) as unknown as string[]);
+      res.end(body, 'utf8');
       logged(req, response.status, started, route);
     },
     early(req, response, started, route) {

@@ -119,9 +119,14 @@ export interface DataLogOptions {
 }
 
 /**
- * An open data folder. `append` writes one batch as one journal line: it resolves once the
- * bytes are written (rejects, with the line cut back off the file, when they could not be),
- * and `durable` resolves once a flush covers them (concurrent appends share one flush).
+ * An open data folder. `append` makes one batch one journal line. With group commit (the
+ * default) it resolves at once, the line queued: the lines appended while a group is
+ * written and flushed go to the file as one write, then one flush, when it is done, and
+ * `durable` resolves once that flush covers them. A group that cannot be written is cut back off the file and
+ * `durable` rejects for it and for every line queued after it; the log is back at the state
+ * before the group (an append computed on a refused state gets `LogConflict`). Without group
+ * commit, `append` resolves once the line is written and flushed, and rejects, the line cut
+ * back, when it could not be written.
  * `snapshot` writes a snapshot of the last state appended and starts a fresh journal;
  * `close` does so too when the journal holds anything. The position is the number of
  * batches the folder holds, snapshot and journal together.
@@ -137,6 +142,9 @@ export interface DataLog extends EventLog {
    */
   compactions(): Promise<void>;
 }
+
+// The most bytes of lines queued for one group write before an append waits for it.
+const MAX_GROUP_BYTES = 1024 * 1024;
 
 function journalHeader(after: number): string {
   return `${encodeJson({ format: JOURNAL_FORMAT, after })}\n`;
@@ -383,6 +391,87 @@ export async function openDataLog(options: DataLogOptions): Promise<DataLog> {
     return queued;
   }
 
+  // Group writes: the lines appended while a group is written and flushed wait in
+  // `collecting` and go to the file as one write, then one flush, when it is done.
+  // A group that cannot be written is cut back off the file, and it and every line queued
+  // after it (computed on its states) are refused: the log goes back to the state before it.
+  interface Group {
+    readonly lines: Buffer[];
+    bytes: number;
+    readonly states: LimitsState[];
+    readonly before: { readonly seq: number; readonly hash: string; readonly state: LimitsState };
+    readonly durable: Promise<void>;
+    settle(error?: unknown): void;
+  }
+  let collecting: Group | undefined;
+  let writing: Promise<void> | undefined;
+
+  function newGroup(): Group {
+    let settle!: (error?: unknown) => void;
+    const durable = new Promise<void>((resolve, reject) => {
+      settle = (error) => (error === undefined ? resolve() : reject(error));
+    });
+    return {
+      lines: [],
+      bytes: 0,
+      states: [],
+      before: { seq, hash: lastHash, state: written },
+      durable,
+      settle,
+    };
+  }
+
+  function queueLine(line: Buffer, next: LimitsState): Promise<void> {
+    collecting ??= newGroup();
+    collecting.lines.push(line);
+    collecting.bytes += line.length;
+    collecting.states.push(next);
+    writing ??= writeGroups().finally(() => {
+      writing = undefined;
+    });
+    return collecting.durable;
+  }
+
+  async function writeGroups(): Promise<void> {
+    // Let the appends of this turn of the event loop join the first group.
+    await Promise.resolve();
+    while (collecting !== undefined) {
+      const group = collecting;
+      collecting = undefined;
+      if (fatal !== undefined) {
+        group.settle(fatal);
+        continue;
+      }
+      try {
+        await appendLine(group.lines.length === 1 ? group.lines[0]! : Buffer.concat(group.lines));
+      } catch (e) {
+        const refused = collecting === undefined ? [group] : [group, collecting];
+        collecting = undefined;
+        seq = group.before.seq;
+        lastHash = group.before.hash;
+        written = group.before.state;
+        for (const g of refused) {
+          for (const state of g.states) positions.delete(state);
+          g.settle(e);
+        }
+        continue;
+      }
+      // The lines that come during the flush wait for it, and go as the next group: one
+      // write a flush.
+      try {
+        await sync();
+        group.settle();
+      } catch (e) {
+        group.settle(e);
+      }
+    }
+  }
+
+  // Resolves once every line queued so far is in the file and flushed, or refused.
+  async function linesWritten(): Promise<void> {
+    while (writing !== undefined) await writing;
+  }
+
   async function appendLine(data: Buffer): Promise<void> {
     let done = 0;
     try {
@@ -465,7 +554,8 @@ export async function openDataLog(options: DataLogOptions): Promise<DataLog> {
   }
 
   async function compactNow(): Promise<void> {
-    const at = await lane.run(() => {
+    const at = await lane.run(async () => {
+      await linesWritten();
       // Nothing to do when the snapshot holds every batch and the journal none.
       if (seq === snapshotAt && seq === journalAfter) return undefined;
       sinceSnapshot = 0;
@@ -484,6 +574,7 @@ export async function openDataLog(options: DataLogOptions): Promise<DataLog> {
     // crash now leaves them in both, never in neither.
     await archiveRecords(at.offset, at.seq);
     await lane.run(async () => {
+      await linesWritten();
       await lastDurable;
       if (fatal !== undefined) throw fatal;
       const moved = await readRange(path, at.offset, end);
@@ -521,6 +612,9 @@ export async function openDataLog(options: DataLogOptions): Promise<DataLog> {
     positionOf: (s) => positions.get(s),
     append(events, next, base, meta) {
       return lane.run(async (): Promise<Appended> => {
+        // A caller that does not wait for its writes is held back once a group holds
+        // MAX_GROUP_BYTES: the lines queued never outgrow what one write takes.
+        if (collecting !== undefined && collecting.bytes >= MAX_GROUP_BYTES) await linesWritten();
         if (fatal !== undefined) throw fatal;
         if (positions.get(base) !== seq)
           throw new LogConflict(
@@ -528,14 +622,22 @@ export async function openDataLog(options: DataLogOptions): Promise<DataLog> {
             'the batch was computed on a state that is not the newest',
           );
         const record = makeRecord(lastHash, seq + 1, events, meta, { base, next });
-        await appendLine(Buffer.from(`${record.line}\n`, 'utf8'));
+        const line = Buffer.from(`${record.line}\n`, 'utf8');
+        let durable: Promise<void>;
+        if (groupCommit) {
+          // Queued for the next group write: the next change is computed at once, on this
+          // one's state; a group that cannot be written takes every line after it back.
+          durable = queueLine(line, next);
+        } else {
+          await appendLine(line);
+          durable = flushNow();
+          await durable;
+        }
         lastHash = record.hash;
         seq++;
         positions.set(next, seq);
         written = next;
         sinceSnapshot += events.length;
-        const durable = groupCommit ? sync() : flushNow();
-        if (!groupCommit) await durable;
         lastDurable = durable.catch(() => undefined);
         if (sinceSnapshot >= snapshotEvery && compacting === undefined) {
           // Written beside the appends; they wait only for the journal switch.
@@ -550,6 +652,7 @@ export async function openDataLog(options: DataLogOptions): Promise<DataLog> {
       // The journal as it is now (a handle keeps this version even if a compaction swaps
       // the file), and what of it is durable; records it let go of are in the archive by then.
       const at = await lane.run(async () => {
+        await linesWritten();
         await lastDurable;
         return { handle: await open(path, 'r'), headerBytes, end, journalAfter };
       });
@@ -589,6 +692,7 @@ export async function openDataLog(options: DataLogOptions): Promise<DataLog> {
           log?.(`warning: the snapshot at shutdown failed: ${(e as Error).message}`),
         );
       await lane.idle();
+      await linesWritten();
       await lastDurable;
       await file.close();
     },

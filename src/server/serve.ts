@@ -126,6 +126,7 @@ export interface RunningServer {
 }
 
 // Requests waiting for their answers, per connection.
+const NO_OPERATORS: ReadonlyArray<Operator> = [];
 const outstanding = new WeakMap<Socket, number>();
 
 const CAP_NAMES = new Set<string>([...CAP_FIELDS, 'accountCaps']);
@@ -197,8 +198,19 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       : stacksNodeOperator(STACKS_NODE_CONFIRMED_OPERATOR, ['chain', 'limits']);
   const own = [feeder?.operator, confirmer?.operator].filter((o) => o !== undefined);
   const given = options.operators;
-  const operatorsGiven = () => (typeof given === 'function' ? given() : given) ?? [];
-  const operatorsNow = () => (own.length === 0 ? operatorsGiven() : [...operatorsGiven(), ...own]);
+  const operatorsGiven = () => (typeof given === 'function' ? given() : given) ?? NO_OPERATORS;
+  // The same list while the given one is the same (its registry of token hashes is made once
+  // per list): a new one only when SIGHUP swaps the given list.
+  let lastGiven: ReadonlyArray<Operator> | undefined;
+  let lastNow: ReadonlyArray<Operator> = NO_OPERATORS;
+  const operatorsNow = () => {
+    const now = operatorsGiven();
+    if (now !== lastGiven) {
+      lastGiven = now;
+      lastNow = own.length === 0 ? now : [...now, ...own];
+    }
+    return lastNow;
+  };
   const service = createService({
     log: served,
     adminToken: options.adminToken,

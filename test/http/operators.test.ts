@@ -1,5 +1,6 @@
 // Operators, scopes, chain bounds and loosening that waits, through the pure handler.
 import { describe, expect, test } from 'vitest';
+import { operatorsByHash } from '../../src/http/operators.js';
 import {
   decodeJson,
   encodeJson,
@@ -99,6 +100,32 @@ describe('operators and their tokens', () => {
       expect(r.body.code).toBe('bad_request');
       expect(r.body.detail).toContain('Bearer <token>');
     }
+  });
+
+  test('a token known a moment ago is refused once the list in force no longer has it', () => {
+    const s = base();
+    const block = [{ type: 'blockConnected', height: 870_001 } as const];
+    expect(events(s, block, FEEDER).response.status).toBe(200);
+    // The list swapped (SIGHUP): the feeder's token hash was seen, its operator is gone.
+    const without = { operators: OPERATORS.filter((o) => o.name !== 'feeder') };
+    expect(events(s, block, FEEDER, without).response.status).toBe(401);
+    expect(events(s, block, FEEDER).response.status).toBe(200);
+  });
+
+  test('a crowd of distinct tokens, long and short, never lets an unknown one in', () => {
+    const s = base();
+    const block = [{ type: 'blockConnected', height: 870_001 } as const];
+    for (let i = 0; i < 600; i++) {
+      const token = i % 2 === 0 ? generateOperatorToken() : `${'x'.repeat(200)}${i}`;
+      expect(events(s, block, token).response.status).toBe(401);
+    }
+    expect(events(s, block, FEEDER).response.status).toBe(200);
+  });
+
+  test('an operator list given afresh per request, empty or not, is looked up by the same registry', () => {
+    expect(operatorsByHash([], 'a-token')).toBe(operatorsByHash([], 'a-token'));
+    expect(operatorsByHash(undefined, 'a-token')).toBe(operatorsByHash([], 'a-token'));
+    expect(operatorsByHash(OPERATORS, undefined)).toBe(operatorsByHash(OPERATORS, undefined));
   });
 
   test('admission refuses a bad token before the body: 401, and 400 for a malformed header', () => {

@@ -42,10 +42,16 @@ function faulty(plan: {
   writes: () => number;
   /** The number of writes the completed flushes cover: those done before a flush began. */
   covered: () => number;
+  /** The journal's bytes the completed flushes cover: those written before a flush began. */
+  coveredBytes: () => number;
+  /** The journal's bytes written so far (its end). */
+  writtenBytes: () => number;
 } {
   let writes = 0;
   let flushes = 0;
   let covered = 0;
+  let bytes = 0;
+  let coveredBytes = 0;
   const open: OpenJournalFile = async (path) => {
     const real: JournalFile = await openNodeJournalFile(path);
     return {
@@ -58,22 +64,33 @@ function faulty(plan: {
           plan.failWriteAfter = writes;
           return real.write(data.subarray(0, data.length >> 1), position);
         }
-        return real.write(data, position);
+        const n = await real.write(data, position);
+        bytes = Math.max(bytes, position + n);
+        return n;
       },
       async datasync() {
         flushes++;
         const upTo = writes;
+        const upToBytes = bytes;
         if (plan.flushDelayMs) await new Promise((r) => setTimeout(r, plan.flushDelayMs));
         if (plan.failFlushAfter !== undefined && flushes > plan.failFlushAfter)
           throw Object.assign(new Error('input/output error'), { code: 'EIO' });
         await real.datasync();
         covered = Math.max(covered, upTo);
+        coveredBytes = Math.max(coveredBytes, upToBytes);
       },
       truncate: (length) => real.truncate(length),
       close: () => real.close(),
     };
   };
-  return { open, flushes: () => flushes, writes: () => writes, covered: () => covered };
+  return {
+    open,
+    flushes: () => flushes,
+    writes: () => writes,
+    covered: () => covered,
+    coveredBytes: () => coveredBytes,
+    writtenBytes: () => bytes,
+  };
 }
 
 function block(height: number): LimitsEvent {
@@ -115,10 +132,12 @@ describe('journal writes', () => {
     await (await append(store, [withdrawal('a')], a)).durable;
     const size = readFileSync(join(dir, 'journal.jsonl')).length;
     // The third write gets half its bytes on disk, then fails: refused, and cut back.
-    await expect(append(store, [withdrawal('b')], next(a, [withdrawal('b')]))).rejects.toThrow(
-      /writing .*journal\.jsonl failed: no space left/,
-    );
+    const b = await append(store, [withdrawal('b')], next(a, [withdrawal('b')]));
+    await expect(b.durable).rejects.toThrow(/writing .*journal\.jsonl failed: no space left/);
     expect(readFileSync(join(dir, 'journal.jsonl')).length).toBe(size);
+    // The log is back at a's state and position.
+    expect(store.state).toBe(a);
+    expect(store.position).toBe(2);
     await store.close();
     // Restarted on a healthy disk: a is there, b never was, and the file takes new lines.
     const again = await openDataLog({ dir, initial: initial() });
@@ -168,13 +187,14 @@ describe('journal writes', () => {
     await post([block(1)]);
     const before = f.flushes();
     const flushedAt: number[] = [];
-    // Changes are written in arrival order: request i is write 2 + i (the block was write 1).
-    const ownWriteCovered: boolean[] = [];
+    const ownLineCovered: boolean[] = [];
     const answers = await Promise.all(
       Array.from({ length: 40 }, (_, i) =>
         post([withdrawal(`w${i}`)]).then((r) => {
           flushedAt.push(f.flushes());
-          ownWriteCovered.push(f.covered() >= 2 + i);
+          // The journal's flushed prefix holds this request's own line.
+          const flushed = readFileSync(join(dir, 'journal.jsonl')).subarray(0, f.coveredBytes());
+          ownLineCovered.push(flushed.includes(`"id":"w${i}"`));
           return r.status;
         }),
       ),
@@ -184,8 +204,142 @@ describe('journal writes', () => {
     expect(f.flushes() - before).toBeLessThan(10);
     expect(flushedAt.every((n) => n > before)).toBe(true);
     // And none was answered before a completed flush covered its own bytes.
-    expect(ownWriteCovered).toEqual(Array(40).fill(true));
+    expect(ownLineCovered).toEqual(Array(40).fill(true));
     expect(getLimits(service.state).availableToWithdraw).toBe(10n ** 9n - 200n);
+    await store.close();
+  });
+
+  test('group commit: the lines of changes made while a write is under way go to the file as one write', async () => {
+    const dir = tempDir();
+    const f = faulty({ flushDelayMs: 20 });
+    const store = await openDataLog({ dir, initial: initial(), openJournalFile: f.open });
+    const { post } = serviceOver(store);
+    await post([block(1)]);
+    const before = f.writes();
+    const answers = await Promise.all(
+      Array.from({ length: 40 }, (_, i) => post([withdrawal(`w${i}`)]).then((r) => r.status)),
+    );
+    expect(answers).toEqual(Array(40).fill(200));
+    expect(f.writes() - before).toBeLessThan(10);
+    // In the journal in the order the changes came.
+    const ids = [...readFileSync(join(dir, 'journal.jsonl'), 'utf8').matchAll(/"id":"(w\d+)"/g)];
+    expect(ids.map((m) => m[1])).toEqual(Array.from({ length: 40 }, (_, i) => `w${i}`));
+    await store.close();
+    // Every line is there, in order, and the trail links up.
+    const again = await openDataLog({ dir, initial: initial() });
+    expect(again.warnings).toEqual([]);
+    expect(snapshotOf(again.state).withdrawals.map((w) => w.id)).toEqual(
+      Array.from({ length: 40 }, (_, i) => `w${i}`).sort(),
+    );
+
+    expect(again.position).toBe(41);
+    await again.close();
+  });
+
+  for (const [how, plan] of [
+    ['fails', (n: number) => ({ failWriteAfter: n, flushDelayMs: 20 })],
+    ['comes up short', (n: number) => ({ shortAfter: n, flushDelayMs: 20 })],
+  ] as const) {
+    test(`group commit: a group write that ${how} refuses every change in it and after it, and the next change is computed on the state before it`, async () => {
+      const dir = tempDir();
+      // Write 1 is the block, write 2 the first withdrawal alone; the group after it fails.
+      const f = faulty(plan(2));
+      const store = await openDataLog({ dir, initial: initial(), openJournalFile: f.open });
+      const { service, post } = serviceOver(store);
+      expect((await post([block(1)])).status).toBe(200);
+      const size = readFileSync(join(dir, 'journal.jsonl')).length;
+      const statuses = await Promise.all(
+        Array.from({ length: 12 }, (_, i) => post([withdrawal(`w${i}`)]).then((r) => r.status)),
+      );
+      // The first went alone and was written; the rest queued behind it and were refused.
+      expect(statuses[0]).toBe(200);
+      expect(statuses.slice(1)).toEqual(Array(11).fill(500));
+      expect(snapshotOf(service.state).withdrawals.map((w) => w.id)).toEqual(['w0']);
+      // The refused lines are cut back off the file: only w0's line was added.
+      const journal = readFileSync(join(dir, 'journal.jsonl'), 'utf8');
+      expect(journal.length).toBeGreaterThan(size);
+      expect(journal.includes('"id":"w1"')).toBe(false);
+      expect(journal.endsWith('\n')).toBe(true);
+      expect(store.position).toBe(2);
+      await store.close();
+      const again = await openDataLog({ dir, initial: initial() });
+      expect(again.warnings).toEqual([]);
+      expect(snapshotOf(again.state).withdrawals.map((w) => w.id)).toEqual(['w0']);
+      await again.close();
+    });
+  }
+
+  test('group commit: after a refused group the log takes new changes on the state before it', async () => {
+    const dir = tempDir();
+    let failing = false;
+    const f = faulty({});
+    const open: OpenJournalFile = async (path) => {
+      const real = await f.open(path);
+      return {
+        ...real,
+        async write(data, position) {
+          if (failing)
+            throw Object.assign(new Error('no space left on device'), { code: 'ENOSPC' });
+          return real.write(data, position);
+        },
+      };
+    };
+    const store = await openDataLog({ dir, initial: initial(), openJournalFile: open });
+    const { service, post } = serviceOver(store);
+    expect((await post([block(1)])).status).toBe(200);
+    failing = true;
+    const refused = await Promise.all(
+      Array.from({ length: 5 }, (_, i) => post([withdrawal(`x${i}`)]).then((r) => r.status)),
+    );
+    expect(refused).toEqual(Array(5).fill(500));
+    failing = false;
+    const again = await Promise.all(
+      Array.from({ length: 5 }, (_, i) => post([withdrawal(`y${i}`)]).then((r) => r.status)),
+    );
+    expect(again).toEqual(Array(5).fill(200));
+    expect(snapshotOf(service.state).withdrawals.map((w) => w.id)).toEqual([
+      'y0',
+      'y1',
+      'y2',
+      'y3',
+      'y4',
+    ]);
+    expect(store.position).toBe(6);
+    await store.close();
+    const reopened = await openDataLog({ dir, initial: initial() });
+    expect(reopened.warnings).toEqual([]);
+    expect(reopened.position).toBe(6);
+    await reopened.close();
+  });
+
+  test('an appender that never waits for its writes is held back: the lines ahead of the file stay within two groups of 1 MiB', async () => {
+    const dir = tempDir();
+    const f = faulty({ flushDelayMs: 20 });
+    const store = await openDataLog({ dir, initial: initial(), openJournalFile: f.open });
+    let s = next(store.state, [block(1)]);
+    await (await append(store, [block(1)], s)).durable;
+    const writtenWhenAnswered: number[] = [];
+    let last: Promise<void> = Promise.resolve();
+    for (let i = 0; i < 100; i++) {
+      const events = Array.from({ length: 600 }, (_, j) => withdrawal(`w${i}-${j}`, 1n));
+      const n = next(s, events);
+      last = (await append(store, events, n)).durable;
+      writtenWhenAnswered.push(f.writtenBytes());
+      s = n;
+    }
+    await last;
+    // Where each line ends in the journal (100 lines after the header and the block's).
+    const journal = readFileSync(join(dir, 'journal.jsonl'));
+    const ends: number[] = [];
+    for (let at = journal.indexOf(10); at >= 0; at = journal.indexOf(10, at + 1)) ends.push(at + 1);
+    const lineEnds = ends.slice(-100);
+    const longest = Math.max(
+      ...lineEnds.map((e, i) => e - (i === 0 ? ends.at(-101)! : lineEnds[i - 1]!)),
+    );
+    const ahead = lineEnds.map((end, i) => end - writtenWhenAnswered[i]!);
+    // One group being written and one collecting, each at most 1 MiB and a line.
+    expect(journal.length).toBeGreaterThan(4 * 1024 * 1024);
+    expect(Math.max(...ahead)).toBeLessThanOrEqual(2 * (1024 * 1024 + longest));
     await store.close();
   });
 
