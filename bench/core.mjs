@@ -239,7 +239,7 @@ function row(label, bar, times, a, b) {
     // Short runs near their bar: more rounds steady the median.
     { rounds: REPLAY_ROUNDS },
   );
-  row('one apply(withdrawalRequested): 100k ÷ 1k held', 1.5, applyTimes, '100k', '1k');
+  row('one apply(withdrawalRequested): 100k ÷ 1k held', 1.3, applyTimes, '100k', '1k');
   notes.push({
     label: 'one apply(withdrawalRequested) at 100k held',
     value: formatTime(median(applyTimes['100k']) / 100),

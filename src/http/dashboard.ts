@@ -1,7 +1,9 @@
 /**
  * The operator dashboard served at `GET /`: one self-contained HTML page (inline styles and
  * script, no outside resource, so it works with no network) that reads `GET /limits` and
- * `GET /window` and refreshes itself. Amounts are read exactly (a small JSON reader keeps
+ * `GET /window` and refreshes itself; given an operator token (kept in the tab's session
+ * storage), it lists the pending changes from `GET /admin/changes`, each with what it
+ * loosens. With nothing available, it says at which block the room opens. Amounts are read exactly (a small JSON reader keeps
  * integers as text, then BigInt), and every figure carries its exact value in `data-value`.
  */
 
@@ -41,6 +43,11 @@ th, td { padding: .4rem .5rem; border-bottom: 1px solid var(--line); text-align:
 th:first-child, td:first-child { text-align: left; max-width: 18rem; overflow: hidden; text-overflow: ellipsis; }
 th { color: var(--muted); font-weight: 600; font-size: .85rem; }
 td.none { color: var(--muted); }
+table.changes th, table.changes td { text-align: left; }
+td.loosens { white-space: normal; }
+.room { margin: .5rem 0 0; font-weight: 600; color: var(--warn); }
+.room[hidden] { display: none; }
+input[type=password] { flex: 1 1 14rem; padding: .45rem .6rem; border: 1px solid var(--line); border-radius: 6px; background: var(--bg); color: var(--fg); font: inherit; }
 `;
 
 // The page's script. Plain browser JavaScript: no build step, no outside code.
@@ -178,7 +185,91 @@ function renderWindow(w) {
     next.dataset.value = w.nextRelease.amount;
     next.textContent = btc(w.nextRelease.amount) + ' ' + UNIT + ' frees up at block ' + Number(w.nextRelease.height).toLocaleString('en-US');
   }
+  renderRoom(w);
   drawChart(w);
+}
+
+// When nothing is available: the block at which the window first holds less than its cap
+// (the sums leave it oldest first), which may be later than the next release.
+function renderRoom(w) {
+  const el = $('roomAt');
+  el.hidden = true;
+  if (w.complete === false || w.rollingWithdrawalCap === null || w.availableToWithdraw === null) return;
+  if (BigInt(w.availableToWithdraw) > 0n) return;
+  const cap = BigInt(w.rollingWithdrawalCap), blocks = Number(w.rollingWithdrawalBlocks);
+  el.hidden = false;
+  if (cap === 0n) { el.textContent = 'No room while the window cap is 0'; el.dataset.height = 'null'; return; }
+  let held = BigInt(w.withdrawn), at = null;
+  for (const s of w.sums) {
+    if (held < cap) break;
+    held -= BigInt(s.amount);
+    at = Number(s.height) + blocks;
+  }
+  el.dataset.height = at === null ? 'null' : String(at);
+  el.textContent = at === null ? '' : 'Room opens at block ' + at.toLocaleString('en-US') +
+    ', when the window holds less than its cap of ' + btc(w.rollingWithdrawalCap) + ' ' + UNIT;
+}
+
+// The pending changes, for an operator: GET /admin/changes with the token given here, kept
+// in this tab only (sessionStorage), never in the address or lasting storage.
+const FIELD_NAMES = { pegCap: 'Peg cap', accountPegCap: 'Peg cap', perDepositCap: 'Per deposit',
+  perDepositMinimum: 'Deposit minimum', perWithdrawalCap: 'Per withdrawal',
+  rollingWithdrawalBlocks: 'Window', accountRollingWithdrawalBlocks: 'Window',
+  rollingWithdrawalCap: 'Window cap', accountRollingWithdrawalCap: 'Window cap' };
+const BLOCK_FIELDS = ['rollingWithdrawalBlocks', 'accountRollingWithdrawalBlocks'];
+
+function fieldValue(field, v) {
+  if (v === null) return 'none';
+  return BLOCK_FIELDS.includes(field) ? Number(v).toLocaleString('en-US') + ' blocks' : btc(v) + ' ' + UNIT;
+}
+
+function looseningText(l) {
+  if (l.kind === 'throttleEnded') return 'ends throttle mode (started by ' + l.initiator + ')';
+  if (l.kind === 'keyRevoked') return 'revokes the throttle key ' + l.name;
+  const who = l.account === null ? '' : l.account + ': ';
+  const beneath = l.view === 'configured' ? ' (beneath throttle mode)' : '';
+  return who + FIELD_NAMES[l.field] + ': ' + fieldValue(l.field, l.before) + ' → ' + fieldValue(l.field, l.after) + beneath;
+}
+
+function appliesText(c) {
+  const at = c.effectiveAt === null ? null : 'block ' + Number(c.effectiveAt).toLocaleString('en-US');
+  if (c.delayBlocks === null) return 'at its quorum only';
+  return at === null ? c.delayBlocks + ' blocks after the first block' : at;
+}
+
+async function readChanges() {
+  const token = sessionStorage.getItem('peg-limits-token');
+  const note = $('changesNote');
+  // Asked without a token too: a service with no operators answers 404 (nothing can wait).
+  const r = await fetch(new URL('admin/changes', location.href),
+    { cache: 'no-store', headers: token ? { authorization: 'Bearer ' + token } : {} });
+  const body = parseExact(await r.text());
+  if (r.status === 404) { note.textContent = 'This service has no operators: nothing waits.'; $('changeCount').textContent = '0'; return; }
+  if (r.status === 401) {
+    note.textContent = token ? 'The token was refused (401): give an operator token.' : 'Give an operator token to see the pending changes.';
+    $('changeCount').textContent = '—';
+    $('changes').replaceChildren();
+    return;
+  }
+  if (!r.ok) throw new Error((body && (body.message || body.detail)) || r.status);
+  note.textContent = body.length === 0 ? 'No change is waiting.' : '';
+  $('changeCount').textContent = String(body.length);
+  const rows = $('changes');
+  rows.replaceChildren();
+  for (const c of body) {
+    const tr = document.createElement('tr');
+    const approvals = Number(c.quorum) === 0 ? 'by its delay' :
+      c.approvals.length + ' of ' + c.quorum + ': ' + c.approvals.join(', ');
+    const cells = ['#' + c.id, c.proposedBy, c.loosens.map(looseningText).join(' · '), appliesText(c), approvals];
+    cells.forEach((text, k) => {
+      const td = document.createElement('td');
+      td.textContent = text;
+      if (k === 2) td.className = 'loosens';
+      tr.append(td);
+    });
+    tr.dataset.id = c.id;
+    rows.append(tr);
+  }
 }
 
 function drawChart(w) {
@@ -224,6 +315,7 @@ async function refresh() {
     const [limits, window] = await Promise.all([read('limits'), read('window')]);
     renderLimits(limits);
     renderWindow(window);
+    await readChanges();
     $('error').hidden = true;
     $('updated').textContent = 'updated ' + new Date().toLocaleTimeString();
     document.body.dataset.loaded = 'true';
@@ -233,6 +325,13 @@ async function refresh() {
   }
 }
 
+$('tokenForm').addEventListener('submit', (e) => {
+  e.preventDefault();
+  const token = $('token').value.trim();
+  $('token').value = '';
+  if (token) sessionStorage.setItem('peg-limits-token', token); else sessionStorage.removeItem('peg-limits-token');
+  readChanges().catch((err) => { $('changesNote').textContent = 'Could not read the changes: ' + err.message; });
+});
 $('search').addEventListener('input', (e) => { filter = e.target.value; page = 0; renderEntries(); });
 $('prev').addEventListener('click', () => { page--; renderEntries(); });
 $('next').addEventListener('click', () => { page++; renderEntries(); });
@@ -247,6 +346,7 @@ if (typeof EventSource === 'function') {
     try {
       renderLimits(parseExact(e.data));
       renderWindow(await read('window'));
+      await readChanges();
       $('error').hidden = true;
       $('updated').textContent = 'updated ' + new Date().toLocaleTimeString() + ' (live)';
       document.body.dataset.loaded = 'true';
@@ -277,6 +377,7 @@ export const DASHBOARD_HTML = `<!doctype html>
 <section>
   <h2>Available to withdraw now</h2>
   <div class="big" id="available">…</div>
+  <p class="room" id="roomAt" hidden></p>
   <div class="gauge" aria-hidden="true"><div id="gauge"></div></div>
   <dl>
     <dt>Withdrawn in the window</dt><dd id="withdrawn">…</dd>
@@ -297,6 +398,18 @@ export const DASHBOARD_HTML = `<!doctype html>
   <h2>Rolling window, per block</h2>
   <svg id="chart" role="img" aria-label="Amount withdrawn per block in the rolling window"></svg>
   <p class="note"><span id="range"></span> · next release: <span id="nextRelease">…</span></p>
+</section>
+<section class="wide">
+  <h2>Pending changes (<span id="changeCount">…</span>)</h2>
+  <form class="tools" id="tokenForm">
+    <input type="password" id="token" placeholder="Operator token (kept in this tab only)" aria-label="Operator token" autocomplete="off">
+    <button id="showChanges" type="submit">Show changes</button>
+    <span class="note" id="changesNote"></span>
+  </form>
+  <div class="table"><table class="changes">
+    <thead><tr><th>Change</th><th>Proposed by</th><th>Loosens (before → after)</th><th>Applies at</th><th>Approvals</th></tr></thead>
+    <tbody id="changes"></tbody>
+  </table></div>
 </section>
 <section class="wide">
   <h2>Account entries (<span id="entryCount">0</span>)</h2>

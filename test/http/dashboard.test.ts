@@ -155,6 +155,7 @@ describe.skipIf(CHROMIUM === undefined)('the dashboard in a real browser', () =>
     expect(await value(page, '#withdrawn')).toBe(String(window.withdrawn));
     // 100 BTC less the 12.25 BTC withdrawn, shown as BTC with the trailing zeros cut.
     expect(await page.textContent('#available')).toBe('87.75 BTC');
+    expect(await page.isHidden('#roomAt')).toBe(true);
     const sums = window.sums as Array<{ height: bigint; amount: bigint }>;
     expect(sums).toHaveLength(6);
     const bars = await page.$$eval('#chart rect.bar', (els) =>
@@ -189,6 +190,122 @@ describe.skipIf(CHROMIUM === undefined)('the dashboard in a real browser', () =>
       await page.goto(`${s.url}/`);
       await page.waitForSelector('body[data-loaded="true"]', { timeout: 10_000 });
       expect(await page.textContent('#available')).toBe('unknown until block 870,144');
+      await page.close();
+    } finally {
+      await s.close();
+    }
+  });
+
+  test('shows an operator the pending changes: what each loosens, before and after with units, where it applies, its approvals', async () => {
+    const BTC = 100_000_000n;
+    const begun = applyAll(
+      createLimitsState({
+        limits: {
+          pegCap: 50n * BTC,
+          perWithdrawalCap: BTC,
+          rollingWithdrawalBlocks: 144n,
+          rollingWithdrawalCap: 10n * BTC,
+        },
+      }),
+      [{ type: 'blockConnected', height: 870_000 }],
+    );
+    if (!begun.ok) throw begun.error;
+    const s = await startServer({
+      log: await openDataLog({ dir: tempDir(), initial: begun.state }),
+      port: 0,
+      adminToken: TOKEN,
+      loosening: { delayBlocks: 6, quorum: 2 },
+    });
+    const propose = async (body: string) => {
+      const r = await fetch(`${s.url}/admin/events`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${TOKEN}` },
+        body,
+      });
+      expect(r.status).toBe(202);
+    };
+    try {
+      await propose(
+        '[{"type":"limitsUpdated","limits":{"perWithdrawalCap":200000000,"pegCap":null}}]',
+      );
+      await propose('[{"type":"limitsUpdated","limits":{"rollingWithdrawalBlocks":72}}]');
+      const page = await browser.newPage({ viewport: { width: 1280, height: 1100 } });
+      await page.goto(`${s.url}/`);
+      await page.waitForSelector('body[data-loaded="true"]', { timeout: 10_000 });
+      // Without a token the panel says what it needs; a wrong one is refused.
+      expect(await page.textContent('#changesNote')).toContain('operator token');
+      await page.fill('#token', 'not-the-token-at-all');
+      await page.click('#showChanges');
+      await page.waitForFunction(() =>
+        document.getElementById('changesNote')!.textContent!.includes('refused'),
+      );
+      await page.fill('#token', TOKEN);
+      await page.click('#showChanges');
+      await page.waitForFunction(() => document.querySelectorAll('#changes tr').length === 2);
+      const rows = await page.$$eval('#changes tr', (trs) =>
+        trs.map((tr) => Array.from(tr.querySelectorAll('td'), (td) => td.textContent)),
+      );
+      expect(rows[0]).toEqual([
+        '#1',
+        'admin',
+        'Per withdrawal: 1 BTC → 2 BTC · Peg cap: 50 BTC → none',
+        'block 870,006',
+        '1 of 2: admin',
+      ]);
+      expect(rows[1]![2]).toBe('Window: 144 blocks → 72 blocks');
+      expect(await page.textContent('#changeCount')).toBe('2');
+      // The token stays in this tab: never in the address, never in lasting storage.
+      expect(page.url()).not.toContain(TOKEN);
+      expect(await page.evaluate(() => localStorage.length)).toBe(0);
+      await page.screenshot({ path: `${ARTIFACTS}/dashboard-changes.png`, fullPage: true });
+      await page.close();
+    } finally {
+      await s.close();
+    }
+  });
+
+  test('under throttle mode with nothing available, it says at which block the room opens, not only the next release', async () => {
+    const BTC = 100_000_000n;
+    const begun = applyAll(
+      createLimitsState({
+        limits: { rollingWithdrawalBlocks: 144n, rollingWithdrawalCap: 100n * BTC },
+      }),
+      [
+        { type: 'blockConnected', height: 870_000 },
+        { type: 'withdrawalRequested', id: 'a', account: 'x', amount: BTC, height: 869_985 },
+        { type: 'withdrawalRequested', id: 'b', account: 'x', amount: 2n * BTC, height: 869_990 },
+        { type: 'withdrawalRequested', id: 'c', account: 'x', amount: BTC, height: 869_995 },
+        { type: 'throttleKeyAdded', name: 'ops-1', secretHash: hashThrottleSecret(SECRET) },
+      ],
+    );
+    if (!begun.ok) throw begun.error;
+    const s = await startServer({
+      log: await openDataLog({ dir: tempDir(), initial: begun.state }),
+      port: 0,
+    });
+    try {
+      const r = await fetch(`${s.url}/start_throttle`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ name: 'ops-1', secret: SECRET }),
+      });
+      expect(r.status).toBe(200);
+      const page = await browser.newPage({ viewport: { width: 1000, height: 900 } });
+      await page.goto(`${s.url}/`);
+      await page.waitForSelector('body[data-loaded="true"]', { timeout: 10_000 });
+      // The throttled window (the longer of 144 and the profile's 18 blocks; the cap 2 BTC)
+      // holds 4 BTC: nothing is available. The next release (1 BTC at 870,129) leaves 3 BTC,
+      // still over the cap; the one after, at 870,134, brings the window under it.
+      expect(await page.textContent('#available')).toBe('0 BTC');
+      expect(await page.textContent('#nextRelease')).toBe('1 BTC frees up at block 870,129');
+      expect(await page.textContent('#roomAt')).toBe(
+        'Room opens at block 870,134, when the window holds less than its cap of 2 BTC',
+      );
+      // No operator here: the panel says nothing can wait, rather than asking for a token.
+      expect(await page.textContent('#changesNote')).toBe(
+        'This service has no operators: nothing waits.',
+      );
+      await page.screenshot({ path: `${ARTIFACTS}/dashboard-throttle-room.png`, fullPage: true });
       await page.close();
     } finally {
       await s.close();
