@@ -16,16 +16,12 @@ import { inspect } from 'node:util';
 import { describe, expect, test } from 'vitest';
 import { generateOperatorToken, hashOperatorToken } from '../src/index.js';
 import { CURL_AVAILABLE } from './support/clients.js';
+import { fencedBlocks } from './support/doc-blocks.mjs';
 import { freePort, tempDir } from './support/proc.js';
 
 const REPO = resolve('.');
 
-function blocks(file: string, lang: string): string[] {
-  const text = readFileSync(file, 'utf8');
-  return [...text.matchAll(new RegExp(`\`\`\`${lang}\\n([\\s\\S]*?)\`\`\``, 'g'))].map(
-    (m) => m[1]!,
-  );
-}
+const blocks = (file: string, lang: string) => fencedBlocks(readFileSync(file, 'utf8'), lang);
 
 /**
  * Whether `output` bears out `claim`: a leading status is the answer's status; every error

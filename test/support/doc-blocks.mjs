@@ -14,6 +14,11 @@ export function fencedBlock(page, lang, name) {
   return page.slice(from, page.indexOf('```', from));
 }
 
+/** Every fenced block of `page` in `lang`, in order (the fences left out). */
+export function fencedBlocks(page, lang) {
+  return [...page.matchAll(new RegExp(`\`\`\`${lang}\n([\\s\\S]*?)\`\`\``, 'g'))].map((m) => m[1]);
+}
+
 /**
  * The HAProxy configuration of docs/replicas.md (`page`), on loopback: listening on
  * 127.0.0.1:`port`, in front of `replicas` (`host:port` each, r1 first) instead of the
