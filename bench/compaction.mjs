@@ -1,6 +1,7 @@
 #!/usr/bin/env node
-// `npm run bench:compaction`: what a compaction costs the clients of a running server. The
-// command on a data folder with `--snapshot-every 100000` takes 600,000 withdrawals over
+// `npm run bench:compaction [-- --postgres]`: what a compaction costs the clients of a
+// running server. The command on a data folder with `--snapshot-every 100000` (or on
+// PostgreSQL with a snapshot every 1,000 batches) takes 600,000 withdrawals over
 // 5,000 accounts (one block and 100 withdrawals a request, so about 200,000 are held at the
 // end: the history is 2016 blocks), while a second client reads GET /limits every 10 ms.
 // Reports the longest the server's event loop was held (measured inside it), the slowest
@@ -11,27 +12,29 @@ import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { startPostgres } from './postgres.mjs';
 import { LOAD_TOKEN } from './util.mjs';
 
 const TOTAL = Number(process.env.COMPACTION_WITHDRAWALS ?? 600_000);
 const PER_BLOCK = 100;
 const ACCOUNTS = 5_000;
 
-const dir = mkdtempSync(join(tmpdir(), 'peg-limits-compaction-'));
+// `--postgres`: the log on a PostgreSQL server of its own (bench/postgres.mjs), where a
+// snapshot is taken every N batches: 1,000 batches of 100 withdrawals are the 100,000
+// withdrawals between two compactions of the data folder.
+const onPostgres = process.argv.includes('--postgres');
+const database = onPostgres ? await startPostgres() : undefined;
+const store = onPostgres
+  ? ['--store', await database.database('compaction'), '--snapshot-every', '1000']
+  : [
+      '--data',
+      mkdtempSync(join(tmpdir(), 'peg-limits-compaction-')),
+      '--snapshot-every',
+      process.env.COMPACTION_EVERY ?? '100000',
+    ];
 const child = spawn(
   'node',
-  [
-    '--import',
-    './bench/loop-delay.mjs',
-    'dist/cli.js',
-    'serve',
-    '--port',
-    '0',
-    '--data',
-    dir,
-    '--snapshot-every',
-    process.env.COMPACTION_EVERY ?? '100000',
-  ],
+  ['--import', './bench/loop-delay.mjs', 'dist/cli.js', 'serve', '--port', '0', ...store],
   {
     env: { ...process.env, PEG_LIMITS_ADMIN_TOKEN: LOAD_TOKEN },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -46,7 +49,7 @@ child.stdout.on('data', (c) => {
     loopDelay = Math.max(loopDelay, Number(m[1]));
 });
 child.stderr.on('data', (c) => {
-  compactions += (String(c).match(/compacted:/g) ?? []).length;
+  compactions += (String(c).match(/compacted:|snapshot \d+ written/g) ?? []).length;
 });
 const url = await new Promise((resolve, reject) => {
   child.stdout.on('data', (c) => {
@@ -115,6 +118,7 @@ await new Promise((r) => setTimeout(r, 3_000));
 const settled = rssMiB();
 clearInterval(sampler);
 child.kill('SIGKILL');
+database?.stop();
 
 const f = (x) => `${x.toFixed(0)} ms`;
 // `--json`: the figures the benchmark gate holds, as one line of JSON.
@@ -131,7 +135,7 @@ if (process.argv.includes('--json')) {
 }
 console.log(
   [
-    `| figure (${TOTAL} withdrawals streamed, ${ACCOUNTS} accounts, --snapshot-every 100000, ${compactions} compactions) | value |`,
+    `| figure (${TOTAL} withdrawals streamed, ${ACCOUNTS} accounts, ${onPostgres ? 'PostgreSQL, a snapshot every 1,000 batches' : 'a data folder, --snapshot-every 100000'}, ${compactions} compactions) | value |`,
     '|---|---|',
     `| longest the server's event loop was held | ${f(loopDelay)} |`,
     `| slowest read (GET /limits every 10 ms, another process) | ${f(Math.max(...readTimes))} |`,

@@ -18,15 +18,7 @@
 // ≥ 0.9× the rate through one of three, nothing is refused, and every read that named its
 // write saw it.
 import { execFileSync, spawn } from 'node:child_process';
-import {
-  chmodSync,
-  existsSync,
-  mkdtempSync,
-  readdirSync,
-  readFileSync,
-  rmSync,
-  writeFileSync,
-} from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -34,45 +26,15 @@ import autocannon from 'autocannon';
 import pg from 'pg';
 import { applyAll, createLimitsState, encodeJson, snapshotOf } from '../dist/index.js';
 import { haproxyConfig } from '../test/support/doc-blocks.mjs';
+import { startPostgres } from './postgres.mjs';
 import { admin as adminEvents, startChild, withdrawalRequests, writeReadmeTable } from './util.mjs';
 
-const BIN = process.env.PG_BIN ?? '/usr/lib/postgresql/15/bin';
-if (!existsSync(join(BIN, 'initdb'))) {
-  console.error(`no PostgreSQL server binaries at ${BIN}: apt-get install postgresql`);
-  process.exit(1);
-}
 const SECONDS = Number(process.env.LOAD_SECONDS ?? 4);
-const root = process.getuid?.() === 0;
-const pgRun = (cmd, args) =>
-  root
-    ? execFileSync('runuser', ['-u', 'postgres', '--', join(BIN, cmd), ...args])
-    : execFileSync(join(BIN, cmd), args);
-
-const dir = mkdtempSync(join(tmpdir(), 'peg-limits-pgbench-'));
-chmodSync(dir, 0o777);
-if (root) execFileSync('chown', ['postgres:postgres', dir]);
-pgRun('initdb', ['-D', join(dir, 'data'), '-A', 'trust', '-U', 'postgres', '-E', 'UTF8']);
-const port = 55_432;
-pgRun('pg_ctl', [
-  '-D',
-  join(dir, 'data'),
-  '-o',
-  `-k ${dir} -c listen_addresses='' -p ${port} ${process.env.PG_EXTRA ?? ''}`,
-  '-l',
-  join(dir, 'log'),
-  '-w',
-  'start',
-]);
-const base = `postgres://postgres@localhost/postgres?host=${encodeURIComponent(dir)}&port=${port}`;
+const postgres = await startPostgres();
+// HAProxy's configuration files go here.
+const dir = mkdtempSync(join(tmpdir(), 'peg-limits-replicas-'));
 const children = [];
-
-async function database(name) {
-  const c = new pg.Client({ connectionString: base });
-  await c.connect();
-  await c.query(`CREATE DATABASE ${name}`);
-  await c.end();
-  return base.replace('/postgres?', `/${name}?`);
-}
+const database = (name) => postgres.database(name);
 
 const replica = (url) => startChild(['replica', url], children);
 
@@ -481,7 +443,7 @@ try {
 } finally {
   for (const child of children) child.kill('SIGKILL');
   try {
-    pgRun('pg_ctl', ['-D', join(dir, 'data'), '-m', 'immediate', '-w', 'stop']);
+    postgres.stop();
   } catch {}
   rmSync(dir, { recursive: true, force: true });
 }

@@ -127,3 +127,13 @@ test('no module of src/ is over 600 lines: a module that grows past it is split 
     .filter((m) => m.lines > 600);
   expect(over).toEqual([]);
 });
+
+test("docs/design.md's module table has a row for every source file, and no row for a file that is gone", () => {
+  const design = readFileSync('docs/design.md', 'utf8');
+  const rows = [...design.matchAll(/^\| `([a-z-]+\/)?([a-z-]+\.ts)` \|/gm)].map(
+    (m) => `${m[1] ?? ''}${m[2]}`,
+  );
+  const files = sources('src').map((f) => f.slice('src/'.length).replaceAll('\\', '/'));
+  expect(files.filter((f) => !rows.includes(f)).sort(), 'files without a row').toEqual([]);
+  expect(rows.filter((r) => !files.includes(r)).sort(), 'rows without a file').toEqual([]);
+});

@@ -153,7 +153,7 @@ function merge<V>(shift: number, a: Leaf<V> | Collision<V>, b: Leaf<V>, owner: O
   return { kind: 2, bitmap: (1 << ia) | (1 << ib), kids: ia < ib ? [a, b] : [b, a], owner };
 }
 
-// `grew` reports whether a key was added (not replaced), so the size stays exact.
+// `owner.sizeChange` says whether a key was added (1) or replaced (0), so the size stays exact.
 function setIn<V>(node: Node<V> | undefined, shift: number, leaf: Leaf<V>, owner: Owner): Node<V> {
   if (node === undefined) {
     owner.sizeChange = 1;

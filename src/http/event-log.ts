@@ -4,7 +4,7 @@
  * Node adapters in `peg-limits/server`; the batch text they share is `codec.ts`'s, and the
  * queue that orders their work and the service's is `serial-queue.ts`.
  *
- * The rules every log keeps (`test/server/event-log.contract.ts` checks them on both):
+ * The rules every log keeps (`test/server/event-log.test.ts` checks them on both):
  * - A position counts batches: the log's first state is at its snapshot's position, and
  *   each appended batch is the next position. `positionOf` knows every state the log read,
  *   caught up to or appended.

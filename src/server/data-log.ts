@@ -23,7 +23,21 @@ import {
   writeSnapshot,
 } from './data-files.js';
 
+import {
+  type FlushError,
+  type JournalFile,
+  JournalWriter,
+  type OpenJournalFile,
+  openNodeJournalFile,
+} from './journal.js';
+
 export { SNAPSHOT_FILE, StoreError } from './data-files.js';
+export {
+  FlushError,
+  type JournalFile,
+  type OpenJournalFile,
+  openNodeJournalFile,
+} from './journal.js';
 
 /** The journal's file name inside the data folder. */
 export const JOURNAL_FILE = 'journal.jsonl';
@@ -50,50 +64,6 @@ async function readAt(handle: FileHandle, from: number, length: number): Promise
 export const DEFAULT_SNAPSHOT_EVERY = 100_000;
 
 const JOURNAL_FORMAT = 'peg-limits/journal';
-
-/** A flush that failed: what reached the disk is unknown, so the server must stop. */
-export class FlushError extends Error {
-  override readonly name = 'FlushError';
-}
-
-/**
- * The operations the store does on its journal file: positional writes that may come up
- * short, a data flush, a truncation. The default is a Node `FileHandle`; tests pass files
- * that fail on purpose.
- */
-export interface JournalFile {
-  /** Writes bytes at `position`; returns how many were written (possibly fewer). */
-  write(data: Uint8Array, position: number): Promise<number>;
-  /** Flushes the file's data to disk (fdatasync). */
-  datasync(): Promise<void>;
-  /** Cuts the file to `length` bytes. */
-  truncate(length: number): Promise<void>;
-  /** Closes the file. */
-  close(): Promise<void>;
-}
-
-/** Opens the journal file for writing (creating it when missing). */
-export type OpenJournalFile = (path: string) => Promise<JournalFile>;
-
-/** The default journal file: a Node file handle opened for reading and writing. */
-export const openNodeJournalFile: OpenJournalFile = async (path) => {
-  let handle: FileHandle;
-  try {
-    handle = await open(path, 'r+');
-  } catch (e) {
-    if ((e as NodeJS.ErrnoException).code !== 'ENOENT') throw e;
-    handle = await open(path, 'w+');
-  }
-  return {
-    async write(data, position) {
-      const r = await handle.write(data, 0, data.length, position);
-      return r.bytesWritten;
-    },
-    datasync: () => handle.datasync(),
-    truncate: (length) => handle.truncate(length),
-    close: () => handle.close(),
-  };
-};
 
 /** Options of {@link openDataLog}. */
 export interface DataLogOptions {
@@ -308,17 +278,17 @@ export async function openDataLog(options: DataLogOptions): Promise<DataLog> {
     );
   // A fresh folder (or one whose journal was lost entirely) gets a journal with a header.
   let file: JournalFile;
-  let end: number;
+  let fileEnd: number;
   if (size === 0) {
     await writeAtomically(dir, JOURNAL_FILE, (put) => put(journalHeader(snapshotSeq)));
     file = await openFile(path);
-    end = Buffer.byteLength(journalHeader(snapshotSeq));
+    fileEnd = Buffer.byteLength(journalHeader(snapshotSeq));
   } else {
     file = await openFile(path);
-    end = goodBytes;
-    if (end < size) await file.truncate(end);
+    fileEnd = goodBytes;
+    if (fileEnd < size) await file.truncate(fileEnd);
   }
-  if (size === 0) headerBytes = end;
+  if (size === 0) headerBytes = fileEnd;
   // The newest record's hash: the next record follows it.
   let lastHash = prev?.hash ?? ZERO_HASH;
 
@@ -331,12 +301,25 @@ export async function openDataLog(options: DataLogOptions): Promise<DataLog> {
   let journalAfter = start;
   // The position of each state this store read or wrote.
   const positions = new WeakMap<LimitsState, number>([[state, seq]]);
-  let fatal: FlushError | undefined;
   // Orders appends and compactions.
   const lane = serialQueue();
-  let flushing: Promise<void> | undefined;
-  let queued: Promise<void> | undefined;
   let lastDurable: Promise<void> = Promise.resolve();
+  // The journal's writer; a group it cannot write takes the log back to where it stood.
+  const journal = new JournalWriter<{ seq: number; hash: string; state: LimitsState }>(
+    file,
+    path,
+    fileEnd,
+    {
+      onFatal: options.onFatal,
+      onRefused(before, states) {
+        seq = before.seq;
+        lastHash = before.hash;
+        written = before.state;
+        for (const s of states) positions.delete(s);
+      },
+    },
+  );
+  const where = () => ({ seq, hash: lastHash, state: written });
 
   // Past a break (--audit-repair): a new chain starts with a record that says where and why,
   // as a batch of no events (so that every record is a batch), written before anything else.
@@ -344,153 +327,14 @@ export async function openDataLog(options: DataLogOptions): Promise<DataLog> {
     const note = makeRecord(ZERO_HASH, seq + 1, [], undefined, undefined, {
       repair: { after: broken.position - 1, reason: broken.why },
     });
-    await appendLine(Buffer.from(`${note.line}\n`, 'utf8'));
-    await flushNow();
+    await journal.append(Buffer.from(`${note.line}\n`, 'utf8'));
+    await journal.flush();
     lastHash = note.hash;
     seq++;
     positions.set(state, seq);
     warnings.push(
       `the audit trail broke at position ${broken.position} (${broken.why}); --audit-repair started a new chain at position ${seq}`,
     );
-  }
-
-  function die(e: unknown): never {
-    fatal ??= new FlushError(`flushing ${path} failed: ${(e as Error).message}`);
-    options.onFatal?.(fatal);
-    throw fatal;
-  }
-
-  async function flushNow(): Promise<void> {
-    if (fatal !== undefined) throw fatal;
-    try {
-      await file.datasync();
-    } catch (e) {
-      die(e);
-    }
-  }
-
-  // One flush at a time; a request that arrives during a flush waits for the next one,
-  // which covers every byte written before it starts.
-  function sync(): Promise<void> {
-    if (flushing === undefined) {
-      flushing = flushNow().finally(() => {
-        flushing = undefined;
-      });
-      return flushing;
-    }
-    queued ??= flushing.then(
-      () => {
-        queued = undefined;
-        return sync();
-      },
-      (e: unknown) => {
-        queued = undefined;
-        throw e;
-      },
-    );
-    return queued;
-  }
-
-  // Group writes: the lines appended while a group is written and flushed wait in
-  // `collecting` and go to the file as one write, then one flush, when it is done.
-  // A group that cannot be written is cut back off the file, and it and every line queued
-  // after it (computed on its states) are refused: the log goes back to the state before it.
-  interface Group {
-    readonly lines: Buffer[];
-    bytes: number;
-    readonly states: LimitsState[];
-    readonly before: { readonly seq: number; readonly hash: string; readonly state: LimitsState };
-    readonly durable: Promise<void>;
-    settle(error?: unknown): void;
-  }
-  let collecting: Group | undefined;
-  let writing: Promise<void> | undefined;
-
-  function newGroup(): Group {
-    let settle!: (error?: unknown) => void;
-    const durable = new Promise<void>((resolve, reject) => {
-      settle = (error) => (error === undefined ? resolve() : reject(error));
-    });
-    return {
-      lines: [],
-      bytes: 0,
-      states: [],
-      before: { seq, hash: lastHash, state: written },
-      durable,
-      settle,
-    };
-  }
-
-  function queueLine(line: Buffer, next: LimitsState): Promise<void> {
-    collecting ??= newGroup();
-    collecting.lines.push(line);
-    collecting.bytes += line.length;
-    collecting.states.push(next);
-    writing ??= writeGroups().finally(() => {
-      writing = undefined;
-    });
-    return collecting.durable;
-  }
-
-  async function writeGroups(): Promise<void> {
-    // Let the appends of this turn of the event loop join the first group.
-    await Promise.resolve();
-    while (collecting !== undefined) {
-      const group = collecting;
-      collecting = undefined;
-      if (fatal !== undefined) {
-        group.settle(fatal);
-        continue;
-      }
-      try {
-        await appendLine(group.lines.length === 1 ? group.lines[0]! : Buffer.concat(group.lines));
-      } catch (e) {
-        const refused = collecting === undefined ? [group] : [group, collecting];
-        collecting = undefined;
-        seq = group.before.seq;
-        lastHash = group.before.hash;
-        written = group.before.state;
-        for (const g of refused) {
-          for (const state of g.states) positions.delete(state);
-          g.settle(e);
-        }
-        continue;
-      }
-      // The lines that come during the flush wait for it, and go as the next group: one
-      // write a flush.
-      try {
-        await sync();
-        group.settle();
-      } catch (e) {
-        group.settle(e);
-      }
-    }
-  }
-
-  // Resolves once every line queued so far is in the file and flushed, or refused.
-  async function linesWritten(): Promise<void> {
-    while (writing !== undefined) await writing;
-  }
-
-  async function appendLine(data: Buffer): Promise<void> {
-    let done = 0;
-    try {
-      while (done < data.length) {
-        const n = await file.write(data.subarray(done), end + done);
-        if (n <= 0) throw new Error('the disk took no more bytes');
-        done += n;
-      }
-    } catch (e) {
-      // Cut the partial line back off, so that nothing refused reappears and the next line
-      // starts clean. If even that fails, the file's end is unknown: stop.
-      try {
-        await file.truncate(end);
-      } catch (t) {
-        die(t);
-      }
-      throw new Error(`writing ${path} failed: ${(e as Error).message}`);
-    }
-    end += data.length;
   }
 
   // Copies the journal's records up to byte `offset` (position `last`) that the archive does
@@ -555,16 +399,16 @@ export async function openDataLog(options: DataLogOptions): Promise<DataLog> {
 
   async function compactNow(): Promise<void> {
     const at = await lane.run(async () => {
-      await linesWritten();
+      await journal.settled();
       // Nothing to do when the snapshot holds every batch and the journal none.
       if (seq === snapshotAt && seq === journalAfter) return undefined;
       sinceSnapshot = 0;
       // Where the lines after this position start in the journal, and its flush.
-      return { seq, state: written, offset: end, durable: lastDurable };
+      return { seq, state: written, offset: journal.end, durable: lastDurable };
     });
     if (at === undefined) return;
     await at.durable;
-    if (fatal !== undefined) throw fatal;
+    if (journal.fatal !== undefined) throw journal.fatal;
     log?.(`compacting: writing a snapshot of ${at.seq} batches`);
     const bytes = await writeSnapshot(dir, at.seq, at.state);
     // From here the snapshot holds batches 1…at.seq; a crash now leaves the old journal,
@@ -574,18 +418,17 @@ export async function openDataLog(options: DataLogOptions): Promise<DataLog> {
     // crash now leaves them in both, never in neither.
     await archiveRecords(at.offset, at.seq);
     await lane.run(async () => {
-      await linesWritten();
+      await journal.settled();
       await lastDurable;
-      if (fatal !== undefined) throw fatal;
-      const moved = await readRange(path, at.offset, end);
+      if (journal.fatal !== undefined) throw journal.fatal;
+      const moved = await readRange(path, at.offset, journal.end);
       const header = journalHeader(at.seq);
       await writeAtomically(dir, JOURNAL_FILE, async (put) => {
         await put(header);
         await put(moved);
       });
-      await file.close();
-      file = await openFile(path);
-      end = Buffer.byteLength(header) + moved.length;
+      await journal.close();
+      journal.replace(await openFile(path), Buffer.byteLength(header) + moved.length);
       headerBytes = Buffer.byteLength(header);
       journalAfter = at.seq;
     });
@@ -602,10 +445,10 @@ export async function openDataLog(options: DataLogOptions): Promise<DataLog> {
       return seq;
     },
     get writable() {
-      return fatal === undefined;
+      return journal.fatal === undefined;
     },
     get unavailable() {
-      return fatal?.message;
+      return journal.fatal?.message;
     },
     // One writer: nothing to catch up with.
     catchingUp: false,
@@ -614,8 +457,8 @@ export async function openDataLog(options: DataLogOptions): Promise<DataLog> {
       return lane.run(async (): Promise<Appended> => {
         // A caller that does not wait for its writes is held back once a group holds
         // MAX_GROUP_BYTES: the lines queued never outgrow what one write takes.
-        if (collecting !== undefined && collecting.bytes >= MAX_GROUP_BYTES) await linesWritten();
-        if (fatal !== undefined) throw fatal;
+        if (journal.queuedBytes >= MAX_GROUP_BYTES) await journal.settled();
+        if (journal.fatal !== undefined) throw journal.fatal;
         if (positions.get(base) !== seq)
           throw new LogConflict(
             written,
@@ -627,10 +470,10 @@ export async function openDataLog(options: DataLogOptions): Promise<DataLog> {
         if (groupCommit) {
           // Queued for the next group write: the next change is computed at once, on this
           // one's state; a group that cannot be written takes every line after it back.
-          durable = queueLine(line, next);
+          durable = journal.queue(line, next, where);
         } else {
-          await appendLine(line);
-          durable = flushNow();
+          await journal.append(line);
+          durable = journal.flush();
           await durable;
         }
         lastHash = record.hash;
@@ -652,9 +495,9 @@ export async function openDataLog(options: DataLogOptions): Promise<DataLog> {
       // The journal as it is now (a handle keeps this version even if a compaction swaps
       // the file), and what of it is durable; records it let go of are in the archive by then.
       const at = await lane.run(async () => {
-        await linesWritten();
+        await journal.settled();
         await lastDurable;
-        return { handle: await open(path, 'r'), headerBytes, end, journalAfter };
+        return { handle: await open(path, 'r'), headerBytes, end: journal.end, journalAfter };
       });
       const out: string[] = [];
       try {
@@ -687,14 +530,14 @@ export async function openDataLog(options: DataLogOptions): Promise<DataLog> {
     },
     async close() {
       await compacting?.catch(() => undefined);
-      if (fatal === undefined)
+      if (journal.fatal === undefined)
         await compact().catch((e: unknown) =>
           log?.(`warning: the snapshot at shutdown failed: ${(e as Error).message}`),
         );
       await lane.idle();
-      await linesWritten();
+      await journal.settled();
       await lastDurable;
-      await file.close();
+      await journal.close();
     },
   };
 }

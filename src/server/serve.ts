@@ -82,7 +82,7 @@ export interface ServerOptions {
   readonly metrics?: boolean | undefined;
   /** How the caller turns metrics off, named in the warning when they cannot be served. @internal */
   readonly metricsOffHint?: string | undefined;
-  /** Alerts when throttle mode starts or ends (`--alert-url`); none when undefined. */
+  /** Alerts (`--alert-url`): what operators are told (throttle mode, keys, limits, pending changes, held blocks); none when undefined. */
   readonly alerts?: AlertOptions | undefined;
   /**
    * The connections' limits (time-outs, caps, lingering close); unset fields take
