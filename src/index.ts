@@ -89,12 +89,15 @@ export {
   type Problem,
 } from './http/client.js';
 export { eventFromJson, eventsFromJson } from './http/codec.js';
-export type {
-  Appended,
-  AuditActor,
-  BatchMeta,
-  EventLog,
-  WriteLockFigures,
+export {
+  type Appended,
+  type AuditActor,
+  type BatchMeta,
+  type EventLog,
+  LogBusy,
+  LogConflict,
+  LogUnavailable,
+  type WriteLockFigures,
 } from './http/event-log.js';
 export {
   type HandleOptions,

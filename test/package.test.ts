@@ -65,6 +65,11 @@ describe('the packed package', () => {
       const log = await openDataLog({ dir: process.argv[1], initial: createLimitsState({ limits: { pegCap: 5n } }) });
       console.log(String(getLimits(log.state).pegCap)); await log.close();`;
     expect(node(['--input-type=module', '-e', esm, tempDir()]).trim()).toBe('5');
+    // The EventLog contract's errors are the core's own classes in both entries: a log
+    // written elsewhere signals a conflict the service knows.
+    const same = `import * as core from 'peg-limits'; import * as server from 'peg-limits/server';
+      console.log([core.LogConflict === server.LogConflict, core.LogBusy === server.LogBusy, core.LogUnavailable === server.LogUnavailable].join());`;
+    expect(node(['--input-type=module', '-e', same]).trim()).toBe('true,true,true');
     const cjs = `require('peg-limits/server'); require('peg-limits');
       console.log(Object.keys(require.cache).map((f) => f.replace(/.*\\//, '')).filter((f) => f.endsWith('.cjs')).sort().join(' '));`;
     expect(node(['-e', cjs]).trim()).toMatch(
@@ -78,6 +83,9 @@ describe('the packed package', () => {
     'DEFAULT_HISTORY_BLOCKS',
     'DEFAULT_THROTTLE_PROFILE',
     'LimitsError',
+    'LogBusy',
+    'LogConflict',
+    'LogUnavailable',
     'MAX_AMOUNT',
     'MIN_AMOUNT',
     'NO_WAITING',
@@ -127,6 +135,9 @@ describe('the packed package', () => {
   const SERVER = [
     'DEFAULT_SERVER_LIMITS',
     'FlushError',
+    'LogBusy',
+    'LogConflict',
+    'LogUnavailable',
     'PgLogError',
     'StoreError',
     'openDataLog',

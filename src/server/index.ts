@@ -6,6 +6,8 @@
  * @packageDocumentation
  */
 
+// The errors of the EventLog contract, for a log written elsewhere (also in `peg-limits`).
+export { LogBusy, LogConflict, LogUnavailable } from 'peg-limits';
 export type { AlertCursors, AlertOptions } from './alerts.js';
 export {
   type DataLog,

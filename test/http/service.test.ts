@@ -1,9 +1,14 @@
 import { describe, expect, test } from 'vitest';
 import {
+  applyAll,
   createFetchHandler,
+  createLimitsState,
   createService,
   decodeJson,
+  type EventLog,
+  getLimits,
   type LimitsEvent,
+  type LimitsState,
 } from '../../src/index.js';
 import { at } from '../support/helpers.js';
 
@@ -237,4 +242,62 @@ describe('readiness (GET /readyz) over an event log', () => {
     expect(decodeJson(r.body)).toMatchObject({ code: 'store_unavailable' });
     expect(r.headers['access-control-allow-origin']).toBeUndefined();
   });
+});
+
+test('a log written elsewhere signals a conflict with the public LogConflict, and the service computes the change again on the newer state', async () => {
+  const { LogConflict } = await import('../../src/index.js');
+  const start = applyAll(
+    createLimitsState({ limits: { rollingWithdrawalBlocks: 10n, rollingWithdrawalCap: 1000n } }),
+    [{ type: 'blockConnected', height: 1 }],
+  );
+  if (!start.ok) throw start.error;
+  const base = start.state;
+  const r = applyAll(base, [{ type: 'blockConnected', height: 2 }]);
+  if (!r.ok) throw r.error;
+  // Another writer appended a block first: the first append is refused with its state.
+  const other = r.state;
+  let newest = base;
+  let position = 0;
+  const positions = new WeakMap<LimitsState, number>([[base, 0]]);
+  let refusedOnce = false;
+  const log: EventLog = {
+    get state() {
+      return newest;
+    },
+    get position() {
+      return position;
+    },
+    writable: true,
+    unavailable: undefined,
+    catchingUp: false,
+    positionOf: (s) => positions.get(s),
+    async append(_events, next, from) {
+      if (!refusedOnce) {
+        refusedOnce = true;
+        newest = other;
+        positions.set(other, ++position);
+        throw new LogConflict(other, 'another writer was first');
+      }
+      expect(from).toBe(newest);
+      newest = next;
+      positions.set(next, ++position);
+      return { position, durable: Promise.resolve() };
+    },
+    catchUp: async () => undefined,
+    follow: () => () => undefined,
+    snapshot: async () => undefined,
+    close: async () => undefined,
+  };
+  const service = createService({ log, adminToken: 't' });
+  const answer = await service.handle({
+    method: 'POST',
+    path: '/admin/events',
+    headers: { 'content-type': 'application/json', authorization: 'Bearer t' },
+    body: '[{"type":"withdrawalRequested","id":"w1","account":"a","amount":5,"height":1}]',
+  });
+  expect(answer.status).toBe(200);
+  // Computed again on the other writer's block: its tip, and the withdrawal counted.
+  expect(service.state.tip).toBe(2);
+  expect(getLimits(service.state).availableToWithdraw).toBe(995n);
+  expect(position).toBe(2);
 });
