@@ -1,6 +1,6 @@
 /**
  * The plumbing the adapters share and embedders do not call: body readers, admission, the
- * route table, the batch codec, the serial queue, the log's errors, the dashboard's page.
+ * route table, the batch codec, the serial queue, the dashboard's page.
  *
  * Built as an entry of its own (`dist/internal.js`, `dist/internal.cjs`) that the package's
  * `exports` do not list, so `peg-limits/server` and the command load the one copy of the core
@@ -25,7 +25,6 @@ export {
 } from './http/body.js';
 export { decodeBatch, encodeBatch } from './http/codec.js';
 export { DASHBOARD_HTML } from './http/dashboard.js';
-export { LogBusy, LogConflict, LogUnavailable } from './http/event-log.js';
 export {
   admitRequest,
   MAX_EVENTS_BODY,

@@ -7,9 +7,10 @@ import {
   encodeJson,
   type LimitsEvent,
   type LimitsState,
+  LogConflict,
   tryDecodeJson,
 } from 'peg-limits';
-import { decodeBatch, LogConflict, located, serialQueue } from '../internal.js';
+import { decodeBatch, located, serialQueue } from '../internal.js';
 
 import { checkLink, makeRecord, readRecord, recordPosition, ZERO_HASH } from './audit.js';
 import { archive, archivedLines, archiveFiles, lastLineOf } from './data-audit.js';

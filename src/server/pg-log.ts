@@ -16,16 +16,16 @@
  * follow on from their position, else read from the table. Node-only.
  */
 
-import { applyAll, type EventLog, type LimitsState } from 'peg-limits';
-import type pg from 'pg';
 import {
-  encodeBatch,
+  applyAll,
+  type EventLog,
+  type LimitsState,
   LogBusy,
   LogConflict,
   LogUnavailable,
-  located,
-  serialQueue,
-} from '../internal.js';
+} from 'peg-limits';
+import type pg from 'pg';
+import { encodeBatch, located, serialQueue } from '../internal.js';
 import { makeRecord, ZERO_HASH } from './audit.js';
 import { NEWEST_RECORD, trailTail } from './pg-audit.js';
 import { connectClient, PgLogError, serversOf } from './pg-connect.js';

@@ -11,9 +11,9 @@ import {
   encodeJson,
   type LimitsEvent,
   type LimitsState,
+  LogConflict,
   snapshotOf,
 } from '../../src/index.js';
-import { LogConflict } from '../../src/internal.js';
 import { openDataLog } from '../../src/server/data-log.js';
 import { openPgLog } from '../../src/server/pg-log.js';
 import {

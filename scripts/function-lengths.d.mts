@@ -1,0 +1,12 @@
+/** The types of function-lengths.mjs (plain JavaScript, so that it runs as a script too). */
+
+/** The most lines a function of src/ may have. */
+export const MAX_FUNCTION_LINES: number;
+
+/** Factory closures still to be split, by `file name`, with the lines each may have at most. */
+export const TO_SPLIT: Readonly<Record<string, number>>;
+
+/** Every function of the files under `dir` with its length in lines, longest first. */
+export function functionLengths(
+  dir?: string,
+): Array<{ file: string; line: number; name: string; lines: number }>;
