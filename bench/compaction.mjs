@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // `npm run bench:compaction [-- --postgres]`: what a compaction costs the clients of a
 // running server. The command on a data folder with `--snapshot-every 100000` (or on
-// PostgreSQL with a snapshot every 1,000 batches) takes 600,000 withdrawals over
+// PostgreSQL with a snapshot every 1,000 batches, COMPACTION_PG_EVERY) takes 600,000 withdrawals over
 // 5,000 accounts (one block and 100 withdrawals a request, so about 200,000 are held at the
 // end: the history is 2016 blocks), while a second client reads GET /limits every 10 ms.
 // Reports the longest the server's event loop was held (measured inside it), the slowest
@@ -25,7 +25,12 @@ const ACCOUNTS = 5_000;
 const onPostgres = process.argv.includes('--postgres');
 const database = onPostgres ? await startPostgres() : undefined;
 const store = onPostgres
-  ? ['--store', await database.database('compaction'), '--snapshot-every', '1000']
+  ? [
+      '--store',
+      await database.database('compaction'),
+      '--snapshot-every',
+      process.env.COMPACTION_PG_EVERY ?? '1000',
+    ]
   : [
       '--data',
       mkdtempSync(join(tmpdir(), 'peg-limits-compaction-')),
