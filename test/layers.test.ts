@@ -151,4 +151,10 @@ test('no function of src/ is over 150 lines, its inner functions counted with it
     grown.map((f) => `${f.file}:${f.line} ${f.name}: ${f.lines} lines`),
     'these grew',
   ).toEqual([]);
+  // One split comes off the list (and its figure down when it shrinks): the list says
+  // what is left to do.
+  const left = Object.keys(TO_SPLIT).filter(
+    (key) => !long.some((f) => `${f.file} ${f.name}` === key),
+  );
+  expect(left, 'split already: take these off the list').toEqual([]);
 });

@@ -1,29 +1,25 @@
-import { type FileHandle, mkdir, open, rm } from 'node:fs/promises';
+/**
+ * The data folder's event log (docs/operating.md, "Reliability"): a snapshot and a journal
+ * of the batches after it, read at start (`data-read.ts`), appended to by the journal's
+ * writer (`journal.ts`), and compacted beside the appends: a new snapshot, the records the
+ * journal lets go of archived under `audit/`, then a fresh journal. Node-only.
+ */
+import { type FileHandle, open } from 'node:fs/promises';
 import { join } from 'node:path';
 import {
   type Appended,
-  applyAll,
+  type BatchMeta,
   type EventLog,
-  encodeJson,
   type LimitsEvent,
   type LimitsState,
   LogConflict,
-  tryDecodeJson,
 } from 'peg-limits';
-import { decodeBatch, located, serialQueue } from '../internal.js';
+import { serialQueue } from '../internal.js';
 
-import { checkLink, makeRecord, readRecord, recordPosition, ZERO_HASH } from './audit.js';
-import { archive, archivedLines, archiveFiles, lastLineOf } from './data-audit.js';
-import {
-  eachLine,
-  readRange,
-  readSnapshot,
-  SNAPSHOT_FILE,
-  StoreError,
-  writeAtomically,
-  writeSnapshot,
-} from './data-files.js';
-
+import { makeRecord, recordPosition, ZERO_HASH } from './audit.js';
+import { archive, archivedLines } from './data-audit.js';
+import { readRange, SNAPSHOT_FILE, writeAtomically, writeSnapshot } from './data-files.js';
+import { JOURNAL_FILE, journalHeader, readDataFolder, type TrailBreak } from './data-read.js';
 import {
   type FlushError,
   type JournalFile,
@@ -33,6 +29,7 @@ import {
 } from './journal.js';
 
 export { SNAPSHOT_FILE, StoreError } from './data-files.js';
+export { JOURNAL_FILE } from './data-read.js';
 export {
   FlushError,
   type JournalFile,
@@ -40,14 +37,8 @@ export {
   openNodeJournalFile,
 } from './journal.js';
 
-/** The journal's file name inside the data folder. */
-export const JOURNAL_FILE = 'journal.jsonl';
 // How much of the journal one step of the archive reads and writes.
 const ARCHIVE_SLICE = 1 << 20;
-
-function openRead(path: string): Promise<FileHandle> {
-  return open(path, 'r');
-}
 
 // Up to `length` bytes of a file from `from` (fewer at its end).
 async function readAt(handle: FileHandle, from: number, length: number): Promise<Buffer> {
@@ -63,8 +54,6 @@ async function readAt(handle: FileHandle, from: number, length: number): Promise
 
 /** Journaled events between two compactions, unless configured. */
 export const DEFAULT_SNAPSHOT_EVERY = 100_000;
-
-const JOURNAL_FORMAT = 'peg-limits/journal';
 
 /** Options of {@link openDataLog}. */
 export interface DataLogOptions {
@@ -117,16 +106,11 @@ export interface DataLog extends EventLog {
 // The most bytes of lines queued for one group write before an append waits for it.
 const MAX_GROUP_BYTES = 1024 * 1024;
 
-function journalHeader(after: number): string {
-  return `${encodeJson({ format: JOURNAL_FORMAT, after })}\n`;
-}
-
-function parseHeader(text: string): number | undefined {
-  const json = tryDecodeJson(text);
-  if (!json.ok || typeof json.value !== 'object' || json.value === null) return undefined;
-  const h = json.value as Record<string, unknown>;
-  if (h.format !== JOURNAL_FORMAT || typeof h.after !== 'bigint' || h.after < 0n) return undefined;
-  return Number(h.after);
+// Where the log stands: what a refused group takes it back to.
+interface Standing {
+  readonly seq: number;
+  readonly hash: string;
+  readonly state: LimitsState;
 }
 
 /**
@@ -136,409 +120,375 @@ function parseHeader(text: string): number | undefined {
  * @throws StoreError when the snapshot or the journal is damaged, or a line no longer applies
  */
 export async function openDataLog(options: DataLogOptions): Promise<DataLog> {
-  const { dir, logLine: log } = options;
-  const snapshotEvery = options.snapshotEvery ?? DEFAULT_SNAPSHOT_EVERY;
-  const groupCommit = options.groupCommit ?? true;
+  const read = await readDataFolder(options.dir, options.initial, options.auditRepair === true);
+  const path = join(options.dir, JOURNAL_FILE);
   const openFile = options.openJournalFile ?? openNodeJournalFile;
-  await mkdir(dir, { recursive: true });
-  // Leftovers of a compaction that a crash interrupted before its rename.
-  await rm(join(dir, `${SNAPSHOT_FILE}.tmp`), { force: true });
-  await rm(join(dir, `${JOURNAL_FILE}.tmp`), { force: true });
-
-  const snapshot = await readSnapshot(dir);
-  const snapshotSeq = snapshot?.seq ?? 0;
-  let state = snapshot?.state ?? options.initial;
-  const path = join(dir, JOURNAL_FILE);
-  const warnings: string[] = [];
-
-  // The archive's newest record: the journal's records link up to it.
-  const archived = await archiveFiles(dir);
-  const newestArchive = archived[archived.length - 1];
-  let archivedUpTo = newestArchive?.last ?? 0;
-  let prev: { hash: string; position: number } | undefined;
-  if (newestArchive !== undefined) {
-    const text = await lastLineOf(newestArchive.path);
-    const read = text === undefined ? undefined : readRecord(text);
-    if (read === undefined || !read.ok || read.record.position !== newestArchive.last)
-      throw new StoreError(
-        `${newestArchive.path}: the audit archive's last record is not record ${newestArchive.last} (${read?.ok === false ? read.why : 'no record'}); refusing to start (peg-limits audit verify --data ${dir} says more)`,
-      );
-    prev = { hash: read.record.hash, position: read.record.position };
-  }
-  // Where the trail first fails to link up, if it does.
-  let broken: { position: number; why: string } | undefined;
-
-  // Replay: the first line may be a header; a journal without one (written by 0.1) starts
-  // after batch 0. A line is an audit record (its events, and who, when, its hash) or, as
-  // written before the trail, the bare array of the events.
-  let lineNo = 0;
-  let after: number | undefined;
-  let batches = 0;
-  let replayed = 0;
-  let goodBytes = 0;
-  let headerBytes = 0;
-  let damage: { line: number; why: string; end: number } | undefined;
-  const { size, tail } = await eachLine(path, (text, _start, end) => {
-    lineNo++;
-    if (damage !== undefined) {
-      // A damaged line followed by more lines is damage in the middle: refuse below.
-      damage = { ...damage, end: -1 };
-      return;
-    }
-    if (lineNo === 1) {
-      after = parseHeader(text);
-      if (after !== undefined) {
-        goodBytes = end;
-        headerBytes = end;
-        return;
-      }
-      after = 0;
-    }
-    let events: ReadonlyArray<LimitsEvent>;
-    const position = after! + batches + 1;
-    if (text.startsWith('[')) {
-      const parsed = decodeBatch(text);
-      if (!parsed.ok) {
-        damage = { line: lineNo, why: parsed.error, end };
-        return;
-      }
-      events = parsed.events;
-    } else {
-      const read = readRecord(text);
-      if (!read.ok) {
-        damage = { line: lineNo, why: read.why, end };
-        return;
-      }
-      const record = read.record;
-      if (record.position !== position) {
-        damage = {
-          line: lineNo,
-          why: `it says position ${record.position}, its place is ${position}`,
-          end,
-        };
-        return;
-      }
-      if (prev !== undefined && record.position <= prev.position) {
-        // Archived already (a crash between the archive and the journal's switch): the same line.
-        if (record.position === prev.position && record.hash !== prev.hash)
-          broken ??= {
-            position: record.position,
-            why: `${path}:${lineNo}: it differs from the archived record ${record.position}`,
-          };
-      } else {
-        const why =
-          prev !== undefined && record.position > prev.position + 1
-            ? `records ${prev.position + 1}…${record.position - 1} are in neither the archive nor the journal`
-            : checkLink(record, prev);
-        if (why !== undefined)
-          broken ??= { position: record.position, why: `${path}:${lineNo}: ${why}` };
-        // A repair record (--audit-repair) starts a new chain: the break before it is on
-        // the record already.
-        if (why === undefined && record.repair !== undefined && broken !== undefined)
-          broken = undefined;
-        prev = { hash: record.hash, position: record.position };
-      }
-      events = record.events;
-    }
-    batches++;
-    if (position > snapshotSeq) {
-      const r = applyAll(state, events);
-      if (!r.ok) {
-        throw new StoreError(
-          `${path}:${lineNo}: cannot replay: ${located(r.error)}; refusing to start`,
-        );
-      }
-      state = r.state;
-      replayed++;
-    }
-    goodBytes = end;
-  });
-  if (damage !== undefined) {
-    if (damage.end < 0 || tail > 0) {
-      throw new StoreError(
-        `${path}:${damage.line}: the journal is damaged: ${damage.why}; refusing to start`,
-      );
-    }
-    warnings.push(`${path}:${damage.line}: dropped a damaged last line (${damage.why})`);
-  }
-  if (tail > 0) warnings.push(`${path}:${lineNo + 1}: dropped a last line cut short by a crash`);
-  const start = after ?? snapshotSeq;
-  if (after !== undefined && after > snapshotSeq) {
-    throw new StoreError(
-      `${path}: the journal starts after batch ${after}, but ${snapshot === undefined ? 'there is no snapshot' : `the snapshot holds batches up to ${snapshotSeq}`}; refusing to start (was ${SNAPSHOT_FILE} removed or replaced?)`,
-    );
-  }
-  if (after !== undefined && after + batches < snapshotSeq) {
-    throw new StoreError(
-      `${path}: the journal ends at batch ${after + batches}, before the snapshot's ${snapshotSeq}; refusing to start`,
-    );
-  }
-  if (broken !== undefined && options.auditRepair !== true)
-    throw new StoreError(
-      `the audit trail breaks at position ${broken.position}: ${broken.why}; refusing to start (peg-limits audit verify --data ${dir} checks the whole trail; --audit-repair starts a new chain that records the break)`,
-    );
   // A fresh folder (or one whose journal was lost entirely) gets a journal with a header.
   let file: JournalFile;
-  let fileEnd: number;
-  if (size === 0) {
-    await writeAtomically(dir, JOURNAL_FILE, (put) => put(journalHeader(snapshotSeq)));
+  let end: number;
+  let headerBytes = read.headerBytes;
+  if (read.size === 0) {
+    const header = journalHeader(read.snapshotSeq);
+    await writeAtomically(options.dir, JOURNAL_FILE, (put) => put(header));
     file = await openFile(path);
-    fileEnd = Buffer.byteLength(journalHeader(snapshotSeq));
+    end = Buffer.byteLength(header);
+    headerBytes = end;
   } else {
     file = await openFile(path);
-    fileEnd = goodBytes;
-    if (fileEnd < size) await file.truncate(fileEnd);
+    end = read.goodBytes;
+    if (end < read.size) await file.truncate(end);
   }
-  if (size === 0) headerBytes = fileEnd;
-  // The newest record's hash: the next record follows it.
-  let lastHash = prev?.hash ?? ZERO_HASH;
+  const log = new DataFolderLog(options, file, {
+    state: read.state,
+    seq: read.start + read.batches,
+    hash: read.last?.hash ?? ZERO_HASH,
+    end,
+    headerBytes,
+    snapshotAt: read.snapshotSeq,
+    journalAfter: read.start,
+    archivedUpTo: read.archivedUpTo,
+    replayed: read.replayed,
+    warnings: [...read.warnings],
+  });
+  if (read.broken !== undefined) await log.startNewChain(read.broken);
+  return log;
+}
 
-  let seq = start + batches;
-  let written = state;
-  let sinceSnapshot = 0;
+/** Where a data folder's log starts from, as read. */
+interface Opened {
+  readonly state: LimitsState;
+  readonly seq: number;
+  readonly hash: string;
+  readonly end: number;
+  readonly headerBytes: number;
+  readonly snapshotAt: number;
+  readonly journalAfter: number;
+  readonly archivedUpTo: number;
+  readonly replayed: number;
+  readonly warnings: string[];
+}
+
+class DataFolderLog implements DataLog {
+  readonly warnings: string[];
+  readonly replayed: number;
+  // One writer: nothing to catch up with.
+  readonly catchingUp = false;
+  readonly #dir: string;
+  readonly #path: string;
+  readonly #log: ((line: string) => void) | undefined;
+  readonly #snapshotEvery: number;
+  readonly #groupCommit: boolean;
+  readonly #openFile: OpenJournalFile;
+  readonly #journal: JournalWriter<Standing>;
+  // Orders appends and compactions.
+  readonly #lane = serialQueue();
+  // The position of each state this store read or wrote.
+  readonly #positions: WeakMap<LimitsState, number>;
+  #seq: number;
+  #written: LimitsState;
+  // The newest record's hash: the next record follows it.
+  #lastHash: string;
+  #sinceSnapshot = 0;
   // The batch count the snapshot on disk holds, and the batch the journal file starts after
   // (it holds batches journalAfter + 1 … seq).
-  let snapshotAt = snapshotSeq;
-  let journalAfter = start;
-  // The position of each state this store read or wrote.
-  const positions = new WeakMap<LimitsState, number>([[state, seq]]);
-  // Orders appends and compactions.
-  const lane = serialQueue();
-  let lastDurable: Promise<void> = Promise.resolve();
-  // The journal's writer; a group it cannot write takes the log back to where it stood.
-  const journal = new JournalWriter<{ seq: number; hash: string; state: LimitsState }>(
-    file,
-    path,
-    fileEnd,
-    {
-      onFatal: options.onFatal,
-      onRefused(before, states) {
-        seq = before.seq;
-        lastHash = before.hash;
-        written = before.state;
-        for (const s of states) positions.delete(s);
-      },
-    },
-  );
-  const where = () => ({ seq, hash: lastHash, state: written });
+  #snapshotAt: number;
+  #journalAfter: number;
+  #headerBytes: number;
+  #archivedUpTo: number;
+  #lastDurable: Promise<void> = Promise.resolve();
+  #compacting: Promise<void> | undefined;
 
-  // Past a break (--audit-repair): a new chain starts with a record that says where and why,
-  // as a batch of no events (so that every record is a batch), written before anything else.
-  if (broken !== undefined) {
-    const note = makeRecord(ZERO_HASH, seq + 1, [], undefined, undefined, {
+  constructor(options: DataLogOptions, file: JournalFile, opened: Opened) {
+    this.#dir = options.dir;
+    this.#path = join(options.dir, JOURNAL_FILE);
+    this.#log = options.logLine;
+    this.#snapshotEvery = options.snapshotEvery ?? DEFAULT_SNAPSHOT_EVERY;
+    this.#groupCommit = options.groupCommit ?? true;
+    this.#openFile = options.openJournalFile ?? openNodeJournalFile;
+    this.warnings = opened.warnings;
+    this.replayed = opened.replayed;
+    this.#seq = opened.seq;
+    this.#written = opened.state;
+    this.#lastHash = opened.hash;
+    this.#snapshotAt = opened.snapshotAt;
+    this.#journalAfter = opened.journalAfter;
+    this.#headerBytes = opened.headerBytes;
+    this.#archivedUpTo = opened.archivedUpTo;
+    this.#positions = new WeakMap([[opened.state, opened.seq]]);
+    // A group the writer cannot write takes the log back to where it stood.
+    this.#journal = new JournalWriter<Standing>(file, this.#path, opened.end, {
+      onFatal: options.onFatal,
+      onRefused: (before, states) => {
+        this.#seq = before.seq;
+        this.#lastHash = before.hash;
+        this.#written = before.state;
+        for (const s of states) this.#positions.delete(s);
+      },
+    });
+  }
+
+  get state(): LimitsState {
+    return this.#written;
+  }
+
+  get position(): number {
+    return this.#seq;
+  }
+
+  get writable(): boolean {
+    return this.#journal.fatal === undefined;
+  }
+
+  get unavailable(): string | undefined {
+    return this.#journal.fatal?.message;
+  }
+
+  positionOf(state: LimitsState): number | undefined {
+    return this.#positions.get(state);
+  }
+
+  /**
+   * Past a break (--audit-repair): a new chain starts with a record that says where and why,
+   * as a batch of no events (so that every record is a batch), written before anything else.
+   */
+  async startNewChain(broken: TrailBreak): Promise<void> {
+    const note = makeRecord(ZERO_HASH, this.#seq + 1, [], undefined, undefined, {
       repair: { after: broken.position - 1, reason: broken.why },
     });
-    await journal.append(Buffer.from(`${note.line}\n`, 'utf8'));
-    await journal.flush();
-    lastHash = note.hash;
-    seq++;
-    positions.set(state, seq);
-    warnings.push(
-      `the audit trail broke at position ${broken.position} (${broken.why}); --audit-repair started a new chain at position ${seq}`,
+    await this.#journal.append(Buffer.from(`${note.line}\n`, 'utf8'));
+    await this.#journal.flush();
+    this.#lastHash = note.hash;
+    this.#seq++;
+    this.#positions.set(this.#written, this.#seq);
+    this.warnings.push(
+      `the audit trail broke at position ${broken.position} (${broken.why}); --audit-repair started a new chain at position ${this.#seq}`,
     );
+  }
+
+  append(
+    events: ReadonlyArray<LimitsEvent>,
+    next: LimitsState,
+    base: LimitsState,
+    meta?: BatchMeta,
+  ): Promise<Appended> {
+    return this.#lane.run(async (): Promise<Appended> => {
+      const journal = this.#journal;
+      // A caller that does not wait for its writes is held back once a group holds
+      // MAX_GROUP_BYTES: the lines queued never outgrow what one write takes.
+      if (journal.queuedBytes >= MAX_GROUP_BYTES) await journal.settled();
+      if (journal.fatal !== undefined) throw journal.fatal;
+      if (this.#positions.get(base) !== this.#seq)
+        throw new LogConflict(
+          this.#written,
+          'the batch was computed on a state that is not the newest',
+        );
+      const record = makeRecord(this.#lastHash, this.#seq + 1, events, meta, { base, next });
+      const line = Buffer.from(`${record.line}\n`, 'utf8');
+      let durable: Promise<void>;
+      if (this.#groupCommit) {
+        // Queued for the next group write: the next change is computed at once, on this
+        // one's state; a group that cannot be written takes every line after it back.
+        durable = journal.queue(line, next, () => ({
+          seq: this.#seq,
+          hash: this.#lastHash,
+          state: this.#written,
+        }));
+      } else {
+        await journal.append(line);
+        durable = journal.flush();
+        await durable;
+      }
+      this.#lastHash = record.hash;
+      this.#seq++;
+      this.#positions.set(next, this.#seq);
+      this.#written = next;
+      this.#sinceSnapshot += events.length;
+      this.#lastDurable = durable.catch(() => undefined);
+      if (this.#sinceSnapshot >= this.#snapshotEvery && this.#compacting === undefined) {
+        // Written beside the appends; they wait only for the journal switch.
+        this.#compact().catch((e: unknown) =>
+          this.#log?.(`warning: compaction failed, the journal goes on: ${(e as Error).message}`),
+        );
+      }
+      return { position: this.#seq, durable };
+    });
+  }
+
+  // A property, not a method: callers take it off the log (`log.audit`) and call it alone.
+  readonly audit = (after: number, limit: number): Promise<ReadonlyArray<string>> =>
+    this.#readTrail(after, limit);
+
+  async #readTrail(after: number, limit: number): Promise<ReadonlyArray<string>> {
+    // The journal as it is now (a handle keeps this version even if a compaction swaps the
+    // file), and what of it is durable; records it let go of are in the archive by then.
+    const at = await this.#lane.run(async () => {
+      await this.#journal.settled();
+      await this.#lastDurable;
+      return {
+        handle: await open(this.#path, 'r'),
+        headerBytes: this.#headerBytes,
+        end: this.#journal.end,
+        journalAfter: this.#journalAfter,
+      };
+    });
+    const out: string[] = [];
+    try {
+      for await (const { text } of archivedLines(this.#dir, after)) {
+        if (out.length >= limit) return out;
+        const position = recordPosition(text);
+        if (position > after && position <= at.journalAfter) out.push(text);
+      }
+      const bytes = Buffer.alloc(at.end - at.headerBytes);
+      await at.handle.read(bytes, 0, bytes.length, at.headerBytes);
+      for (const line of bytes.toString('utf8').split('\n')) {
+        if (out.length >= limit) break;
+        if (!line.startsWith('{')) continue;
+        if (recordPosition(line) > after) out.push(line);
+      }
+    } finally {
+      await at.handle.close();
+    }
+    return out;
+  }
+
+  async compactions(): Promise<void> {
+    while (this.#compacting !== undefined) await this.#compacting.catch(() => undefined);
+  }
+
+  async catchUp(): Promise<LimitsState | undefined> {
+    return undefined;
+  }
+
+  follow(): () => void {
+    return () => undefined;
+  }
+
+  async snapshot(): Promise<void> {
+    // One under way may hold an older position: then a fresh one.
+    await this.#compacting?.catch(() => undefined);
+    await this.#compact();
+  }
+
+  async close(): Promise<void> {
+    await this.#compacting?.catch(() => undefined);
+    if (this.#journal.fatal === undefined)
+      await this.#compact().catch((e: unknown) =>
+        this.#log?.(`warning: the snapshot at shutdown failed: ${(e as Error).message}`),
+      );
+    await this.#lane.idle();
+    await this.#journal.settled();
+    await this.#lastDurable;
+    await this.#journal.close();
+  }
+
+  // A compaction (docs/operating.md, "Reliability"). The state is immutable, so the snapshot
+  // is written from the state of one position while appends go on, in slices; only the
+  // journal switch takes a turn among the appends: the lines appended meanwhile move to a
+  // fresh journal that starts after the snapshot's position, and the file is swapped
+  // atomically.
+  #compact(): Promise<void> {
+    this.#compacting ??= this.#compactNow().finally(() => {
+      this.#compacting = undefined;
+    });
+    return this.#compacting;
+  }
+
+  async #compactNow(): Promise<void> {
+    const at = await this.#lane.run(async () => {
+      await this.#journal.settled();
+      // Nothing to do when the snapshot holds every batch and the journal none.
+      if (this.#seq === this.#snapshotAt && this.#seq === this.#journalAfter) return undefined;
+      this.#sinceSnapshot = 0;
+      // Where the lines after this position start in the journal, and its flush.
+      return {
+        seq: this.#seq,
+        state: this.#written,
+        offset: this.#journal.end,
+        durable: this.#lastDurable,
+      };
+    });
+    if (at === undefined) return;
+    await at.durable;
+    if (this.#journal.fatal !== undefined) throw this.#journal.fatal;
+    this.#log?.(`compacting: writing a snapshot of ${at.seq} batches`);
+    const bytes = await writeSnapshot(this.#dir, at.seq, at.state);
+    // From here the snapshot holds batches 1…at.seq; a crash now leaves the old journal,
+    // whose lines up to at.seq start-up skips.
+    this.#snapshotAt = at.seq;
+    // The records the journal is about to let go of go to the archive first, durably: a
+    // crash now leaves them in both, never in neither.
+    await this.#archiveRecords(at.offset, at.seq);
+    await this.#lane.run(() => this.#switchJournal(at.offset, at.seq));
+    this.#log?.(`compacted: ${SNAPSHOT_FILE} holds ${at.seq} batches (${bytes} bytes)`);
+  }
+
+  // The lines after byte `offset` (batch `seq`) move to a fresh journal that starts after it.
+  async #switchJournal(offset: number, seq: number): Promise<void> {
+    const journal = this.#journal;
+    await journal.settled();
+    await this.#lastDurable;
+    if (journal.fatal !== undefined) throw journal.fatal;
+    const moved = await readRange(this.#path, offset, journal.end);
+    const header = journalHeader(seq);
+    await writeAtomically(this.#dir, JOURNAL_FILE, async (put) => {
+      await put(header);
+      await put(moved);
+    });
+    await journal.close();
+    journal.replace(await this.#openFile(this.#path), Buffer.byteLength(header) + moved.length);
+    this.#headerBytes = Buffer.byteLength(header);
+    this.#journalAfter = seq;
   }
 
   // Copies the journal's records up to byte `offset` (position `last`) that the archive does
   // not hold yet into an archive file of their own. The journal's bytes are durable already
-  // (a compaction waits for them), and nothing but the switch below rewrites the journal.
-  // Streamed a slice at a time, as the bytes stand (each line was checked when it was read
-  // at start or written since): the event loop is never held for the whole of it.
-  async function archiveRecords(offset: number, last: number): Promise<void> {
-    const handle = await openRead(path);
+  // (a compaction waits for them), and nothing but the switch rewrites the journal. Streamed
+  // a slice at a time, as the bytes stand (each line was checked when it was read at start or
+  // written since): the event loop is never held for the whole of it.
+  async #archiveRecords(offset: number, last: number): Promise<void> {
+    const handle = await open(this.#path, 'r');
     try {
-      // Where the records the archive does not hold yet begin (after a crash between an
-      // archive and the journal's switch, the journal's first records are archived already).
-      let from = headerBytes;
-      let first: number | undefined;
-      while (from < offset && first === undefined) {
-        const chunk = await readAt(handle, from, Math.min(ARCHIVE_SLICE, offset - from));
-        let lineStart = 0;
-        for (;;) {
-          const nl = chunk.indexOf(10, lineStart);
-          if (nl < 0) break;
-          const line = chunk.toString('utf8', lineStart, nl);
-          const position = recordPosition(line);
-          if (line.startsWith('{') && position === 0)
-            throw new Error(`${path}: a record cannot be read back at byte ${from + lineStart}`);
-          if (position > archivedUpTo) {
-            first = position;
-            break;
-          }
-          lineStart = nl + 1;
-        }
-        if (lineStart === 0 && first === undefined)
-          throw new Error(`${path}: a line longer than ${ARCHIVE_SLICE} bytes at byte ${from}`);
-        from += lineStart;
-      }
-      if (first === undefined) return;
-      const start = from;
-      await archive(dir, first, last, async (put) => {
-        for (let at = start; at < offset; ) {
+      const from = await this.#firstUnarchived(handle, offset);
+      if (from === undefined) return;
+      await archive(this.#dir, from.position, last, async (put) => {
+        for (let at = from.byte; at < offset; ) {
           const chunk = await readAt(handle, at, Math.min(ARCHIVE_SLICE, offset - at));
           await put(chunk);
           at += chunk.length;
         }
       });
-      archivedUpTo = last;
+      this.#archivedUpTo = last;
     } finally {
       await handle.close();
     }
   }
 
-  // A compaction (docs/operating.md, "Reliability"). The state is immutable, so the snapshot is written from the
-  // state of one position while appends go on, in slices; only the journal switch takes a
-  // turn among the appends: the lines appended meanwhile move to a fresh journal that starts
-  // after the snapshot's position, and the file is swapped atomically.
-  let compacting: Promise<void> | undefined;
-
-  function compact(): Promise<void> {
-    compacting ??= compactNow().finally(() => {
-      compacting = undefined;
-    });
-    return compacting;
-  }
-
-  async function compactNow(): Promise<void> {
-    const at = await lane.run(async () => {
-      await journal.settled();
-      // Nothing to do when the snapshot holds every batch and the journal none.
-      if (seq === snapshotAt && seq === journalAfter) return undefined;
-      sinceSnapshot = 0;
-      // Where the lines after this position start in the journal, and its flush.
-      return { seq, state: written, offset: journal.end, durable: lastDurable };
-    });
-    if (at === undefined) return;
-    await at.durable;
-    if (journal.fatal !== undefined) throw journal.fatal;
-    log?.(`compacting: writing a snapshot of ${at.seq} batches`);
-    const bytes = await writeSnapshot(dir, at.seq, at.state);
-    // From here the snapshot holds batches 1…at.seq; a crash now leaves the old journal,
-    // whose lines up to at.seq start-up skips.
-    snapshotAt = at.seq;
-    // The records the journal is about to let go of go to the archive first, durably: a
-    // crash now leaves them in both, never in neither.
-    await archiveRecords(at.offset, at.seq);
-    await lane.run(async () => {
-      await journal.settled();
-      await lastDurable;
-      if (journal.fatal !== undefined) throw journal.fatal;
-      const moved = await readRange(path, at.offset, journal.end);
-      const header = journalHeader(at.seq);
-      await writeAtomically(dir, JOURNAL_FILE, async (put) => {
-        await put(header);
-        await put(moved);
-      });
-      await journal.close();
-      journal.replace(await openFile(path), Buffer.byteLength(header) + moved.length);
-      headerBytes = Buffer.byteLength(header);
-      journalAfter = at.seq;
-    });
-    log?.(`compacted: ${SNAPSHOT_FILE} holds ${at.seq} batches (${bytes} bytes)`);
-  }
-
-  return {
-    get state() {
-      return written;
-    },
-    warnings,
-    replayed,
-    get position() {
-      return seq;
-    },
-    get writable() {
-      return journal.fatal === undefined;
-    },
-    get unavailable() {
-      return journal.fatal?.message;
-    },
-    // One writer: nothing to catch up with.
-    catchingUp: false,
-    positionOf: (s) => positions.get(s),
-    append(events, next, base, meta) {
-      return lane.run(async (): Promise<Appended> => {
-        // A caller that does not wait for its writes is held back once a group holds
-        // MAX_GROUP_BYTES: the lines queued never outgrow what one write takes.
-        if (journal.queuedBytes >= MAX_GROUP_BYTES) await journal.settled();
-        if (journal.fatal !== undefined) throw journal.fatal;
-        if (positions.get(base) !== seq)
-          throw new LogConflict(
-            written,
-            'the batch was computed on a state that is not the newest',
+  // Where the records the archive does not hold yet begin, before byte `offset` (after a
+  // crash between an archive and the journal's switch, the first are archived already).
+  async #firstUnarchived(
+    handle: FileHandle,
+    offset: number,
+  ): Promise<{ byte: number; position: number } | undefined> {
+    let from = this.#headerBytes;
+    while (from < offset) {
+      const chunk = await readAt(handle, from, Math.min(ARCHIVE_SLICE, offset - from));
+      let lineStart = 0;
+      for (;;) {
+        const nl = chunk.indexOf(10, lineStart);
+        if (nl < 0) break;
+        const line = chunk.toString('utf8', lineStart, nl);
+        const position = recordPosition(line);
+        if (line.startsWith('{') && position === 0)
+          throw new Error(
+            `${this.#path}: a record cannot be read back at byte ${from + lineStart}`,
           );
-        const record = makeRecord(lastHash, seq + 1, events, meta, { base, next });
-        const line = Buffer.from(`${record.line}\n`, 'utf8');
-        let durable: Promise<void>;
-        if (groupCommit) {
-          // Queued for the next group write: the next change is computed at once, on this
-          // one's state; a group that cannot be written takes every line after it back.
-          durable = journal.queue(line, next, where);
-        } else {
-          await journal.append(line);
-          durable = journal.flush();
-          await durable;
-        }
-        lastHash = record.hash;
-        seq++;
-        positions.set(next, seq);
-        written = next;
-        sinceSnapshot += events.length;
-        lastDurable = durable.catch(() => undefined);
-        if (sinceSnapshot >= snapshotEvery && compacting === undefined) {
-          // Written beside the appends; they wait only for the journal switch.
-          compact().catch((e: unknown) =>
-            log?.(`warning: compaction failed, the journal goes on: ${(e as Error).message}`),
-          );
-        }
-        return { position: seq, durable };
-      });
-    },
-    async audit(after, limit) {
-      // The journal as it is now (a handle keeps this version even if a compaction swaps
-      // the file), and what of it is durable; records it let go of are in the archive by then.
-      const at = await lane.run(async () => {
-        await journal.settled();
-        await lastDurable;
-        return { handle: await open(path, 'r'), headerBytes, end: journal.end, journalAfter };
-      });
-      const out: string[] = [];
-      try {
-        for await (const { text } of archivedLines(dir, after)) {
-          if (out.length >= limit) return out;
-          const position = recordPosition(text);
-          if (position > after && position <= at.journalAfter) out.push(text);
-        }
-        const bytes = Buffer.alloc(at.end - at.headerBytes);
-        await at.handle.read(bytes, 0, bytes.length, at.headerBytes);
-        for (const line of bytes.toString('utf8').split('\n')) {
-          if (out.length >= limit) break;
-          if (!line.startsWith('{')) continue;
-          if (recordPosition(line) > after) out.push(line);
-        }
-      } finally {
-        await at.handle.close();
+        if (position > this.#archivedUpTo) return { byte: from + lineStart, position };
+        lineStart = nl + 1;
       }
-      return out;
-    },
-    async compactions() {
-      while (compacting !== undefined) await compacting.catch(() => undefined);
-    },
-    catchUp: async () => undefined,
-    follow: () => () => undefined,
-    async snapshot() {
-      // One under way may hold an older position: then a fresh one.
-      await compacting?.catch(() => undefined);
-      await compact();
-    },
-    async close() {
-      await compacting?.catch(() => undefined);
-      if (journal.fatal === undefined)
-        await compact().catch((e: unknown) =>
-          log?.(`warning: the snapshot at shutdown failed: ${(e as Error).message}`),
-        );
-      await lane.idle();
-      await journal.settled();
-      await lastDurable;
-      await journal.close();
-    },
-  };
+      if (lineStart === 0)
+        throw new Error(`${this.#path}: a line longer than ${ARCHIVE_SLICE} bytes at byte ${from}`);
+      from += lineStart;
+    }
+    return undefined;
+  }
 }
