@@ -7,7 +7,9 @@
  */
 import { existsSync, statSync } from 'node:fs';
 import { join } from 'node:path';
+import { parseArgs } from 'node:util';
 import { verifyTrail } from './audit.js';
+import { fail, USAGE } from './command-options.js';
 import { dataTrail } from './data-audit.js';
 import { JOURNAL_FILE } from './data-log.js';
 import { storeTrail } from './pg-audit.js';
@@ -44,4 +46,33 @@ export async function auditVerify(
     .map((r) => `\na new chain starts at position ${r.position} (--audit-repair): ${r.reason}`)
     .join('');
   return { code: 0, out: `the audit trail of ${where} links up: ${span}${repairs}` };
+}
+
+/** `peg-limits audit <args>`: parses them, runs the check, prints, sets the exit code. */
+export async function auditCommand(args: ReadonlyArray<string>): Promise<void> {
+  let values: Record<string, string | boolean | undefined>;
+  let positionals: string[];
+  try {
+    ({ values, positionals } = parseArgs({
+      args: [...args],
+      options: { data: { type: 'string' }, store: { type: 'string' } },
+      allowPositionals: true,
+      strict: true,
+    }));
+  } catch (e) {
+    fail(`${(e as Error).message}\n${USAGE}`);
+  }
+  const data = values.data as string | undefined;
+  const store = (values.store as string | undefined) ?? (process.env.PEG_LIMITS_STORE || undefined);
+  if (positionals.join(' ') !== 'verify' || (data === undefined) === (store === undefined))
+    fail('usage: peg-limits audit verify --data DIR | --store postgres://…');
+  try {
+    const r = await auditVerify(data !== undefined ? { data } : { store: store! });
+    (r.code === 0 ? process.stdout : process.stderr).write(
+      r.code === 2 ? `peg-limits: ${r.out}\n` : `${r.out}\n`,
+    );
+    process.exitCode = r.code;
+  } catch (e) {
+    fail(`cannot read the audit trail: ${(e as Error).message}`);
+  }
 }

@@ -3,10 +3,8 @@
  * journal file. Exit codes: 0 stopped cleanly, 2 bad options or a damaged data folder,
  * 3 a failed flush.
  */
-import { parseArgs } from 'node:util';
 import {
   type EventLog,
-  generateOperatorToken,
   hashOperatorToken,
   LimitsError,
   type LimitsState,
@@ -14,7 +12,8 @@ import {
 } from 'peg-limits';
 import { ADMIN_OPERATOR, MIN_TOKEN_LENGTH } from '../internal.js';
 import { isAlertUrl, MIN_ALERT_SECRET_LENGTH } from './alerts.js';
-import { auditVerify } from './audit-command.js';
+import { auditCommand } from './audit-command.js';
+import { fail, parseServeArgs, positive, type ServeValues, USAGE } from './command-options.js';
 import {
   DEFAULT_SERVER_CONFIG,
   loadConfig,
@@ -29,16 +28,22 @@ import {
   StoreError,
 } from './data-log.js';
 import { type CommandLogger, createLogger, LoggerUnavailable } from './logger.js';
+import { migrateJournal } from './migrate-command.js';
 import { pgAlertCursors } from './pg-audit.js';
 import {
   DEFAULT_KEEP_BATCHES,
   DEFAULT_PG_SNAPSHOT_EVERY,
-  migrateToPg,
   openPgLog,
   PgLogError,
 } from './pg-log.js';
 import { redactAlertUrl, redactStore, redactUrl } from './redact.js';
-import { DEFAULT_SERVER_LIMITS, type ServerLimits, startServer } from './serve.js';
+import {
+  DEFAULT_SERVER_LIMITS,
+  type RunningServer,
+  type ServerLimits,
+  type ServerOptions,
+  startServer,
+} from './serve.js';
 import {
   dataBlockMemory,
   isPrivateAddress,
@@ -48,113 +53,16 @@ import {
   STACKS_NODE_CONFIRMED_OPERATOR,
   STACKS_NODE_OPERATOR,
 } from './stacks-observer.js';
-import { StacksRpc } from './stacks-rpc.js';
+import { type ClarityCodec, StacksRpc } from './stacks-rpc.js';
+import { tokenCommand } from './token-command.js';
 
 const L = DEFAULT_SERVER_LIMITS;
 
-/** The command's usage text. */
-export const USAGE = `usage: peg-limits serve [options]
-       peg-limits token [--json]
-       peg-limits audit verify --data DIR | --store postgres://…
-       peg-limits migrate-journal --data DIR --store postgres://… [--config file.json]
-
-  token                     print a new operator token and its tokenHash (for --config
-                            operators, or as PEG_LIMITS_ADMIN_TOKEN); nothing is stored
-  audit verify              recompute the audit trail's chain: exit 0 and the count of
-                            records, or 1 naming the first position where it breaks
-
-  --host 127.0.0.1          address to listen on
-  --port 8080               port (0 picks a free one)
-  --config file.json        limits, history, throttle profile and keys of an empty log; the
-                            operators and their scopes (re-read on SIGHUP), chainBounds and
-                            loosening
-  --data ./peg-limits-data  the data folder (snapshot.json and journal.jsonl)
-  --store postgres://…      share the event log with other replicas on PostgreSQL instead
-                            (also PEG_LIMITS_STORE); a primary and its standbys: list them,
-                            postgres://u@db1,db2/limits?target_session_attrs=read-write
-  --snapshot-every N        journaled events between two snapshots (default ${DEFAULT_SNAPSHOT_EVERY});
-                            with --store, batches between two snapshot rows (default ${DEFAULT_PG_SNAPSHOT_EVERY})
-  --keep-batches ${DEFAULT_KEEP_BATCHES}      with --store: batch rows kept behind the newest snapshot
-  --connect-timeout 15      with --store: seconds start-up waits for the database
-  --header-timeout ${L.headersTimeoutMs / 1000}        seconds for a client to send a request's headers
-  --request-timeout ${L.requestTimeoutMs / 1000}      seconds for a client to send a whole request
-  --keep-alive-timeout ${L.keepAliveTimeoutMs / 1000}    seconds an idle kept-alive connection stays open
-  --max-connections ${L.maxConnections}    connections open at once
-  --max-header-size ${L.maxHeaderBytes}   bytes of request line and headers
-  --max-pipelined ${L.maxPipelined}        unanswered requests one connection may queue
-  --max-streams ${L.maxStreams}        GET /events streams open at once
-  --heartbeat ${L.heartbeatMs / 1000}           seconds between GET /events heartbeat comments
-  --linger-time ${L.lingerMs / 1000}          seconds an early answer's connection is drained before it
-                            is closed (so the client reads the answer, not a reset)
-  --linger-bytes ${L.lingerBytes} bytes drained at most after an early answer
-  --cors-origin URL         let only this origin's pages call the public endpoints (repeatable;
-                            default: any origin)
-  --no-cors                 no CORS headers at all
-  --no-metrics              no GET /metrics (it needs the prom-client package otherwise)
-  --alert-url URL           POST an alert there for every change that is not chain traffic
-                            (repeatable); delivery resumes after a restart
-  --alert-secret SECRET     sign each alert (Peg-Limits-Signature), at least 22 characters
-                            (also PEG_LIMITS_ALERT_SECRET)
-  --audit-repair            start even when the audit trail does not link up, with a new
-                            chain whose first record says where and why it broke
-  --stacks-observer HOST:PORT
-                            a second listener for a Stacks node's event observer (POST
-                            /new_block): the registry's withdrawals and rejections, and the
-                            burn heights, fed as the operator stacks-node (chain scope);
-                            loopback or private addresses only (needs @stacks/transactions)
-  --stacks-observer-public  let --stacks-observer listen on any address (it takes no
-                            credentials)
-  --sbtc-registry CONTRACT  the registry contract read (default mainnet's
-                            ${MAINNET_REGISTRY})
-  --stacks-rpc URL          the same node's RPC (http://host:20443): the first block starts
-                            from the node's own state (the requests of the retained history,
-                            the sBTC supply), and the supply follows it; without it, the
-                            window stays incomplete (no room, withdrawals refused) until it
-                            holds only blocks the observer saw
-  --stacks-rpc-retry SECONDS while starting from the node's state fails, the least time
-                            between two tries, each at a block (default 10)
-  --stacks-history-complete the node and the service started together from the registry's
-                            deployment (a devnet, a test): complete from the first block
-  --quiet                   no request log
-  --log-format text         text lines, or json: one JSON object per line (needs pino)
-
-Serves the operator dashboard at GET /, GET /limits, GET /limits/{account} and its checks,
-GET /window, POST /start_throttle, GET /openapi.json, GET /healthz, GET /readyz and
-GET /metrics.
-POST /admin/events and /admin/changes are on when --config lists operators or
-PEG_LIMITS_ADMIN_TOKEN is set (the operator admin, with every scope; at least
-${MIN_TOKEN_LENGTH} characters: make one with peg-limits token).`;
+export { USAGE } from './command-options.js';
 
 /** Hooks for tests. */
 export interface CommandHooks {
   readonly openJournalFile?: OpenJournalFile | undefined;
-}
-
-function fail(message: string): never {
-  process.stderr.write(`peg-limits: ${message}\n`);
-  process.exit(2);
-}
-
-function positive(name: string, value: string | undefined, fallback: number, scale = 1): number {
-  if (value === undefined) return fallback;
-  const n = Number(value);
-  if (!Number.isFinite(n) || n <= 0) fail(`--${name} must be a positive number, got ${value}`);
-  return Math.round(n * scale);
-}
-
-// Moves a data folder's state into an empty database (its snapshot, at its batch count).
-async function migrate(dir: string, url: string, initial: LimitsState): Promise<void> {
-  try {
-    const data = await openDataLog({ dir, initial });
-    const moved = await migrateToPg(url, data.state, data.position);
-    await data.close();
-    process.stdout.write(
-      `migrated ${dir} into the database: a snapshot of ${moved.seq} batches (${moved.bytes} bytes); start the replicas with --store\n`,
-    );
-  } catch (e) {
-    if (e instanceof StoreError || e instanceof PgLogError) fail(e.message);
-    fail(`cannot migrate: ${(e as Error).message}`);
-  }
 }
 
 /** Runs `peg-limits <argv>`. */
@@ -168,60 +76,11 @@ export async function serveCommand(
     if (command === undefined) process.exitCode = 2;
     return;
   }
-  if (command === 'token') {
-    printToken(rest);
-    return;
-  }
-  if (command === 'audit') {
-    await audit(rest);
-    return;
-  }
+  if (command === 'token') return tokenCommand(rest);
+  if (command === 'audit') return auditCommand(rest);
   if (command !== 'serve' && command !== 'migrate-journal')
     fail(`unknown command "${command}"\n${USAGE}`);
-  let values: Record<string, string | boolean | string[] | undefined>;
-  try {
-    ({ values } = parseArgs({
-      args: [...rest],
-      options: {
-        host: { type: 'string' },
-        port: { type: 'string' },
-        config: { type: 'string' },
-        data: { type: 'string' },
-        store: { type: 'string' },
-        'snapshot-every': { type: 'string' },
-        'keep-batches': { type: 'string' },
-        'connect-timeout': { type: 'string' },
-        'header-timeout': { type: 'string' },
-        'request-timeout': { type: 'string' },
-        'keep-alive-timeout': { type: 'string' },
-        'max-connections': { type: 'string' },
-        'max-header-size': { type: 'string' },
-        'max-pipelined': { type: 'string' },
-        'max-streams': { type: 'string' },
-        heartbeat: { type: 'string' },
-        'linger-time': { type: 'string' },
-        'linger-bytes': { type: 'string' },
-        'cors-origin': { type: 'string', multiple: true },
-        'no-cors': { type: 'boolean' },
-        'no-metrics': { type: 'boolean' },
-        'audit-repair': { type: 'boolean' },
-        'alert-url': { type: 'string', multiple: true },
-        'alert-secret': { type: 'string' },
-        quiet: { type: 'boolean' },
-        'log-format': { type: 'string' },
-        'stacks-observer': { type: 'string' },
-        'stacks-observer-public': { type: 'boolean' },
-        'sbtc-registry': { type: 'string' },
-        'stacks-rpc': { type: 'string' },
-        'stacks-history-complete': { type: 'boolean' },
-        'stacks-rpc-retry': { type: 'string' },
-        help: { type: 'boolean', short: 'h' },
-      },
-      strict: true,
-    }));
-  } catch (e) {
-    fail(`${(e as Error).message}\n${USAGE}`);
-  }
+  const values = parseServeArgs(rest);
   if (values.help === true) {
     process.stdout.write(`${USAGE}\n`);
     return;
@@ -230,7 +89,125 @@ export async function serveCommand(
   const port = str('port') === undefined ? 8080 : Number(str('port'));
   if (!Number.isInteger(port) || port < 0 || port > 65535)
     fail(`--port must be 0 to 65535, got ${str('port')}`);
-  const limits: ServerLimits = {
+  const limits = limitsFrom(str);
+  const cors = corsFrom(values);
+  const alertUrls = (values['alert-url'] as string[] | undefined) ?? [];
+  for (const url of alertUrls)
+    if (!isAlertUrl(url)) fail(`--alert-url takes an http(s) URL, got ${redactAlertUrl(url)}`);
+  const postgres = str('store') ?? (process.env.PEG_LIMITS_STORE || undefined);
+  if (postgres !== undefined && !/^postgres(ql)?:\/\//.test(postgres))
+    fail(
+      `--store takes a PostgreSQL connection string (postgres://…), got ${redactStore(postgres)}`,
+    );
+  const stores = {
+    snapshotEvery: positive(
+      'snapshot-every',
+      str('snapshot-every'),
+      postgres === undefined ? DEFAULT_SNAPSHOT_EVERY : DEFAULT_PG_SNAPSHOT_EVERY,
+    ),
+    keepBatches: positive('keep-batches', str('keep-batches'), DEFAULT_KEEP_BATCHES),
+    connectTimeoutMs: positive('connect-timeout', str('connect-timeout'), 15_000, 1000),
+  };
+  const adminToken = process.env.PEG_LIMITS_ADMIN_TOKEN || undefined;
+  if (adminToken !== undefined && adminToken.length < MIN_TOKEN_LENGTH)
+    fail(
+      `PEG_LIMITS_ADMIN_TOKEN has ${adminToken.length} characters; an operator token needs at least ${MIN_TOKEN_LENGTH} (128 bits): make one with \`peg-limits token\``,
+    );
+  const configFile = str('config');
+  const observer = observerFrom(values);
+  const codec =
+    observer === undefined
+      ? undefined
+      : await loadClarityCodec().catch((e: unknown) => fail((e as Error).message));
+  const reserved = [
+    ...(adminToken === undefined ? [] : [ADMIN_OPERATOR]),
+    ...(observer === undefined ? [] : [STACKS_NODE_OPERATOR, STACKS_NODE_CONFIRMED_OPERATOR]),
+  ];
+  const config = await serveConfig(configFile, reserved, adminToken);
+  const alertSecret =
+    str('alert-secret') ?? (process.env.PEG_LIMITS_ALERT_SECRET || undefined) ?? config.alertSecret;
+  if (alertSecret !== undefined && alertSecret.length < MIN_ALERT_SECRET_LENGTH)
+    fail(
+      `--alert-secret has ${alertSecret.length} characters; it needs at least ${MIN_ALERT_SECRET_LENGTH} (128 bits): make one with \`peg-limits token\``,
+    );
+
+  if (command === 'migrate-journal') {
+    if (postgres === undefined || str('data') === undefined)
+      fail(`migrate-journal needs --data DIR and --store postgres://…\n${USAGE}`);
+    await migrateJournal(str('data')!, postgres, config.state);
+    return;
+  }
+  const logger = await loggerFrom(values);
+  const log = (line: string) => logger.message(line);
+  // Past `ulimit -f` a write must fail (EFBIG), not kill the process: the store cuts the
+  // line back and answers 500.
+  process.on('SIGXFSZ', () => undefined);
+  // The command chooses the log; the server only serves from it.
+  const dir = str('data') ?? './peg-limits-data';
+  const eventLog = await openEventLog({
+    postgres,
+    dir,
+    stores,
+    state: config.state,
+    auditRepair: values['audit-repair'] === true,
+    log,
+    hooks,
+  });
+  // The operators in force; SIGHUP swaps them for the file's, or keeps them when it fails.
+  const operators = { now: config.operators };
+  const holding = (list: ReadonlyArray<Operator>) =>
+    list.filter((o) => o.scopes.includes('limits')).length + (adminToken === undefined ? 0 : 1);
+  if (config.loosening.quorum > holding(operators.now))
+    log(
+      `warning: loosening asks a quorum of ${config.loosening.quorum}, but only ${holding(operators.now)} operator(s) hold the limits scope${config.loosening.delayBlocks === null ? ': no change can apply' : ': changes apply by their delay only'}`,
+    );
+  let server: Awaited<ReturnType<typeof startServer>>;
+  try {
+    server = await startServer({
+      log: eventLog,
+      host: str('host') ?? '127.0.0.1',
+      port,
+      adminToken,
+      operators: () => operators.now,
+      chainBounds: config.chainBounds,
+      loosening: config.loosening,
+      logRequest: (line) => logger.request(line),
+      warn: log,
+      metrics: values['no-metrics'] !== true,
+      metricsOffHint: '--no-metrics',
+      alerts: {
+        urls: alertUrls,
+        secret: alertSecret,
+        cursors: postgres !== undefined ? pgAlertCursors(postgres) : dataAlertCursors(dir),
+      },
+      connectionLimits: limits,
+      cors,
+      stacksObserver:
+        observer === undefined || codec === undefined
+          ? undefined
+          : observerOptions(observer, codec, config, postgres, dir, values),
+    });
+  } catch (e) {
+    await eventLog.close().catch(() => undefined);
+    fail(`cannot start: ${(e as Error).message}`);
+  }
+  process.stdout.write(`listening on ${server.url}\n`);
+  if (server.stacksObserver !== undefined) {
+    process.stdout.write(`stacks observer on ${server.stacksObserver}\n`);
+    if (!isPrivateAddress(observer!.host))
+      log(
+        `warning: the stacks observer listens on ${observer!.host}, which is not private: it takes no credentials, so anyone who reaches it feeds the chain (chain bounds still apply)`,
+      );
+  }
+  handleSignals(server, log, { configFile, reserved, adminToken, operators });
+  log(
+    `operators: ${describeOperators(operators.now, adminToken)}${observer === undefined ? '' : `, ${STACKS_NODE_OPERATOR} (chain) for the stacks observer`}`,
+  );
+}
+
+// The connections' limits of the flags, each a positive number (seconds in milliseconds).
+function limitsFrom(str: (k: string) => string | undefined): ServerLimits {
+  return {
     ...L,
     headersTimeoutMs: positive('header-timeout', str('header-timeout'), L.headersTimeoutMs, 1000),
     requestTimeoutMs: positive('request-timeout', str('request-timeout'), L.requestTimeoutMs, 1000),
@@ -248,6 +225,10 @@ export async function serveCommand(
     lingerMs: positive('linger-time', str('linger-time'), L.lingerMs, 1000),
     lingerBytes: positive('linger-bytes', str('linger-bytes'), L.lingerBytes),
   };
+}
+
+// CORS of the flags: any origin (the default), the origins listed, or none.
+function corsFrom(values: ServeValues): false | '*' | ReadonlyArray<string> {
   const origins = (values['cors-origin'] as string[] | undefined) ?? [];
   if (values['no-cors'] === true && origins.length > 0)
     fail('--no-cors and --cors-origin contradict each other');
@@ -255,50 +236,36 @@ export async function serveCommand(
     if (!/^https?:\/\/[^/\s]+$/.test(origin))
       fail(`--cors-origin takes an origin such as https://bridge.example (no path), got ${origin}`);
   }
-  const cors = values['no-cors'] === true ? false : origins.length > 0 ? origins : '*';
-  const alertUrls = (values['alert-url'] as string[] | undefined) ?? [];
-  for (const url of alertUrls)
-    if (!isAlertUrl(url)) fail(`--alert-url takes an http(s) URL, got ${redactAlertUrl(url)}`);
-  const postgres = str('store') ?? (process.env.PEG_LIMITS_STORE || undefined);
-  if (postgres !== undefined && !/^postgres(ql)?:\/\//.test(postgres))
+  return values['no-cors'] === true ? false : origins.length > 0 ? origins : '*';
+}
+
+/** The Stacks observer the flags ask for. */
+interface ObserverFlags {
+  readonly at: string;
+  readonly host: string;
+  readonly port: number;
+  readonly registry: string;
+  readonly rpcUrl: string | undefined;
+}
+
+// The Stacks observer's flags, checked; undefined without --stacks-observer.
+function observerFrom(values: ServeValues): ObserverFlags | undefined {
+  const str = (k: string) => values[k] as string | undefined;
+  const at = str('stacks-observer');
+  const host = at?.replace(/:\d+$/, '') ?? '';
+  const port = Number(/:(\d{1,5})$/.exec(at ?? '')?.[1] ?? Number.NaN);
+  if (at !== undefined && (host === '' || !(port >= 0 && port <= 65535)))
+    fail(`--stacks-observer takes HOST:PORT (127.0.0.1:0 picks a port), got ${at}`);
+  if (at !== undefined && !isPrivateAddress(host) && values['stacks-observer-public'] !== true)
     fail(
-      `--store takes a PostgreSQL connection string (postgres://…), got ${redactStore(postgres)}`,
-    );
-  const snapshotEvery = positive(
-    'snapshot-every',
-    str('snapshot-every'),
-    postgres === undefined ? DEFAULT_SNAPSHOT_EVERY : DEFAULT_PG_SNAPSHOT_EVERY,
-  );
-  const keepBatches = positive('keep-batches', str('keep-batches'), DEFAULT_KEEP_BATCHES);
-  const connectTimeoutMs = positive('connect-timeout', str('connect-timeout'), 15_000, 1000);
-  const adminToken = process.env.PEG_LIMITS_ADMIN_TOKEN || undefined;
-  if (adminToken !== undefined && adminToken.length < MIN_TOKEN_LENGTH)
-    fail(
-      `PEG_LIMITS_ADMIN_TOKEN has ${adminToken.length} characters; an operator token needs at least ${MIN_TOKEN_LENGTH} (128 bits): make one with \`peg-limits token\``,
-    );
-  const configFile = str('config');
-  const observerAt = str('stacks-observer');
-  const observerHost = observerAt?.replace(/:\d+$/, '') ?? '';
-  const observerPort = Number(/:(\d{1,5})$/.exec(observerAt ?? '')?.[1] ?? Number.NaN);
-  if (
-    observerAt !== undefined &&
-    (observerHost === '' || !(observerPort >= 0 && observerPort <= 65535))
-  )
-    fail(`--stacks-observer takes HOST:PORT (127.0.0.1:0 picks a port), got ${observerAt}`);
-  if (
-    observerAt !== undefined &&
-    !isPrivateAddress(observerHost) &&
-    values['stacks-observer-public'] !== true
-  )
-    fail(
-      `--stacks-observer ${observerAt} is not a loopback or private address: the observer takes no credentials (a node sends none), so anyone who reaches it feeds the chain; pass --stacks-observer-public to listen there anyway`,
+      `--stacks-observer ${at} is not a loopback or private address: the observer takes no credentials (a node sends none), so anyone who reaches it feeds the chain; pass --stacks-observer-public to listen there anyway`,
     );
   const registry = str('sbtc-registry') ?? MAINNET_REGISTRY;
   if (!/^S[A-Z0-9]{27,40}\.[a-zA-Z][a-zA-Z0-9-]{0,127}$/.test(registry))
     fail(`--sbtc-registry takes a contract (ADDRESS.name), got ${registry}`);
   const rpcUrl = str('stacks-rpc');
   if (rpcUrl !== undefined) {
-    if (observerAt === undefined) fail('--stacks-rpc goes with --stacks-observer');
+    if (at === undefined) fail('--stacks-rpc goes with --stacks-observer');
     let u: URL | undefined;
     try {
       u = new URL(rpcUrl);
@@ -308,159 +275,138 @@ export async function serveCommand(
     if (u === undefined || (u.protocol !== 'http:' && u.protocol !== 'https:'))
       fail(`--stacks-rpc takes an http(s) URL, got ${redactUrl(rpcUrl, { query: true })}`);
   }
-  if (values['stacks-history-complete'] === true && observerAt === undefined)
+  if (values['stacks-history-complete'] === true && at === undefined)
     fail('--stacks-history-complete goes with --stacks-observer');
-  const codec =
-    observerAt === undefined
-      ? undefined
-      : await loadClarityCodec().catch((e: unknown) => fail((e as Error).message));
-  const decode = codec?.decode;
-  const reserved = [
-    ...(adminToken === undefined ? [] : [ADMIN_OPERATOR]),
-    ...(observerAt === undefined ? [] : [STACKS_NODE_OPERATOR, STACKS_NODE_CONFIRMED_OPERATOR]),
-  ];
-  let config: ServerConfig;
+  return at === undefined ? undefined : { at, host, port, registry, rpcUrl };
+}
+
+// The server's options for the observer of the flags.
+function observerOptions(
+  observer: ObserverFlags,
+  codec: ClarityCodec,
+  config: ServerConfig,
+  postgres: string | undefined,
+  dir: string,
+  values: ServeValues,
+): NonNullable<ServerOptions['stacksObserver']> {
+  return {
+    host: observer.host.replace(/^\[|\]$/g, ''),
+    port: observer.port,
+    registry: observer.registry,
+    decode: codec.decode,
+    memory: postgres !== undefined ? pgBlockMemory(postgres) : dataBlockMemory(dir),
+    keepBurnBlocks: config.chainBounds.maxReorgDepth + 6,
+    rpc:
+      observer.rpcUrl === undefined
+        ? undefined
+        : new StacksRpc({ url: observer.rpcUrl, registry: observer.registry, codec }),
+    historyComplete: values['stacks-history-complete'] === true,
+    startRetryMs: positive(
+      'stacks-rpc-retry',
+      values['stacks-rpc-retry'] as string | undefined,
+      10_000,
+      1000,
+    ),
+  };
+}
+
+// The configuration file, or the embedded one; the admin token checked against it.
+async function serveConfig(
+  configFile: string | undefined,
+  reserved: ReadonlyArray<string>,
+  adminToken: string | undefined,
+): Promise<ServerConfig> {
   try {
-    config =
+    const config =
       configFile === undefined
         ? serverConfigFrom(DEFAULT_SERVER_CONFIG, 'embedded configuration')
         : await loadConfig(configFile, reserved);
     checkAdminToken(config.operators, adminToken);
+    return config;
   } catch (e) {
     if (e instanceof LimitsError) fail(`invalid configuration: ${e.message}`);
     throw e;
   }
-  const state = config.state;
-  const alertSecret =
-    str('alert-secret') ?? (process.env.PEG_LIMITS_ALERT_SECRET || undefined) ?? config.alertSecret;
-  if (alertSecret !== undefined && alertSecret.length < MIN_ALERT_SECRET_LENGTH)
-    fail(
-      `--alert-secret has ${alertSecret.length} characters; it needs at least ${MIN_ALERT_SECRET_LENGTH} (128 bits): make one with \`peg-limits token\``,
-    );
+}
 
-  if (command === 'migrate-journal') {
-    if (postgres === undefined || str('data') === undefined)
-      fail(`migrate-journal needs --data DIR and --store postgres://…\n${USAGE}`);
-    await migrate(str('data')!, postgres, state);
-    return;
-  }
-  const quiet = values.quiet === true;
-  const format = str('log-format') ?? 'text';
+// The command's log, as --quiet and --log-format say.
+async function loggerFrom(values: ServeValues): Promise<CommandLogger> {
+  const format = (values['log-format'] as string | undefined) ?? 'text';
   if (format !== 'text' && format !== 'json')
     fail(`--log-format takes text or json, got ${format}`);
-  let logger: CommandLogger;
   try {
-    logger = await createLogger(format, quiet);
+    return await createLogger(format, values.quiet === true);
   } catch (e) {
     if (e instanceof LoggerUnavailable) fail(e.message);
     throw e;
   }
-  const log = (line: string) => logger.message(line);
-  // Past `ulimit -f` a write must fail (EFBIG), not kill the process: the store cuts the
-  // line back and answers 500.
-  process.on('SIGXFSZ', () => undefined);
-  // The command chooses the log; the server only serves from it.
+}
+
+// Opens the event log the flags name: PostgreSQL with --store, else the data folder.
+async function openEventLog(at: {
+  readonly postgres: string | undefined;
+  readonly dir: string;
+  readonly stores: { snapshotEvery: number; keepBatches: number; connectTimeoutMs: number };
+  readonly state: LimitsState;
+  readonly auditRepair: boolean;
+  readonly log: (line: string) => void;
+  readonly hooks: CommandHooks;
+}): Promise<EventLog> {
+  const { postgres, dir, stores, state, auditRepair, log } = at;
   const opening = performance.now();
-  const dir = str('data') ?? './peg-limits-data';
-  let eventLog: EventLog;
   try {
     if (postgres !== undefined) {
-      eventLog = await openPgLog({
-        auditRepair: values['audit-repair'] === true,
+      const eventLog = await openPgLog({
+        auditRepair,
         url: postgres,
         initial: state,
-        snapshotEvery,
-        keepBatches,
-        connectTimeoutMs,
+        snapshotEvery: stores.snapshotEvery,
+        keepBatches: stores.keepBatches,
+        connectTimeoutMs: stores.connectTimeoutMs,
         logLine: log,
       });
       log(
         `opened the log on PostgreSQL at position ${eventLog.position} in ${(performance.now() - opening).toFixed(0)} ms`,
       );
-    } else {
-      const data = await openDataLog({
-        dir,
-        auditRepair: values['audit-repair'] === true,
-        initial: state,
-        snapshotEvery,
-        logLine: log,
-        openJournalFile: hooks.openJournalFile,
-        onFatal: (error) => {
-          process.stderr.write(
-            `peg-limits: ${error.message}; stopping (what reached the disk is unknown: a restart reads what is there)\n`,
-          );
-          process.exit(3);
-        },
-      });
-      for (const warning of data.warnings) log(`warning: ${warning}`);
-      log(
-        `opened ${dir}: ${data.position} batches, ${data.replayed} replayed from the journal, in ${(performance.now() - opening).toFixed(0)} ms`,
-      );
-      eventLog = data;
+      return eventLog;
     }
+    const data = await openDataLog({
+      dir,
+      auditRepair,
+      initial: state,
+      snapshotEvery: stores.snapshotEvery,
+      logLine: log,
+      openJournalFile: at.hooks.openJournalFile,
+      onFatal: (error) => {
+        process.stderr.write(
+          `peg-limits: ${error.message}; stopping (what reached the disk is unknown: a restart reads what is there)\n`,
+        );
+        process.exit(3);
+      },
+    });
+    for (const warning of data.warnings) log(`warning: ${warning}`);
+    log(
+      `opened ${dir}: ${data.position} batches, ${data.replayed} replayed from the journal, in ${(performance.now() - opening).toFixed(0)} ms`,
+    );
+    return data;
   } catch (e) {
     if (e instanceof StoreError || e instanceof PgLogError) fail(e.message);
     fail(`cannot start: ${(e as Error).message}`);
   }
-  // The operators in force; SIGHUP swaps them for the file's, or keeps them when it fails.
-  let operators = config.operators;
-  const holding = (list: ReadonlyArray<Operator>) =>
-    list.filter((o) => o.scopes.includes('limits')).length + (adminToken === undefined ? 0 : 1);
-  if (config.loosening.quorum > holding(operators))
-    log(
-      `warning: loosening asks a quorum of ${config.loosening.quorum}, but only ${holding(operators)} operator(s) hold the limits scope${config.loosening.delayBlocks === null ? ': no change can apply' : ': changes apply by their delay only'}`,
-    );
-  let server: Awaited<ReturnType<typeof startServer>>;
-  try {
-    server = await startServer({
-      log: eventLog,
-      host: str('host') ?? '127.0.0.1',
-      port,
-      adminToken,
-      operators: () => operators,
-      chainBounds: config.chainBounds,
-      loosening: config.loosening,
-      logRequest: (line) => logger.request(line),
-      warn: log,
-      metrics: values['no-metrics'] !== true,
-      metricsOffHint: '--no-metrics',
-      alerts: {
-        urls: alertUrls,
-        secret: alertSecret,
-        cursors: postgres !== undefined ? pgAlertCursors(postgres) : dataAlertCursors(dir),
-      },
-      connectionLimits: limits,
-      cors,
-      stacksObserver:
-        observerAt === undefined || decode === undefined
-          ? undefined
-          : {
-              host: observerHost.replace(/^\[|\]$/g, ''),
-              port: observerPort,
-              registry,
-              decode,
-              memory: postgres !== undefined ? pgBlockMemory(postgres) : dataBlockMemory(dir),
-              keepBurnBlocks: config.chainBounds.maxReorgDepth + 6,
-              rpc:
-                rpcUrl === undefined || codec === undefined
-                  ? undefined
-                  : new StacksRpc({ url: rpcUrl, registry, codec }),
-              historyComplete: values['stacks-history-complete'] === true,
-              startRetryMs: positive('stacks-rpc-retry', str('stacks-rpc-retry'), 10_000, 1000),
-            },
-    });
-  } catch (e) {
-    await eventLog.close().catch(() => undefined);
-    fail(`cannot start: ${(e as Error).message}`);
-  }
-  process.stdout.write(`listening on ${server.url}\n`);
-  if (server.stacksObserver !== undefined) {
-    process.stdout.write(`stacks observer on ${server.stacksObserver}\n`);
-    if (!isPrivateAddress(observerHost))
-      log(
-        `warning: the stacks observer listens on ${observerHost}, which is not private: it takes no credentials, so anyone who reaches it feeds the chain (chain bounds still apply)`,
-      );
-  }
+}
+
+// SIGINT and SIGTERM finish the requests in flight and stop; SIGHUP reloads the operators.
+function handleSignals(
+  server: RunningServer,
+  log: (line: string) => void,
+  reload: {
+    readonly configFile: string | undefined;
+    readonly reserved: ReadonlyArray<string>;
+    readonly adminToken: string | undefined;
+    readonly operators: { now: ReadonlyArray<Operator> };
+  },
+): void {
+  const { configFile, reserved, adminToken, operators } = reload;
   const stop = (signal: string) => {
     log(`${signal}: finishing requests in flight, then writing a snapshot`);
     server.close().then(
@@ -478,49 +424,17 @@ export async function serveCommand(
     loadConfig(configFile, reserved)
       .then((fresh) => {
         checkAdminToken(fresh.operators, adminToken);
-        operators = fresh.operators;
+        operators.now = fresh.operators;
         log(
-          `SIGHUP: operators reloaded from ${configFile}: ${describeOperators(operators, adminToken)}`,
+          `SIGHUP: operators reloaded from ${configFile}: ${describeOperators(operators.now, adminToken)}`,
         );
       })
       .catch((e: unknown) => {
         log(
-          `warning: SIGHUP: the operators were not reloaded, the previous ones stay (${describeOperators(operators, adminToken)}): ${(e as Error).message}`,
+          `warning: SIGHUP: the operators were not reloaded, the previous ones stay (${describeOperators(operators.now, adminToken)}): ${(e as Error).message}`,
         );
       });
   });
-  log(
-    `operators: ${describeOperators(operators, adminToken)}${observerAt === undefined ? '' : `, ${STACKS_NODE_OPERATOR} (chain) for the stacks observer`}`,
-  );
-}
-
-// `peg-limits audit verify --data DIR | --store URL`.
-async function audit(args: ReadonlyArray<string>): Promise<void> {
-  let values: Record<string, string | boolean | undefined>;
-  let positionals: string[];
-  try {
-    ({ values, positionals } = parseArgs({
-      args: [...args],
-      options: { data: { type: 'string' }, store: { type: 'string' } },
-      allowPositionals: true,
-      strict: true,
-    }));
-  } catch (e) {
-    fail(`${(e as Error).message}\n${USAGE}`);
-  }
-  const data = values.data as string | undefined;
-  const store = (values.store as string | undefined) ?? (process.env.PEG_LIMITS_STORE || undefined);
-  if (positionals.join(' ') !== 'verify' || (data === undefined) === (store === undefined))
-    fail('usage: peg-limits audit verify --data DIR | --store postgres://…');
-  try {
-    const r = await auditVerify(data !== undefined ? { data } : { store: store! });
-    (r.code === 0 ? process.stdout : process.stderr).write(
-      r.code === 2 ? `peg-limits: ${r.out}\n` : `${r.out}\n`,
-    );
-    process.exitCode = r.code;
-  } catch (e) {
-    fail(`cannot read the audit trail: ${(e as Error).message}`);
-  }
 }
 
 function describeOperators(list: ReadonlyArray<Operator>, adminToken: string | undefined): string {
@@ -541,18 +455,4 @@ function checkAdminToken(list: ReadonlyArray<Operator>, adminToken: string | und
       'invalid_option',
       `PEG_LIMITS_ADMIN_TOKEN is the token of the operator ${JSON.stringify(same.name)} too: give each operator a token of its own`,
     );
-}
-
-// `peg-limits token`: a new operator token and the hash to configure; nothing is stored.
-function printToken(args: ReadonlyArray<string>): void {
-  const json = args.includes('--json');
-  const unknown = args.filter((a) => a !== '--json');
-  if (unknown.length > 0) fail(`peg-limits token takes only --json, got ${unknown.join(' ')}`);
-  const token = generateOperatorToken();
-  const tokenHash = hashOperatorToken(token);
-  process.stdout.write(
-    json
-      ? `${JSON.stringify({ token, tokenHash })}\n`
-      : `token      ${token}\ntokenHash  ${tokenHash}\n\nGive the token to the operator (it is shown once); put the tokenHash in --config:\n  "operators": [{ "name": "…", "tokenHash": "${tokenHash}", "scopes": ["chain"] }]\n`,
-  );
 }
