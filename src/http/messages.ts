@@ -145,6 +145,13 @@ export interface Route {
   /** The largest body it takes, in bytes; 0 when it reads none (any body is ignored). */
   readonly maxBody: number;
   /**
+   * What the node:http server (`startServer`) answers itself rather than with `handle`'s
+   * answer at once: `stream`, the stream of changes; `metrics`, the Prometheus text;
+   * `log`, an answer that reads the event log or the observer (taken in turn, with time).
+   * A service on its own answers `handle`'s answer.
+   */
+  readonly server?: 'stream' | 'metrics' | 'log' | undefined;
+  /**
    * Answers the request on `state` (a read returns `state` itself and no events); an
    * operator route gets the operator its token named.
    */

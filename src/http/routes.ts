@@ -254,6 +254,7 @@ export const ROUTES: ReadonlyArray<Route> = [
     pattern: '/admin/audit',
     access: 'operator',
     maxBody: 0,
+    server: 'log',
     handle: (state, request) => {
       const query = auditQuery(request.path);
       if (!query.ok) return unchanged(state, query.response);
@@ -275,6 +276,7 @@ export const ROUTES: ReadonlyArray<Route> = [
     pattern: '/admin/held',
     access: 'operator',
     maxBody: 0,
+    server: 'log',
     handle: heldRoute('list'),
   },
   {
@@ -282,6 +284,7 @@ export const ROUTES: ReadonlyArray<Route> = [
     pattern: '/admin/held/release',
     access: 'operator',
     maxBody: 0,
+    server: 'log',
     handle: heldRoute('release'),
   },
   {
@@ -289,6 +292,7 @@ export const ROUTES: ReadonlyArray<Route> = [
     pattern: '/admin/held',
     access: 'operator',
     maxBody: 0,
+    server: 'log',
     handle: heldRoute('drop'),
   },
   {
@@ -303,6 +307,7 @@ export const ROUTES: ReadonlyArray<Route> = [
     pattern: '/events',
     access: 'public',
     maxBody: 0,
+    server: 'stream',
     // The node:http server streams it; a service on its own has no stream.
     handle: (state) =>
       unchanged(
@@ -346,6 +351,7 @@ export const ROUTES: ReadonlyArray<Route> = [
     pattern: '/metrics',
     access: 'ops',
     maxBody: 0,
+    server: 'metrics',
     // The node:http server answers it (prom-client); a service on its own has none.
     handle: (state) =>
       unchanged(

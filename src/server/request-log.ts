@@ -21,11 +21,14 @@ export interface RequestLogOptions {
   readonly position: () => number;
 }
 
-export function createRequestLog(options: RequestLogOptions): {
+/** What the server tells of each answered request. */
+export interface RequestLog {
   readonly logged: Logged;
   /** Whether anyone reads a request's time (else it is not taken). */
   readonly timed: boolean;
-} {
+}
+
+export function createRequestLog(options: RequestLogOptions): RequestLog {
   const { metrics, logLine: log, logRequest } = options;
   return {
     timed: log !== undefined || logRequest !== undefined || metrics !== undefined,

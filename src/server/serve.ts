@@ -3,27 +3,17 @@
  * folder or PostgreSQL, which the caller opens), with limits that keep slow and hostile
  * clients from holding it. Node-only.
  */
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo, Socket } from 'node:net';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import {
   type ChainBounds,
   createService,
   type EventLog,
-  type HttpResponse,
   type LooseningPolicy,
   type Operator,
   type Service,
 } from 'peg-limits';
-import {
-  admitRequest,
-  bodyCollector,
-  CAP_FIELDS,
-  declaredTooLarge,
-  isChange,
-  matchPath,
-  payloadTooLarge,
-  problem,
-} from '../internal.js';
+import { CAP_FIELDS, problem } from '../internal.js';
 import { type AlertOptions, createAlerts, memoryCursors } from './alerts.js';
 import { createAnswers } from './answers.js';
 import { recordChanges } from './change-record.js';
@@ -33,7 +23,7 @@ import { connectionGate } from './connections.js';
 import { isLingering } from './linger.js';
 import type { RequestLine } from './logger.js';
 import { createMetrics, MetricsUnavailable, type ServerMetrics } from './metrics.js';
-import { MIN_POSITION_WAIT_MS, reached } from './min-position.js';
+import { RequestHandler } from './request-handler.js';
 import { createRequestLog } from './request-log.js';
 import {
   STACKS_NODE_CONFIRMED_OPERATOR,
@@ -127,7 +117,6 @@ export interface RunningServer {
 
 // Requests waiting for their answers, per connection.
 const NO_OPERATORS: ReadonlyArray<Operator> = [];
-const outstanding = new WeakMap<Socket, number>();
 
 const CAP_NAMES = new Set<string>([...CAP_FIELDS, 'accountCaps']);
 
@@ -274,155 +263,22 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     logged,
   });
 
-  function hasBody(req: IncomingMessage): boolean {
-    const length = Number(req.headers['content-length'] ?? 0);
-    return req.headers['transfer-encoding'] !== undefined || length > 0;
-  }
-
-  function onRequest(req: IncomingMessage, res: ServerResponse): void {
-    // Timed only when someone reads the request lines.
-    const started = requestLog.timed ? performance.now() : 0;
-    const socket = req.socket;
-    const waiting = (outstanding.get(socket) ?? 0) + 1;
-    // A client that sends request after request without reading the answers: close it
-    // rather than hold every answer for it.
-    if (waiting > limits.maxPipelined || socket.writableLength > limits.maxBufferedBytes) {
-      log?.(`${req.method} ${req.url} closed: ${waiting - 1} answers unread`);
-      socket.destroy();
-      return;
-    }
-    outstanding.set(socket, waiting);
-    gate.busy(socket);
-    res.once('close', () => {
-      const left = (outstanding.get(socket) ?? 1) - 1;
-      outstanding.set(socket, left);
-      if (left === 0) gate.idle(socket);
-    });
-
-    const head = { method: req.method ?? 'GET', path: req.url ?? '/', headers: req.headers };
-    // Any answer given before the body is read must linger.
-    const unread = hasBody(req);
-    let route = 'none';
-    const answer = (response: HttpResponse) =>
-      unread ? early(req, response, started, route) : send(req, res, response, started, route);
-    const admitted = admitRequest(head, handleOptions);
-    if (!admitted.ok) {
-      if (metrics !== undefined) route = matchPath(head.path, operatorOn())?.pattern ?? 'none';
-      answer(admitted.response);
-      return;
-    }
-    const match = admitted.match;
-    const maxBody = admitted.maxBody;
-    // The metrics' route label: the pattern, never the raw path.
-    route = match?.pattern ?? 'none';
-    // Read your writes (docs/replicas.md): a request that names a log position is answered once
-    // this replica shows it, or after MIN_POSITION_WAIT_MS with 503 catching_up. A change
-    // needs no wait: it is computed on the newest state of the log.
-    const wanted = req.headers['peg-limits-min-position'];
-    if (wanted !== undefined && match !== undefined) {
-      const n = /^[0-9]{1,30}$/.test(String(wanted)) ? Number(wanted) : undefined;
-      if (n === undefined) {
-        answer(
-          problem(
-            400,
-            'bad_request',
-            `Peg-Limits-Min-Position must be a non-negative integer (a log position), got ${JSON.stringify(String(wanted).slice(0, 40))}`,
-          ),
-        );
-        return;
-      }
-      if (n > currentPosition() && !isChange(head.method)) {
-        reached(service, currentPosition, n).then((ok) => {
-          if (ok) dispatch();
-          else
-            answer(
-              problem(
-                503,
-                'catching_up',
-                `this replica has not reached position ${n} within ${MIN_POSITION_WAIT_MS / 1000} s (it is at ${currentPosition()}); try again`,
-                { headers: { 'retry-after': '1' } },
-              ),
-            );
-        });
-        return;
-      }
-    }
-    dispatch();
-
-    function dispatch(): void {
-      if (match?.pattern === '/events' && head.method.toUpperCase() === 'GET') {
-        // The route's own answer carries the CORS headers a public route gets.
-        const cors: Record<string, string> = {};
-        for (const [name, value] of Object.entries(service.read({ ...head, match }).headers))
-          if (name.startsWith('access-control-') || name === 'vary') cors[name] = value;
-        const refused = streams.open(req, res, {
-          ...cors,
-          'peg-limits-position': String(currentPosition()),
-        });
-        if (refused !== undefined) answer(refused);
-        else logged(req, 200, started, route);
-        return;
-      }
-      if (metrics !== undefined && match?.pattern === '/metrics' && maxBody === 0) {
-        const m = head.method.toUpperCase();
-        if (m === 'GET' || m === 'HEAD') {
-          const exposition = metrics;
-          exposition.render().then(
-            (body) =>
-              answer({ status: 200, headers: { 'content-type': exposition.contentType }, body }),
-            (e: unknown) => answer(problem(500, 'internal_error', (e as Error).message)),
-          );
-          return;
-        }
-      }
-      const handle = (body: Uint8Array | undefined, done: (r: HttpResponse) => void) =>
-        service
-          .handle({ ...head, body, match, remote: req.socket.remoteAddress })
-          .then(done, (e: unknown) => done(problem(500, 'internal_error', (e as Error).message)));
-      if (maxBody === 0) {
-        // A read is answered at once from the state reads see; only a change waits its turn,
-        // and a read of the audit trail (files or rows) takes its time.
-        if (
-          isChange(head.method) ||
-          match?.pattern === '/admin/audit' ||
-          match?.pattern === '/admin/held'
-        )
-          void handle(undefined, answer);
-        else answer(service.read({ ...head, match }));
-        return;
-      }
-      const max = maxBody;
-      // A change cannot be written while the log cannot take writes: say so before the body.
-      if (storeUnavailable()) {
-        answer(
-          problem(
-            503,
-            'store_unavailable',
-            `the event log takes no writes (${eventLog.unavailable ?? 'out of reach'}); try again shortly`,
-            { headers: { 'retry-after': '1' } },
-          ),
-        );
-        return;
-      }
-      if (declaredTooLarge(req.headers, max)) {
-        answer(payloadTooLarge(max));
-        return;
-      }
-      // Admitted: a client that asked (Expect: 100-continue) may now send its body.
-      if (/^100-continue$/i.test(String(req.headers.expect ?? ''))) res.writeContinue();
-      // Read no more than the route takes: past it, stop reading and answer 413 at once.
-      const body = bodyCollector(max);
-      const onData = (chunk: Buffer) => {
-        if (body.add(chunk)) return;
-        req.off('data', onData);
-        req.off('end', onEnd);
-        early(req, payloadTooLarge(max), started, route);
-      };
-      const onEnd = () => void handle(body.bytes(), (r) => send(req, res, r, started, route));
-      req.on('data', onData);
-      req.once('end', onEnd);
-    }
-  }
+  const handler = new RequestHandler({
+    limits,
+    gate,
+    service,
+    handleOptions,
+    operatorOn,
+    metrics,
+    streams,
+    requestLog,
+    position: currentPosition,
+    storeUnavailable: () =>
+      eventLog.writable ? undefined : (eventLog.unavailable ?? 'out of reach'),
+    send,
+    early,
+    log,
+  });
 
   const server: Server = createServer(
     {
@@ -432,10 +288,10 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       connectionsCheckingInterval: limits.checkIntervalMs,
       maxHeaderSize: limits.maxHeaderBytes,
     },
-    onRequest,
+    handler.onRequest,
   );
   // Admission comes before 100 Continue: a refused client is told so instead of sending.
-  server.on('checkContinue', onRequest);
+  server.on('checkContinue', handler.onRequest);
   const stopGuard = guardConnections(server, {
     gate,
     limits,
