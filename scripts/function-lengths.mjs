@@ -19,8 +19,6 @@ export const MAX_FUNCTION_LINES = 150;
 export const TO_SPLIT = {
   'src/server/pg-log.ts openPgLog': 481,
   'src/server/serve.ts startServer': 240,
-  'src/http/client.ts createLimitsClient': 200,
-  'src/server/alerts.ts createAlerts': 189,
 };
 
 function sources(dir) {

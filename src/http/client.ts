@@ -167,6 +167,80 @@ function toCheck(value: unknown): CheckAnswer {
   return { ...(c as unknown as CheckAnswer), availableAt: num(c.availableAt) };
 }
 
+// Read your writes: after a change this client made, a read asks for a replica that has it.
+function readingYourWrites(init: RequestInit | undefined, seen: number): RequestInit | undefined {
+  if (seen === 0) return init;
+  return { ...init, headers: { ...init?.headers, 'peg-limits-min-position': String(seen) } };
+}
+
+function noAnswer(url: string, e: unknown): Problem {
+  return localProblem(
+    'network_error',
+    0,
+    `no answer from ${url}: ${e instanceof Error ? e.message : String(e)}`,
+  );
+}
+
+// What an answer says: its value converted, or the problem it carries (or a problem of our
+// own when it is no problem body, or its body no JSON object).
+function answerOf<T>(
+  response: Response,
+  text: string,
+  path: string,
+  convert: (value: unknown) => T,
+): Result<Answered<T>, Problem> {
+  const parsed = tryDecodeJson(text);
+  if (!response.ok) {
+    if (parsed.ok && isProblem(parsed.value)) {
+      const p = parsed.value as unknown as Record<string, unknown>;
+      return { ok: false, error: { ...(p as unknown as Problem), status: Number(p.status) } };
+    }
+    return {
+      ok: false,
+      error: localProblem(
+        'invalid_response',
+        response.status,
+        `${path} answered ${response.status} without a problem body`,
+      ),
+    };
+  }
+  if (!parsed.ok || typeof parsed.value !== 'object' || parsed.value === null) {
+    return {
+      ok: false,
+      error: localProblem(
+        'invalid_response',
+        response.status,
+        `${path} answered ${response.status} with a body that is not a JSON object`,
+      ),
+    };
+  }
+  try {
+    return { ok: true, value: convert(parsed.value), status: response.status };
+  } catch (e) {
+    return {
+      ok: false,
+      error: localProblem('invalid_response', response.status, `${path}: ${String(e)}`),
+    };
+  }
+}
+
+// One Server-Sent Events block: its `event:`, its `data:` lines joined, its `id:`.
+function eventBlock(block: string): { event: string; data: string; id: string | undefined } {
+  let event = 'message';
+  const data: string[] = [];
+  let id: string | undefined;
+  for (const line of block.split('\n')) {
+    const colon = line.indexOf(':');
+    if (colon === 0) continue; // a comment (the heartbeat)
+    const field = colon < 0 ? line : line.slice(0, colon);
+    const value = colon < 0 ? '' : line.slice(colon + 1).replace(/^ /, '');
+    if (field === 'event') event = value;
+    else if (field === 'data') data.push(value);
+    else if (field === 'id') id = value;
+  }
+  return { event, data: data.join('\n'), id };
+}
+
 /**
  * Creates a client of the service at `baseUrl`. Every method resolves with
  * `{ ok: true, value, status }` or `{ ok: false, error }` (the service's problem object,
@@ -196,61 +270,17 @@ export function createLimitsClient(options: LimitsClientOptions): LimitsClient {
     let response: Response;
     let text: string;
     try {
-      // Read your writes: after a change this client made, ask for a replica that has it.
       const changes = init?.method === 'POST' || init?.method === 'DELETE';
-      const request =
-        seen > 0 && !changes
-          ? { ...init, headers: { ...init?.headers, 'peg-limits-min-position': String(seen) } }
-          : init;
-      response = await doFetch(`${base}${path}`, request);
+      response = await doFetch(`${base}${path}`, changes ? init : readingYourWrites(init, seen));
       text = await response.text();
       if (changes && response.ok) {
         const at = Number(response.headers.get('peg-limits-position'));
         if (Number.isSafeInteger(at) && at > seen) seen = at;
       }
     } catch (e) {
-      return {
-        ok: false,
-        error: localProblem(
-          'network_error',
-          0,
-          `no answer from ${base}${path}: ${e instanceof Error ? e.message : String(e)}`,
-        ),
-      };
+      return { ok: false, error: noAnswer(`${base}${path}`, e) };
     }
-    const parsed = tryDecodeJson(text);
-    if (!response.ok) {
-      if (parsed.ok && isProblem(parsed.value)) {
-        const p = parsed.value as unknown as Record<string, unknown>;
-        return { ok: false, error: { ...(p as unknown as Problem), status: Number(p.status) } };
-      }
-      return {
-        ok: false,
-        error: localProblem(
-          'invalid_response',
-          response.status,
-          `${path} answered ${response.status} without a problem body`,
-        ),
-      };
-    }
-    if (!parsed.ok || typeof parsed.value !== 'object' || parsed.value === null) {
-      return {
-        ok: false,
-        error: localProblem(
-          'invalid_response',
-          response.status,
-          `${path} answered ${response.status} with a body that is not a JSON object`,
-        ),
-      };
-    }
-    try {
-      return { ok: true, value: convert(parsed.value), status: response.status };
-    } catch (e) {
-      return {
-        ok: false,
-        error: localProblem('invalid_response', response.status, `${path}: ${String(e)}`),
-      };
-    }
+    return answerOf(response, text, path, convert);
   }
 
   const same = <T>(value: unknown) => value as T;
@@ -310,23 +340,11 @@ export function createLimitsClient(options: LimitsClientOptions): LimitsClient {
       let stopped = false;
       let controller: AbortController | undefined;
       let lastId: string | undefined;
-      // One event block: `id:`, `event:` and `data:` lines.
       const take = (block: string) => {
-        let event = 'message';
-        const data: string[] = [];
-        let id: string | undefined;
-        for (const line of block.split('\n')) {
-          const colon = line.indexOf(':');
-          if (colon === 0) continue; // a comment (the heartbeat)
-          const field = colon < 0 ? line : line.slice(0, colon);
-          const value = colon < 0 ? '' : line.slice(colon + 1).replace(/^ /, '');
-          if (field === 'event') event = value;
-          else if (field === 'data') data.push(value);
-          else if (field === 'id') id = value;
-        }
+        const { event, data, id } = eventBlock(block);
         if (id !== undefined) lastId = id;
         if (event !== 'limits') return;
-        const parsed = tryDecodeJson(data.join('\n'));
+        const parsed = tryDecodeJson(data);
         if (parsed.ok && typeof parsed.value === 'object' && parsed.value !== null)
           onLimits(parsed.value as Limits, Number(id ?? lastId ?? 0));
         else

@@ -15,7 +15,7 @@
  */
 import { createHash, createHmac } from 'node:crypto';
 import { type EventLog, encodeJson } from 'peg-limits';
-import { readRecord, recordPosition } from './audit.js';
+import { type AuditRecord, readRecord, recordPosition } from './audit.js';
 import { observeAppends } from './observed-log.js';
 import { redactAlertUrl } from './redact.js';
 
@@ -131,6 +131,53 @@ const sleep = (ms: number) =>
     t.unref();
   });
 
+// One POST: undefined when it was taken (2xx), else why not. The body of the answer is
+// never read (a receiver cannot make the server buffer it).
+async function postAlert(
+  url: string,
+  body: string,
+  id: string,
+  secret: string | undefined,
+  timeoutMs: number,
+): Promise<string | undefined> {
+  const target = withoutCredentials(url);
+  const headers: Record<string, string> = {
+    'content-type': 'application/json',
+    'peg-limits-alert-id': id,
+    ...target.headers,
+  };
+  if (secret !== undefined)
+    headers['peg-limits-signature'] = signature(secret, body, Math.floor(Date.now() / 1000));
+  try {
+    const r = await fetch(target.url, {
+      method: 'POST',
+      headers,
+      body,
+      signal: AbortSignal.timeout(timeoutMs),
+    });
+    await r.body?.cancel().catch(() => undefined);
+    return r.ok ? undefined : `answered ${r.status}`;
+  } catch (e) {
+    return (e as Error).name === 'TimeoutError'
+      ? `no answer within ${timeoutMs} ms`
+      : fetchFailure(e);
+  }
+}
+
+// The records of trail lines; one that cannot be read is passed over, with a warning.
+function readRecords(
+  lines: ReadonlyArray<string>,
+  logLine: ((line: string) => void) | undefined,
+): AuditRecord[] {
+  const records: AuditRecord[] = [];
+  for (const line of lines) {
+    const read = readRecord(line);
+    if (read.ok) records.push(read.record);
+    else logLine?.(`warning: an audit record cannot be read for alerts (${read.why}); passed over`);
+  }
+  return records;
+}
+
 /**
  * Alerts for `urls`, delivered from the trail of `source.log`.
  *
@@ -163,41 +210,10 @@ export function createAlerts(options: AlertOptions, source: AlertSource): Alerts
     rewake();
   };
 
-  // One POST: undefined when it was taken (2xx), else why not. The body of the answer is
-  // never read (a receiver cannot make the server buffer it).
-  async function attempt(url: string, body: string, id: string): Promise<string | undefined> {
-    const target = withoutCredentials(url);
-    const headers: Record<string, string> = {
-      'content-type': 'application/json',
-      'peg-limits-alert-id': id,
-      ...target.headers,
-    };
-    if (options.secret !== undefined)
-      headers['peg-limits-signature'] = signature(
-        options.secret,
-        body,
-        Math.floor(Date.now() / 1000),
-      );
-    try {
-      const r = await fetch(target.url, {
-        method: 'POST',
-        headers,
-        body,
-        signal: AbortSignal.timeout(timeoutMs),
-      });
-      await r.body?.cancel().catch(() => undefined);
-      return r.ok ? undefined : `answered ${r.status}`;
-    } catch (e) {
-      return (e as Error).name === 'TimeoutError'
-        ? `no answer within ${timeoutMs} ms`
-        : fetchFailure(e);
-    }
-  }
-
   // Posts until taken (or the server stops), the pause growing; resolves with whether taken.
   async function deliver(url: string, body: string, id: string, type: string): Promise<boolean> {
     for (let delay = firstDelay, tries = 1; !closed; tries++) {
-      const failure = await attempt(url, body, id);
+      const failure = await postAlert(url, body, id, options.secret, timeoutMs);
       if (failure === undefined) return true;
       if (closed) return false;
       options.logLine?.(
@@ -260,15 +276,7 @@ export function createAlerts(options: AlertOptions, source: AlertSource): Alerts
         if ((memory.get(url)?.length ?? 0) === 0) await Promise.race([woken, sleep(1_000)]);
         continue;
       }
-      const records = [];
-      for (const line of lines) {
-        const read = readRecord(line);
-        if (read.ok) records.push(read.record);
-        else
-          options.logLine?.(
-            `warning: an audit record cannot be read for alerts (${read.why}); passed over`,
-          );
-      }
+      const records = readRecords(lines, options.logLine);
       // The backlog: what was read and waits.
       queued.set(
         url,
