@@ -158,3 +158,26 @@ test('no function of src/ is over 150 lines, its inner functions counted with it
   );
   expect(left, 'split already: take these off the list').toEqual([]);
 });
+
+test('the internal entry exports only what the adapters import from it', () => {
+  const entry = readFileSync('src/internal.ts', 'utf8');
+  const names = [...entry.matchAll(/export\s*(?:type\s*)?\{([^}]*)\}/g)].flatMap((m) =>
+    m[1]!
+      .split(',')
+      .map((x) => x.trim().replace(/^type\s+/, ''))
+      .filter((x) => x !== ''),
+  );
+  const adapters = [...sources('src/server'), 'src/command.ts', 'src/cli.ts']
+    .map((f) => readFileSync(f, 'utf8'))
+    .filter(
+      (text) => text.includes("from '../internal.js'") || text.includes("from './internal.js'"),
+    );
+  const imported = new Set(
+    adapters.flatMap((text) =>
+      [
+        ...text.matchAll(/import\s*(?:type\s*)?\{([^}]*)\}\s*from\s*'\.\.?\/internal\.js'/g),
+      ].flatMap((m) => m[1]!.split(',').map((x) => x.trim().replace(/^type\s+/, ''))),
+    ),
+  );
+  expect(names.filter((n) => !imported.has(n)).sort()).toEqual([]);
+});

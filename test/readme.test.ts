@@ -2,6 +2,7 @@ import { execFile } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { ROUTES } from '../src/http/routes.js';
 import {
   applyAll,
   checkWithdrawal,
@@ -9,7 +10,6 @@ import {
   getLimits,
   whenAvailable,
 } from '../src/index.js';
-import { ROUTES } from '../src/internal.js';
 import { DEFAULT_SERVER_CONFIG, stateFromConfig } from '../src/server/config.js';
 import { openDataLog } from '../src/server/data-log.js';
 import { type RunningServer, startServer } from '../src/server/serve.js';

@@ -1,6 +1,7 @@
 // Pending changes (src/core/changes.ts): a loosening waits for its height or its quorum.
 
 import { describe, expect, test } from 'vitest';
+import { snapshotAmounts } from '../../src/core/snapshot-json.js';
 import {
   apply,
   applyAll,
@@ -16,7 +17,6 @@ import {
   snapshotOf,
   stateFromSnapshot,
 } from '../../src/index.js';
-import { snapshotAmounts } from '../../src/internal.js';
 import { at, expectError, run } from '../support/helpers.js';
 
 const HASH = hashThrottleSecret('a-throttle-secret-of-enough-length');

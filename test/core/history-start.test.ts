@@ -5,6 +5,7 @@
  * above what the chain has.
  */
 import { describe, expect, test } from 'vitest';
+import { snapshotAmounts } from '../../src/core/snapshot-json.js';
 import {
   applyAll,
   checkWithdrawal,
@@ -20,7 +21,6 @@ import {
   whenAvailable,
   windowOf,
 } from '../../src/index.js';
-import { snapshotAmounts } from '../../src/internal.js';
 
 function run(state: LimitsState, ...events: LimitsEvent[]): LimitsState {
   const r = applyAll(state, events);

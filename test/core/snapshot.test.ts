@@ -1,5 +1,6 @@
 import { fc, test } from '@fast-check/vitest';
 import { describe, expect } from 'vitest';
+import { snapshotAmounts } from '../../src/core/snapshot-json.js';
 import {
   applyAll,
   checkWithdrawal,
@@ -15,7 +16,7 @@ import {
   stateFromSnapshot,
   whenAvailable,
 } from '../../src/index.js';
-import { snapshotAmounts, snapshotParts } from '../../src/internal.js';
+import { snapshotParts } from '../../src/internal.js';
 import { run } from '../support/helpers.js';
 
 const SECRET = 'a-secret-of-at-least-22-characters';

@@ -1,4 +1,5 @@
 import { describe, expect, test } from 'vitest';
+import { ROUTES } from '../../src/http/routes.js';
 import {
   decodeJson,
   generateThrottleSecret,
@@ -8,7 +9,6 @@ import {
   hashThrottleSecret,
   type LimitsState,
 } from '../../src/index.js';
-import { ROUTES } from '../../src/internal.js';
 import { at, run } from '../support/helpers.js';
 import { expectDocumented } from '../support/openapi.js';
 

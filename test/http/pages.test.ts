@@ -4,6 +4,7 @@
  * against the OpenAPI document.
  */
 import { describe, expect, test } from 'vitest';
+import { DASHBOARD_HTML } from '../../src/http/dashboard.js';
 import {
   decodeJson,
   type HandleOptions,
@@ -12,7 +13,7 @@ import {
   type LimitsState,
   windowOf,
 } from '../../src/index.js';
-import { admitRequest, DASHBOARD_HTML } from '../../src/internal.js';
+import { admitRequest } from '../../src/internal.js';
 import { at, run, withdraw } from '../support/helpers.js';
 import { expectDocumented } from '../support/openapi.js';
 

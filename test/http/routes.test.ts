@@ -1,7 +1,8 @@
 // The route table (src/http/routes.ts): the one place the service's resources are written.
 import { describe, expect, test } from 'vitest';
+import { ROUTES } from '../../src/http/routes.js';
 import { createLimitsState, decodeJson, handleRequest, openApiDocument } from '../../src/index.js';
-import { admitRequest, matchPath, ROUTES } from '../../src/internal.js';
+import { admitRequest, matchPath } from '../../src/internal.js';
 
 const state = createLimitsState();
 const operator = { adminToken: 'op' };

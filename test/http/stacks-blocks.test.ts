@@ -3,6 +3,7 @@
 import { fc, test as fcTest } from '@fast-check/vitest';
 import { hexToCV } from '@stacks/transactions';
 import { describe, expect, test } from 'vitest';
+import type { ObserveOptions } from '../../src/http/stacks-blocks.js';
 import {
   applyAll,
   createLimitsState,
@@ -15,7 +16,6 @@ import {
   type ClarityValue,
   EMPTY_MEMORY,
   type Observed,
-  type ObserveOptions,
   observeBlock,
   type RegistryRequest,
   startBatch,
