@@ -18,7 +18,6 @@ export const MAX_FUNCTION_LINES = 150;
  */
 export const TO_SPLIT = {
   'src/server/pg-log.ts openPgLog': 481,
-  'src/server/serve.ts startServer': 240,
 };
 
 function sources(dir) {

@@ -9,12 +9,13 @@ import {
   type ChainBounds,
   createService,
   type EventLog,
+  type HeldBlocks,
   type LooseningPolicy,
   type Operator,
   type Service,
 } from 'peg-limits';
 import { CAP_FIELDS, problem } from '../internal.js';
-import { type AlertOptions, createAlerts, memoryCursors } from './alerts.js';
+import { type AlertOptions, type Alerts, createAlerts, memoryCursors } from './alerts.js';
 import { createAnswers } from './answers.js';
 import { recordChanges } from './change-record.js';
 import { DEFAULT_SERVER_LIMITS, limitsInForce, type ServerLimits } from './client-limits.js';
@@ -123,15 +124,7 @@ const CAP_NAMES = new Set<string>([...CAP_FIELDS, 'accountCaps']);
 /** Serves the interface over an open event log. */
 export async function startServer(options: ServerOptions): Promise<RunningServer> {
   const { log: eventLog, logLine: log, logRequest } = options;
-  const connectionLimits = options.connectionLimits ?? options.limits;
-  // Caps passed where connection limits belong (from plain JavaScript, unchecked) would be
-  // ignored without a word: say so, and refuse.
-  const capFields = Object.keys(connectionLimits ?? {}).filter((k) => CAP_NAMES.has(k));
-  if (capFields.length > 0)
-    throw new TypeError(
-      `startServer({ ${options.connectionLimits !== undefined ? 'connectionLimits' : 'limits'} }) takes the connections' limits (${Object.keys(DEFAULT_SERVER_LIMITS).slice(0, 3).join(', ')}, …), not caps: ${capFields.join(', ')} belong in the log's initial state (createLimitsState({ limits }) given to openDataLog or openPgLog)`,
-    );
-  const { limits, linger } = limitsInForce(connectionLimits);
+  const { limits, linger } = limitsInForce(connectionLimitsOf(options));
   // At the cap, an idle connection gives way first, then the oldest stream: a crowd cannot
   // lock out the brake. (The streams are made below; the gate asks for them only later.)
   const gate = connectionGate(
@@ -142,84 +135,30 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   // The Stacks event observer, opened once the server listens.
   let observer: StacksObserver | undefined;
   // Metrics (docs/operating.md, "Operating it"): on unless turned off, when prom-client is installed.
-  let metrics: ServerMetrics | undefined;
-  if (options.metrics !== false) {
-    try {
-      metrics = await createMetrics({
-        state: () => service.state,
-        position: () => currentPosition(),
-        writable: () => eventLog.writable,
-        writeLock: () => eventLog.writeLock,
-        notificationQueue: eventLog.notificationQueue,
-        alertsPending: () => alerts?.pending,
-        observerSkipped:
-          options.stacksObserver === undefined ? undefined : () => observer?.skipped ?? 0,
-        observerHeld: options.stacksObserver === undefined ? undefined : () => observer?.held ?? 0,
-      });
-    } catch (e) {
-      if (!(e instanceof MetricsUnavailable)) throw e;
-      options.warn?.(
-        `warning: ${e.message} (${options.metricsOffHint ?? 'metrics: false'}); serving without metrics`,
-      );
-    }
-  }
-  // Alerts for every change that is not chain traffic, delivered from the audit trail.
-  const alerts =
-    options.alerts !== undefined && options.alerts.urls.length > 0
-      ? createAlerts(
-          { ...options.alerts, logLine: options.alerts.logLine ?? options.warn },
-          { log: eventLog, cursors: options.alerts.cursors ?? memoryCursors() },
-        )
-      : undefined;
-  let served = eventLog;
-  if (metrics !== undefined) served = metrics.timed(served);
-  if (alerts !== undefined) served = alerts.watch(served);
-  // What became of pending changes (proposed, applied, dropped, cancelled) is said.
-  const say = options.warn ?? options.logLine;
-  if (say !== undefined) served = recordChanges(served, say);
-  // The observer acts as an operator of its own, with the chain scope alone.
-  const feeder = options.stacksObserver === undefined ? undefined : stacksNodeOperator();
-  // With the node's RPC, a jump it confirms passes the chain bounds: an operator of the
-  // process alone holds chain and limits for that.
-  const confirmer =
-    options.stacksObserver?.rpc === undefined
-      ? undefined
-      : stacksNodeOperator(STACKS_NODE_CONFIRMED_OPERATOR, ['chain', 'limits']);
+  const metrics = await metricsOf(options, {
+    state: () => service.state,
+    position: () => currentPosition(),
+    writable: () => eventLog.writable,
+    writeLock: () => eventLog.writeLock,
+    notificationQueue: eventLog.notificationQueue,
+    alertsPending: () => alerts?.pending,
+    observerSkipped:
+      options.stacksObserver === undefined ? undefined : () => observer?.skipped ?? 0,
+    observerHeld: options.stacksObserver === undefined ? undefined : () => observer?.held ?? 0,
+  });
+  const alerts = alertsOf(options);
+  const { feeder, confirmer } = observerOperators(options);
   const own = [feeder?.operator, confirmer?.operator].filter((o) => o !== undefined);
-  const given = options.operators;
-  const operatorsGiven = () => (typeof given === 'function' ? given() : given) ?? NO_OPERATORS;
-  // The same list while the given one is the same (its registry of token hashes is made once
-  // per list): a new one only when SIGHUP swaps the given list.
-  let lastGiven: ReadonlyArray<Operator> | undefined;
-  let lastNow: ReadonlyArray<Operator> = NO_OPERATORS;
-  const operatorsNow = () => {
-    const now = operatorsGiven();
-    if (now !== lastGiven) {
-      lastGiven = now;
-      lastNow = own.length === 0 ? now : [...now, ...own];
-    }
-    return lastNow;
-  };
+  const operatorsNow = operatorsWith(options.operators, own);
   const service = createService({
-    log: served,
+    log: servedLog(options, metrics, alerts),
     adminToken: options.adminToken,
     operators: feeder === undefined ? options.operators : operatorsNow,
     chainBounds: options.chainBounds,
     loosening: options.loosening,
     cors: options.cors,
     onNotice: (notice) => alerts?.notify(notice),
-    heldBlocks:
-      options.stacksObserver === undefined
-        ? undefined
-        : {
-            count: () => observer?.held ?? 0,
-            handle: (op, by, authorization) =>
-              observer === undefined
-                ? Promise.resolve(
-                    problem(503, 'store_unavailable', 'the Stacks observer is not open yet'),
-                  )
-                : observer.heldBlocks(op, by, authorization),
-          },
+    heldBlocks: options.stacksObserver === undefined ? undefined : heldBlocksOf(() => observer),
   });
   const storeUnavailable = () => !eventLog.writable;
   const limitsRequest = { method: 'GET', path: '/limits', headers: {} };
@@ -280,18 +219,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     log,
   });
 
-  const server: Server = createServer(
-    {
-      headersTimeout: limits.headersTimeoutMs,
-      requestTimeout: limits.requestTimeoutMs,
-      keepAliveTimeout: limits.keepAliveTimeoutMs,
-      connectionsCheckingInterval: limits.checkIntervalMs,
-      maxHeaderSize: limits.maxHeaderBytes,
-    },
-    handler.onRequest,
-  );
-  // Admission comes before 100 Continue: a refused client is told so instead of sending.
-  server.on('checkContinue', handler.onRequest);
+  const server = listener(limits, handler);
   const stopGuard = guardConnections(server, {
     gate,
     limits,
@@ -299,24 +227,14 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     exempt: (socket) => streams.carries(socket) || isLingering(socket),
     logLine: log,
   });
-
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(options.port ?? 8080, options.host ?? '127.0.0.1', () => resolve());
-  });
-  const address = server.address() as AddressInfo;
-  const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
+  const url = await listen(server, options.port ?? 8080, options.host ?? '127.0.0.1');
   if (options.stacksObserver !== undefined && feeder !== undefined) {
     try {
       observer = await startStacksObserver(
         service,
         { token: feeder.token, confirmedToken: confirmer?.token },
         options.stacksObserver,
-        {
-          logLine: log ?? options.warn,
-          warn: options.warn,
-          notify: (alert) => alerts?.notify(alert),
-        },
+        { logLine: log ?? options.warn, warn: options.warn, notify: (a) => alerts?.notify(a) },
       );
     } catch (e) {
       await new Promise<void>((resolve) => server.close(() => resolve()));
@@ -326,7 +244,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   }
   let closing: Promise<void> | undefined;
   return {
-    url: `http://${host}:${address.port}`,
+    url,
     service,
     log: eventLog,
     get position() {
@@ -342,22 +260,153 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       // Streams never end by themselves: end them first.
       streams.close();
       const observed = observer?.close();
-      closing ??= new Promise<void>((resolve) => {
-        // Keep-alive connections turn idle once their request is answered: close them then,
-        // rather than waiting for their timeout.
-        const sweep = setInterval(() => server.closeIdleConnections(), 50);
-        server.close(() => {
-          clearInterval(sweep);
-          stopGuard();
-          resolve();
-        });
-        server.closeIdleConnections();
-      }).then(async () => {
+      closing ??= closeListener(server, stopGuard).then(async () => {
         await observed;
         await alerts?.close();
         await eventLog.close();
       });
       return closing;
     },
+  };
+}
+
+// The connections' limits given (under either name), refused when they hold caps: from plain
+// JavaScript, unchecked, caps would be ignored without a word.
+function connectionLimitsOf(options: ServerOptions): Partial<ServerLimits> | undefined {
+  const connectionLimits = options.connectionLimits ?? options.limits;
+  const capFields = Object.keys(connectionLimits ?? {}).filter((k) => CAP_NAMES.has(k));
+  if (capFields.length > 0)
+    throw new TypeError(
+      `startServer({ ${options.connectionLimits !== undefined ? 'connectionLimits' : 'limits'} }) takes the connections' limits (${Object.keys(DEFAULT_SERVER_LIMITS).slice(0, 3).join(', ')}, …), not caps: ${capFields.join(', ')} belong in the log's initial state (createLimitsState({ limits }) given to openDataLog or openPgLog)`,
+    );
+  return connectionLimits;
+}
+
+// Metrics (docs/operating.md, "Operating it"): on unless turned off, when prom-client is
+// installed; without it, a warning that names how the caller turns them off.
+async function metricsOf(
+  options: ServerOptions,
+  sources: Parameters<typeof createMetrics>[0],
+): Promise<ServerMetrics | undefined> {
+  if (options.metrics === false) return undefined;
+  try {
+    return await createMetrics(sources);
+  } catch (e) {
+    if (!(e instanceof MetricsUnavailable)) throw e;
+    options.warn?.(
+      `warning: ${e.message} (${options.metricsOffHint ?? 'metrics: false'}); serving without metrics`,
+    );
+    return undefined;
+  }
+}
+
+// The operators in force: the given ones (a list, or a function read at every request) and
+// the process's own. The same list while the given one is the same (its registry of token
+// hashes is made once per list): a new one only when SIGHUP swaps the given list.
+function operatorsWith(
+  given: ServerOptions['operators'],
+  own: ReadonlyArray<Operator>,
+): () => ReadonlyArray<Operator> {
+  let lastGiven: ReadonlyArray<Operator> | undefined;
+  let lastNow: ReadonlyArray<Operator> = NO_OPERATORS;
+  return () => {
+    const now = (typeof given === 'function' ? given() : given) ?? NO_OPERATORS;
+    if (now !== lastGiven) {
+      lastGiven = now;
+      lastNow = own.length === 0 ? now : [...now, ...own];
+    }
+    return lastNow;
+  };
+}
+
+// The held blocks of the Stacks observer, once it is open.
+function heldBlocksOf(observer: () => StacksObserver | undefined): HeldBlocks {
+  return {
+    count: () => observer()?.held ?? 0,
+    handle: (op, by, authorization) => {
+      const open = observer();
+      return open === undefined
+        ? Promise.resolve(problem(503, 'store_unavailable', 'the Stacks observer is not open yet'))
+        : open.heldBlocks(op, by, authorization);
+    },
+  };
+}
+
+// Stops listening; kept-alive connections turn idle once their request is answered, and are
+// closed then rather than at their time-out.
+function closeListener(server: Server, stopGuard: () => void): Promise<void> {
+  return new Promise<void>((resolve) => {
+    const sweep = setInterval(() => server.closeIdleConnections(), 50);
+    server.close(() => {
+      clearInterval(sweep);
+      stopGuard();
+      resolve();
+    });
+    server.closeIdleConnections();
+  });
+}
+
+// The node:http server, with the limits on clients it enforces itself.
+function listener(limits: ServerLimits, handler: RequestHandler): Server {
+  const server = createServer(
+    {
+      headersTimeout: limits.headersTimeoutMs,
+      requestTimeout: limits.requestTimeoutMs,
+      keepAliveTimeout: limits.keepAliveTimeoutMs,
+      connectionsCheckingInterval: limits.checkIntervalMs,
+      maxHeaderSize: limits.maxHeaderBytes,
+    },
+    handler.onRequest,
+  );
+  // Admission comes before 100 Continue: a refused client is told so instead of sending.
+  server.on('checkContinue', handler.onRequest);
+  return server;
+}
+
+// Listens on `host`:`port`; resolves with the URL it listens at.
+async function listen(server: Server, port: number, host: string): Promise<string> {
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => resolve());
+  });
+  const address = server.address() as AddressInfo;
+  const at = address.family === 'IPv6' ? `[${address.address}]` : address.address;
+  return `http://${at}:${address.port}`;
+}
+
+// Alerts for every change that is not chain traffic, delivered from the audit trail.
+function alertsOf(options: ServerOptions): Alerts | undefined {
+  if (options.alerts === undefined || options.alerts.urls.length === 0) return undefined;
+  return createAlerts(
+    { ...options.alerts, logLine: options.alerts.logLine ?? options.warn },
+    { log: options.log, cursors: options.alerts.cursors ?? memoryCursors() },
+  );
+}
+
+// The log the service writes through: timed by the metrics, watched by the alerts, and
+// telling what became of pending changes (proposed, applied, dropped, cancelled).
+function servedLog(
+  options: ServerOptions,
+  metrics: ServerMetrics | undefined,
+  alerts: Alerts | undefined,
+): EventLog {
+  let served = options.log;
+  if (metrics !== undefined) served = metrics.timed(served);
+  if (alerts !== undefined) served = alerts.watch(served);
+  const say = options.warn ?? options.logLine;
+  if (say !== undefined) served = recordChanges(served, say);
+  return served;
+}
+
+// The observer acts as an operator of its own, with the chain scope alone; with the node's
+// RPC, a jump it confirms passes the chain bounds: an operator of the process alone holds
+// chain and limits for that.
+function observerOperators(options: ServerOptions) {
+  return {
+    feeder: options.stacksObserver === undefined ? undefined : stacksNodeOperator(),
+    confirmer:
+      options.stacksObserver?.rpc === undefined
+        ? undefined
+        : stacksNodeOperator(STACKS_NODE_CONFIRMED_OPERATOR, ['chain', 'limits']),
   };
 }
