@@ -20,6 +20,7 @@ import { ALERT_TIMEOUT_MS, createAlerts, memoryCursors } from '../../src/server/
 import { openDataLog } from '../../src/server/data-log.js';
 import { startServer } from '../../src/server/serve.js';
 import {
+  CLI,
   freePort,
   killGroup,
   type Proc,
@@ -329,11 +330,11 @@ describe('delivery', () => {
   });
 
   test('the command refuses an --alert-url that is not http(s), and an --alert-secret too short, with exit code 2', async () => {
-    const r = await runToEnd('node', ['dist/cli.js', 'serve', '--alert-url', 'mailto:ops@x']);
+    const r = await runToEnd('node', [CLI, 'serve', '--alert-url', 'mailto:ops@x']);
     expect(r.code).toBe(2);
     expect(r.stderr).toMatch(/--alert-url takes an http\(s\) URL, got mailto:ops@x/);
     const s = await runToEnd('node', [
-      'dist/cli.js',
+      CLI,
       'serve',
       '--alert-url',
       'http://127.0.0.1:1/h',
@@ -358,7 +359,7 @@ describe('durable', () => {
       const p = await spawnServer(
         'node',
         [
-          'dist/cli.js',
+          CLI,
           'serve',
           '--port',
           '0',

@@ -10,9 +10,8 @@ import {
   hashOperatorToken,
   hashThrottleSecret,
 } from '../../src/index.js';
-import { killGroup, type Proc, runToEnd, spawnServer, tempDir } from '../support/proc.js';
+import { CLI, killGroup, type Proc, runToEnd, spawnServer, tempDir } from '../support/proc.js';
 
-const CLI = 'dist/cli.js';
 const ADMIN = generateOperatorToken();
 const GOV = generateOperatorToken();
 const SECRET = 'a-throttle-secret-of-enough-length';

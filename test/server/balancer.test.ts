@@ -19,6 +19,7 @@ import {
   type TestPostgres,
 } from '../support/postgres.js';
 import {
+  CLI,
   eventually,
   freePort,
   killGroup,
@@ -33,7 +34,6 @@ const HAPROXY = '/usr/sbin/haproxy';
 const HAVE_HAPROXY = existsSync(HAPROXY);
 const HAPROXY_MISSING = `no ${HAPROXY} (apt-get install haproxy)`;
 const TOKEN = 'operator-token-0123456789';
-const CLI = 'dist/cli.js';
 const ready = HAVE_HAPROXY && POSTGRES_AVAILABLE;
 
 if (!HAVE_HAPROXY) console.warn(`SKIPPING the load-balancer tests: ${HAPROXY_MISSING}`);

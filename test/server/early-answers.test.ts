@@ -13,10 +13,9 @@ import {
   startPostgres,
   type TestPostgres,
 } from '../support/postgres.js';
-import { killGroup, type Proc, spawnServer, tempDir, waitFor } from '../support/proc.js';
+import { CLI, killGroup, type Proc, spawnServer, tempDir, waitFor } from '../support/proc.js';
 
 const TOKEN = 'operator-token-0123456789';
-const CLI = 'dist/cli.js';
 const KiB = 1024;
 const MiB = 1024 * KiB;
 const SIZES = [0, 64 * KiB, MiB, 10 * MiB];

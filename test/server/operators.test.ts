@@ -11,9 +11,16 @@ import {
   hashThrottleSecret,
 } from '../../src/index.js';
 import { serverConfigFrom } from '../../src/server/config.js';
-import { killGroup, type Proc, runToEnd, spawnServer, tempDir, waitFor } from '../support/proc.js';
+import {
+  CLI,
+  killGroup,
+  type Proc,
+  runToEnd,
+  startServe,
+  tempDir,
+  waitFor,
+} from '../support/proc.js';
 
-const CLI = 'dist/cli.js';
 const FEEDER = generateOperatorToken();
 const GOV1 = generateOperatorToken();
 const GOV2 = generateOperatorToken();
@@ -25,7 +32,7 @@ afterEach(() => {
 });
 
 async function serve(args: string[], env: NodeJS.ProcessEnv = {}): Promise<Proc> {
-  const p = await spawnServer('node', [CLI, 'serve', '--port', '0', ...args], env);
+  const p = await startServe(args, env);
   procs.push(p);
   return p;
 }

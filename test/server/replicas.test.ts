@@ -42,6 +42,7 @@ import {
   type TestStandby,
 } from '../support/postgres.js';
 import {
+  CLI,
   eventually,
   killGroup,
   type Proc,
@@ -54,7 +55,6 @@ import { parseExposition, sampleOf } from '../support/prometheus-text.js';
 import { checkMetrics, HAVE_PROMETHEUS, linesOf, PROMETHEUS_MISSING } from '../support/promtool.js';
 
 const TOKEN = 'operator-token-0123456789';
-const CLI = 'dist/cli.js';
 const CAP = 10n ** 15n;
 
 if (!POSTGRES_AVAILABLE) console.warn(`SKIPPING the replica tests: ${POSTGRES_MISSING}`);

@@ -6,9 +6,16 @@ import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { afterEach, describe, expect, test } from 'vitest';
 import { hashThrottleSecret } from '../../src/index.js';
-import { killGroup, type Proc, runToEnd, spawnServer, tempDir, waitFor } from '../support/proc.js';
+import {
+  CLI,
+  killGroup,
+  type Proc,
+  runToEnd,
+  spawnServer,
+  tempDir,
+  waitFor,
+} from '../support/proc.js';
 
-const CLI = 'dist/cli.js';
 const procs: Proc[] = [];
 afterEach(() => {
   for (const p of procs.splice(0)) killGroup(p);

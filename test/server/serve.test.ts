@@ -14,10 +14,17 @@ import { openDataLog, StoreError } from '../../src/server/data-log.js';
 import { type RunningServer, startServer } from '../../src/server/serve.js';
 import { readDataSnapshot } from '../support/data-snapshot.js';
 import { expectDocumented } from '../support/openapi.js';
-import { killGroup, type Proc, runToEnd, spawnServer, tempDir, waitFor } from '../support/proc.js';
+import {
+  CLI,
+  killGroup,
+  type Proc,
+  runToEnd,
+  spawnServer,
+  tempDir,
+  waitFor,
+} from '../support/proc.js';
 
 const TOKEN = 'operator-token-0123456789';
-const CLI = 'dist/cli.js';
 
 async function send(
   url: string,

@@ -16,10 +16,17 @@ import {
   startPostgres,
   type TestPostgres,
 } from '../support/postgres.js';
-import { killGroup, type Proc, runToEnd, spawnServer, tempDir, waitFor } from '../support/proc.js';
+import {
+  CLI,
+  killGroup,
+  type Proc,
+  runToEnd,
+  spawnServer,
+  tempDir,
+  waitFor,
+} from '../support/proc.js';
 import { block, create, type Print, REGISTRY } from '../support/stacks-node.js';
 
-const CLI = 'dist/cli.js';
 const ADMIN = 'admin-token-0123456789abcdefghij';
 const procs: Proc[] = [];
 afterAll(() => {

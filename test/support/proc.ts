@@ -5,6 +5,17 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
+/** The built command, as the tests run it. */
+export const CLI = 'dist/cli.js';
+
+/** Starts `peg-limits serve --port 0 …args` (the built command); resolves once it listens. */
+export function startServe(
+  args: ReadonlyArray<string>,
+  env: NodeJS.ProcessEnv = {},
+): Promise<Proc> {
+  return spawnServer('node', [CLI, 'serve', '--port', '0', ...args], env);
+}
+
 export function tempDir(): string {
   return mkdtempSync(join(tmpdir(), 'peg-limits-'));
 }

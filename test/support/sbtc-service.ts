@@ -7,10 +7,10 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect } from 'vitest';
-import { killGroup, type Proc, spawnServer, waitFor } from './proc.js';
+import { CLI, killGroup, type Proc, spawnServer, waitFor } from './proc.js';
 import type { ChainBlock, ChainOp, NodeRpc, SbtcChain } from './sbtc-chain.js';
 
-export const CLI = 'dist/cli.js';
+export { CLI } from './proc.js';
 export const WINDOW = 10;
 export const CAP = 1_000_000n;
 export const PEG_CAP = 300_000_000n;
