@@ -13,12 +13,10 @@ import ts from 'typescript';
 export const MAX_FUNCTION_LINES = 150;
 
 /**
- * Factory closures written before the bar, each to become a class with short methods or
- * several modules (docs/design.md, "Layers"); until then, each may only shrink.
+ * Functions past the bar that wait to be split, each with the lines it may have at most
+ * (none now: a new entry is a debt written down, and may only shrink).
  */
-export const TO_SPLIT = {
-  'src/server/pg-log.ts openPgLog': 481,
-};
+export const TO_SPLIT = {};
 
 function sources(dir) {
   return readdirSync(dir, { withFileTypes: true }).flatMap((e) =>
