@@ -445,24 +445,21 @@ export function checkLooseningPolicy(value: unknown, path = 'loosening'): Loosen
 
 // The shape of a limitsUpdated's fields (what they make together is judged when it applies).
 function checkUpdate(limits: unknown, path: string): void {
-  if (!isRecord(limits))
-    fail('invalid_event', `expected an object of limits, got ${describe(limits)}`, path);
-  rejectUnknownFields(limits, CAP_FIELDS, path, ['accountCaps']);
-  for (const f of CAP_FIELDS)
-    if (limits[f] !== undefined && limits[f] !== null) requireCap(limits[f], joinPath(path, f));
-  if (limits.accountCaps === undefined) return;
+  checkCapFields(limits, path, ['accountCaps']);
+  const accountCaps = (limits as Record<string, unknown>).accountCaps;
+  if (accountCaps === undefined) return;
   const at = joinPath(path, 'accountCaps');
-  for (const [account, caps] of accountCapsEntries(limits.accountCaps, at)) {
+  for (const [account, caps] of accountCapsEntries(accountCaps, at)) {
     requireAccount(account, joinPath(at, account));
-    if (!isRecord(caps))
-      fail(
-        'invalid_event',
-        `expected an object of limits, got ${describe(caps)}`,
-        joinPath(at, account),
-      );
-    rejectUnknownFields(caps, CAP_FIELDS, joinPath(at, account));
-    for (const f of CAP_FIELDS)
-      if (caps[f] !== undefined && caps[f] !== null)
-        requireCap(caps[f], joinPath(joinPath(at, account), f));
+    checkCapFields(caps, joinPath(at, account), []);
   }
+}
+
+// An object of cap fields, each an amount or null (unset), and nothing else but `allowed`.
+function checkCapFields(value: unknown, path: string, allowed: ReadonlyArray<string>): void {
+  if (!isRecord(value))
+    fail('invalid_event', `expected an object of limits, got ${describe(value)}`, path);
+  rejectUnknownFields(value, CAP_FIELDS, path, allowed);
+  for (const f of CAP_FIELDS)
+    if (value[f] !== undefined && value[f] !== null) requireCap(value[f], joinPath(path, f));
 }

@@ -277,14 +277,20 @@ export function admitDeposits<R extends TransferRequest>(
  */
 export function whenAvailable(state: LimitsState, request: TransferRequest): number | null {
   const bad = malformed(request);
-  if (bad !== undefined && !bad.ok)
+  if (bad !== undefined && !bad.ok) {
+    const given = request as { amount?: unknown; account?: unknown } | null;
+    if (bad.reason === 'invalid_amount')
+      throw new LimitsError(
+        'invalid_amount',
+        `expected an amount from 1 to 2^63−1, got ${describe(given?.amount)}`,
+        'amount',
+      );
     throw new LimitsError(
-      bad.reason === 'invalid_amount' ? 'invalid_amount' : 'invalid_account',
-      bad.reason === 'invalid_amount'
-        ? `expected an amount from 1 to 2^63−1, got ${describe((request as { amount?: unknown }).amount)}`
-        : `expected an account name of 1 to 256 characters without control characters, got ${describe((request as { account?: unknown } | null)?.account)}`,
-      bad.reason === 'invalid_amount' ? 'amount' : 'account',
+      'invalid_account',
+      `expected an account name of 1 to 256 characters without control characters, got ${describe(given?.account)}`,
+      'account',
     );
+  }
   return availableAt(state, request, NOTHING_PENDING);
 }
 

@@ -369,11 +369,12 @@ function withHint(value: unknown, reason: string): string {
   return reason;
 }
 
-function restore(given3: unknown): LimitsState {
-  const given = isRecord(given3) ? given3.version : undefined;
+function restore(input: unknown): LimitsState {
+  const given = isRecord(input) ? input.version : undefined;
   const version = typeof given === 'bigint' ? Number(given) : given;
+  // A version 3 snapshot's amounts are decimal strings: read back into bigints first.
   const value =
-    version === SNAPSHOT_VERSION && isRecord(given3) ? snapshotAmounts(given3, invalid) : given3;
+    version === SNAPSHOT_VERSION && isRecord(input) ? snapshotAmounts(input, invalid) : input;
   const s = record(value, '', version === 1 ? V1_FIELDS : version === 2 ? V2_FIELDS : TOP_FIELDS);
   if (s.format !== SNAPSHOT_FORMAT)
     invalid('format', `expected "${SNAPSHOT_FORMAT}", got ${describe(s.format)}`);

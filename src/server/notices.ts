@@ -5,14 +5,13 @@
  * restart resumes it) and tell exactly what was true then. Node-only.
  */
 import {
-  applyAll,
   getLimits,
   type LimitsEvent,
   type LimitsState,
-  loosenings,
   pendingChanges,
   type SettledChange,
 } from 'peg-limits';
+import { loosenedBy } from '../internal.js';
 
 /** One alert of a batch, without what every alert carries (`position`, `at`, `actor`). */
 export type Notice = { readonly type: string } & Readonly<Record<string, unknown>>;
@@ -50,15 +49,14 @@ export function noticesOf(
         break;
       case 'changeProposed': {
         const change = pendingChanges(next).at(-1);
-        // What it would loosen, field by field, before and after: whoever approves reads it.
-        const trial = applyAll(base, e.events);
         out.push({
           type: 'changeProposed',
           id: change?.id ?? null,
           events: e.events,
           effectiveAt: change?.effectiveAt ?? null,
           quorum: e.quorum,
-          loosens: trial.ok ? loosenings(base, trial.state) : [],
+          // What it would loosen, field by field, before and after: whoever approves reads it.
+          loosens: loosenedBy(base, e.events),
         });
         break;
       }
