@@ -9,6 +9,7 @@
 // ratios into README.md between the bench markers, and the absolute figures into
 // docs/design.md.
 import { spawnSync } from 'node:child_process';
+import { median } from './harness.mjs';
 import { writeReadmeTable } from './util.mjs';
 
 function runJson(args) {
@@ -18,11 +19,6 @@ function runJson(args) {
 }
 
 const MIB = 1024 * 1024;
-
-function median(xs) {
-  const s = [...xs].sort((a, b) => a - b);
-  return s[s.length >> 1];
-}
 
 // The core cases in three processes: each row's figure is the median of the three (a
 // process's JIT and heap layout move a ratio more than its rounds do).

@@ -7,7 +7,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import autocannon from 'autocannon';
 import { encodeJson, generateThrottleSecret, hashThrottleSecret } from '../dist/index.js';
-import { admin as adminEvents, startChild, withdrawalRequests, writeReadmeTable } from './util.mjs';
+import {
+  admin as adminEvents,
+  headersOf,
+  pair as pairRounds,
+  startChild,
+  withdrawalRequests,
+  writeReadmeTable,
+} from './util.mjs';
 
 const SECONDS = Number(process.env.LOAD_SECONDS ?? 4);
 const ROUNDS = 3;
@@ -21,54 +28,8 @@ function cannon(url, options) {
   return autocannon({ url, duration: SECONDS, connections: 16, ...options });
 }
 
-// The head of an answer as the floor sends it: what node:http adds itself left out.
-function headersOf(response) {
-  const headers = {};
-  for (const [name, value] of response.headers)
-    if (!['date', 'connection', 'keep-alive', 'content-length'].includes(name))
-      headers[name] = value;
-  return headers;
-}
-
-function median(xs) {
-  const s = [...xs].sort((a, b) => a - b);
-  return s[s.length >> 1];
-}
-
-// Runs two contenders in alternating rounds; returns the median req/s, p50 and p99 of each,
-// and the median of the per-round ratios of req/s (a shared machine drifts between rounds
-// far more than within one). Every answer must have the status the run expects: a fast
-// error is no figure.
-async function pair(a, b, expect2xx = true, rounds = ROUNDS) {
-  const runs = { a: [], b: [] };
-  for (let r = 0; r < rounds; r++) {
-    for (const [k, run] of r % 2 === 0
-      ? [
-          ['a', a],
-          ['b', b],
-        ]
-      : [
-          ['b', b],
-          ['a', a],
-        ]) {
-      const res = await run();
-      if (res.errors > 0 || res.timeouts > 0)
-        throw new Error(`${res.errors} errors, ${res.timeouts} timeouts`);
-      if (expect2xx ? res.non2xx > 0 : res['2xx'] > 0)
-        throw new Error(
-          `${res.non2xx} answers not 2xx, ${res['2xx']} 2xx: not the status expected`,
-        );
-      runs[k].push(res);
-    }
-  }
-  const sum = (rs) => ({
-    rps: median(rs.map((x) => x.requests.average)),
-    p50: median(rs.map((x) => x.latency.p50)),
-    p99: median(rs.map((x) => x.latency.p99)),
-  });
-  const ratio = median(runs.a.map((x, i) => x.requests.average / runs.b[i].requests.average));
-  return { a: sum(runs.a), b: sum(runs.b), ratio };
-}
+// Alternating rounds of the two contenders (bench/util.mjs).
+const pair = (a, b, expect2xx = true, rounds = ROUNDS) => pairRounds(a, b, expect2xx, rounds);
 
 const rows = [];
 // `--small` stops after the first row (for profiling).

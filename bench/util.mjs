@@ -2,6 +2,7 @@
 // table into README.md (or a page of docs/) between markers.
 import { spawn } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
+import { median } from './harness.mjs';
 
 /**
  * Starts `node bench/serve-child.mjs ...args`, keeps it in `children` (to kill at the end),
@@ -61,4 +62,43 @@ export function withdrawalRequests(amount) {
       }),
     },
   ];
+}
+
+/** The head of an answer as a bare server must send it: what node:http adds itself left out. */
+export function headersOf(response) {
+  const headers = {};
+  for (const [name, value] of response.headers)
+    if (!['date', 'connection', 'keep-alive', 'content-length'].includes(name))
+      headers[name] = value;
+  return headers;
+}
+
+/**
+ * Runs two autocannon contenders in alternating rounds; returns the median req/s, p50 and
+ * p99 of each, the per-round ratios of req/s and their median (a shared machine drifts
+ * between rounds far more than within one). Every answer must have the status the run
+ * expects: a fast error is no figure.
+ */
+export async function pair(a, b, expect2xx, rounds) {
+  const runs = { a: [], b: [] };
+  for (let r = 0; r < rounds; r++) {
+    const order = r % 2 === 0 ? ['a', 'b'] : ['b', 'a'];
+    for (const k of order) {
+      const res = await (k === 'a' ? a : b)();
+      if (res.errors > 0 || res.timeouts > 0)
+        throw new Error(`${res.errors} errors, ${res.timeouts} timeouts`);
+      if (expect2xx ? res.non2xx > 0 : res['2xx'] > 0)
+        throw new Error(
+          `${res.non2xx} answers not 2xx, ${res['2xx']} 2xx: not the status expected`,
+        );
+      runs[k].push(res);
+    }
+  }
+  const sum = (rs) => ({
+    rps: median(rs.map((x) => x.requests.average)),
+    p50: median(rs.map((x) => x.latency.p50)),
+    p99: median(rs.map((x) => x.latency.p99)),
+  });
+  const ratios = runs.a.map((x, i) => x.requests.average / runs.b[i].requests.average);
+  return { a: sum(runs.a), b: sum(runs.b), ratio: median(ratios), ratios };
 }
