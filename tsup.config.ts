@@ -36,7 +36,14 @@ export default defineConfig([
     // takes only the modules it imports (package.json says "sideEffects": false), so a page
     // that imports the client does not carry the core, the dashboard or the OpenAPI document.
     // The internal entry re-exports the same modules: one copy of each is ever loaded.
-    entry: ['src/index.ts', 'src/internal.ts', 'src/core/**/*.ts', 'src/http/**/*.ts'],
+    entry: [
+      'src/index.ts',
+      'src/internal.ts',
+      'src/core/**/*.ts',
+      'src/stacks/**/*.ts',
+      'src/http/**/*.ts',
+      'src/client/**/*.ts',
+    ],
     outDir: 'dist',
     format: ['esm'],
     bundle: false,

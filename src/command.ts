@@ -6,5 +6,5 @@
  * @internal
  * @packageDocumentation
  */
-export { type CommandHooks, serveCommand } from './server/command.js';
-export { openNodeJournalFile } from './server/data-log.js';
+export { type CommandHooks, serveCommand } from './server/cli/index.js';
+export { openNodeJournalFile } from './server/data-folder/index.js';

@@ -4,6 +4,15 @@
  * Everything here is pure and browser-safe: no `node:` imports.
  * @packageDocumentation
  */
+
+export {
+  type Answered,
+  type CheckAnswer,
+  createLimitsClient,
+  type LimitsClient,
+  type LimitsClientOptions,
+  type Problem,
+} from './client/limits-client.js';
 export { type Amount, formatAmount, MAX_AMOUNT, MIN_AMOUNT, parseAmount } from './core/amount.js';
 export { type ChainBounds, checkChainBounds, DEFAULT_CHAIN_BOUNDS } from './core/bounds.js';
 export {
@@ -80,15 +89,8 @@ export {
   type WindowView,
   windowOf,
 } from './core/views.js';
-export {
-  type Answered,
-  type CheckAnswer,
-  createLimitsClient,
-  type LimitsClient,
-  type LimitsClientOptions,
-  type Problem,
-} from './http/client.js';
 export { eventFromJson, eventsFromJson } from './http/codec.js';
+export { openApiDocument } from './http/documents/openapi.js';
 export {
   type Appended,
   type AuditActor,
@@ -109,7 +111,6 @@ export {
   type Readiness,
 } from './http/handler.js';
 export { decodeJson, encodeJson, tryDecodeJson } from './http/json.js';
-export { openApiDocument } from './http/openapi.js';
 export type { Operator } from './http/operators.js';
 export {
   createFetchHandler,

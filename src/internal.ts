@@ -34,7 +34,7 @@ export {
   payloadToKeep,
   type RememberedBlock,
   withSupply,
-} from './http/stacks-blocks.js';
+} from './stacks/blocks.js';
 export {
   NodeAnswerError,
   okUintOfClarity,
@@ -42,4 +42,4 @@ export {
   requestOfClarity,
   startBatch,
   uintOfClarity,
-} from './http/stacks-state.js';
+} from './stacks/rpc-answers.js';

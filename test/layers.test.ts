@@ -67,10 +67,29 @@ describe('imports only point down', () => {
     }
   });
 
+  test('src/stacks imports only src/stacks and src/core, and nothing of Node', () => {
+    for (const file of sources('src/stacks')) {
+      for (const spec of importsOf(file)) {
+        if (spec.startsWith('.')) expect(local(file, spec), file).toMatch(/^src\/(core|stacks)\//);
+        else expect(spec, file).not.toMatch(/^node:/);
+      }
+    }
+  });
+
   test('src/http imports only src/http and src/core, and nothing of Node', () => {
     for (const file of sources('src/http')) {
       for (const spec of importsOf(file)) {
         if (spec.startsWith('.')) expect(local(file, spec), file).toMatch(/^src\/(core|http)\//);
+        else expect(spec, file).not.toMatch(/^node:/);
+      }
+    }
+  });
+
+  test("src/client imports only the core and the wire's JSON, and nothing of Node", () => {
+    for (const file of sources('src/client')) {
+      for (const spec of importsOf(file)) {
+        if (spec.startsWith('.'))
+          expect(local(file, spec), file).toMatch(/^src\/(core\/|client\/|http\/json\.ts$)/);
         else expect(spec, file).not.toMatch(/^node:/);
       }
     }
@@ -83,6 +102,44 @@ describe('imports only point down', () => {
           expect(local(file, spec), file).toMatch(/^src\/(server\/|internal\.ts$|command\.ts$)/);
       }
     }
+  });
+
+  test("a folder of src/server imports another only through that folder's index, and only one below it", () => {
+    // From the bottom up; data-folder and postgres are side by side and import neither.
+    const order = ['ops', 'record', 'data-folder', 'postgres', 'stacks', 'node-http', 'cli'];
+    const below: Record<string, ReadonlyArray<string>> = {
+      ops: [],
+      record: ['ops'],
+      'data-folder': ['ops', 'record'],
+      postgres: ['ops', 'record'],
+      stacks: ['ops', 'record', 'data-folder', 'postgres'],
+      'node-http': ['ops', 'record', 'stacks'],
+      cli: ['ops', 'record', 'data-folder', 'postgres', 'stacks', 'node-http'],
+    };
+    const folders = readdirSync('src/server', { withFileTypes: true })
+      .filter((e) => e.isDirectory())
+      .map((e) => e.name);
+    expect(folders.sort()).toEqual([...order].sort());
+    const wrong: string[] = [];
+    for (const folder of order) {
+      for (const file of sources(`src/server/${folder}`)) {
+        for (const spec of importsOf(file).filter((s) => s.startsWith('.'))) {
+          const target = local(file, spec).replaceAll('\\', '/');
+          const m = /^src\/server\/([a-z-]+)\/([a-z-]+)\.ts$/.exec(target);
+          if (m === null || m[1] === folder) continue;
+          if (!below[folder]!.includes(m[1]!) || m[2] !== 'index')
+            wrong.push(`${file} imports ${target}`);
+        }
+      }
+    }
+    expect(wrong).toEqual([]);
+  });
+
+  test("no two files of src/ share a name, apart from the folders' index.ts", () => {
+    const names = sources('src')
+      .map((f) => f.split(/[\\/]/).pop()!)
+      .filter((n) => n !== 'index.ts');
+    expect(names.filter((n, i) => names.indexOf(n) !== i)).toEqual([]);
   });
 
   test('the internal entry adds to the public one: no name is exported by both', () => {
@@ -131,7 +188,7 @@ test('no module of src/ is over 600 lines: a module that grows past it is split 
 
 test("docs/design.md's module table has a row for every source file, and no row for a file that is gone", () => {
   const design = readFileSync('docs/design.md', 'utf8');
-  const rows = [...design.matchAll(/^\| `([a-z-]+\/)?([a-z-]+\.ts)` \|/gm)].map(
+  const rows = [...design.matchAll(/^\| `((?:[a-z-]+\/)*)([a-z-]+\.ts)` \|/gm)].map(
     (m) => `${m[1] ?? ''}${m[2]}`,
   );
   const files = sources('src').map((f) => f.slice('src/'.length).replaceAll('\\', '/'));
@@ -169,13 +226,13 @@ test('the internal entry exports only what the adapters import from it', () => {
   );
   const adapters = [...sources('src/server'), 'src/command.ts', 'src/cli.ts']
     .map((f) => readFileSync(f, 'utf8'))
-    .filter(
-      (text) => text.includes("from '../internal.js'") || text.includes("from './internal.js'"),
-    );
+    .filter((text) => /from '(\.\.\/)+internal\.js'|from '\.\/internal\.js'/.test(text));
   const imported = new Set(
     adapters.flatMap((text) =>
       [
-        ...text.matchAll(/import\s*(?:type\s*)?\{([^}]*)\}\s*from\s*'\.\.?\/internal\.js'/g),
+        ...text.matchAll(
+          /import\s*(?:type\s*)?\{([^}]*)\}\s*from\s*'(?:\.\/|(?:\.\.\/)+)internal\.js'/g,
+        ),
       ].flatMap((m) => m[1]!.split(',').map((x) => x.trim().replace(/^type\s+/, ''))),
     ),
   );

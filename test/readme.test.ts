@@ -10,9 +10,9 @@ import {
   getLimits,
   whenAvailable,
 } from '../src/index.js';
-import { DEFAULT_SERVER_CONFIG, stateFromConfig } from '../src/server/config.js';
-import { openDataLog } from '../src/server/data-log.js';
-import { type RunningServer, startServer } from '../src/server/serve.js';
+import { DEFAULT_SERVER_CONFIG, stateFromConfig } from '../src/server/cli/config.js';
+import { openDataLog } from '../src/server/data-folder/data-log.js';
+import { type RunningServer, startServer } from '../src/server/node-http/serve.js';
 import { CURL_AVAILABLE } from './support/clients.js';
 import { tempDir } from './support/proc.js';
 

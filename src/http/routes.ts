@@ -20,7 +20,8 @@ import {
   problem,
   readJson,
 } from './answers.js';
-import { DASHBOARD_HTML } from './dashboard.js';
+import { DASHBOARD_HTML } from './documents/dashboard.js';
+import { openApiDocument } from './documents/openapi.js';
 import type {
   HandleResult,
   HttpRequest,
@@ -29,7 +30,6 @@ import type {
   Route,
   RouteParams,
 } from './messages.js';
-import { openApiDocument } from './openapi.js';
 import { limitsResponse, unchanged, windowResponse } from './reads.js';
 
 const DASHBOARD_RESPONSE: HttpResponse = {

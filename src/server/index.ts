@@ -8,7 +8,6 @@
 
 // The errors of the EventLog contract, for a log written elsewhere (also in `peg-limits`).
 export { LogBusy, LogConflict, LogUnavailable } from 'peg-limits';
-export type { AlertCursors, AlertOptions } from './alerts.js';
 export {
   type DataLog,
   type DataLogOptions,
@@ -17,13 +16,14 @@ export {
   type OpenJournalFile,
   openDataLog,
   StoreError,
-} from './data-log.js';
-export type { RequestLine } from './logger.js';
-export { openPgLog, type PgLog, PgLogError, type PgLogOptions } from './pg-log.js';
+} from './data-folder/index.js';
 export {
   DEFAULT_SERVER_LIMITS,
   type RunningServer,
   type ServerLimits,
   type ServerOptions,
   startServer,
-} from './serve.js';
+} from './node-http/index.js';
+export type { RequestLine } from './ops/index.js';
+export { openPgLog, type PgLog, PgLogError, type PgLogOptions } from './postgres/index.js';
+export type { AlertCursors, AlertOptions } from './record/index.js';

@@ -4,7 +4,7 @@
  * against the OpenAPI document.
  */
 import { describe, expect, test } from 'vitest';
-import { DASHBOARD_HTML } from '../../src/http/dashboard.js';
+import { DASHBOARD_HTML } from '../../src/http/documents/dashboard.js';
 import {
   decodeJson,
   type HandleOptions,

@@ -14,8 +14,8 @@ import {
   LogConflict,
   snapshotOf,
 } from '../../src/index.js';
-import { openDataLog } from '../../src/server/data-log.js';
-import { openPgLog } from '../../src/server/pg-log.js';
+import { openDataLog } from '../../src/server/data-folder/data-log.js';
+import { openPgLog } from '../../src/server/postgres/pg-log.js';
 import {
   POSTGRES_AVAILABLE,
   POSTGRES_MISSING,

@@ -5,8 +5,12 @@
 import { connect, type Socket } from 'node:net';
 import { afterEach, describe, expect, test } from 'vitest';
 import { createLimitsClient, createLimitsState, encodeJson, type Limits } from '../../src/index.js';
-import { openDataLog } from '../../src/server/data-log.js';
-import { type RunningServer, type ServerLimits, startServer } from '../../src/server/serve.js';
+import { openDataLog } from '../../src/server/data-folder/data-log.js';
+import {
+  type RunningServer,
+  type ServerLimits,
+  startServer,
+} from '../../src/server/node-http/serve.js';
 import { tempDir, waitFor } from '../support/proc.js';
 
 const TOKEN = 'operator-token-0123456789';

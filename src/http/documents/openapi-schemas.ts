@@ -1,0 +1,310 @@
+/**
+ * The schemas of the OpenAPI document: the bodies the service answers with and takes.
+ */
+
+import { CHANGE_FIELDS } from '../../core/changes.js';
+import { CAP_FIELDS } from '../../core/limits.js';
+
+const int64 = { type: ['integer', 'null'], format: 'int64' } as const;
+
+/** The document's `components.schemas`. */
+export const SCHEMAS = {
+  AccountLimits: {
+    type: 'object',
+    additionalProperties: false,
+    required: [...CAP_FIELDS, 'throttleModeInitiator'],
+    properties: {
+      pegCap: { ...int64, description: "The account's peg cap, on its own pegged-in total." },
+      perDepositCap: {
+        ...int64,
+        description: 'Cap per deposit; null means the global one applies.',
+      },
+      perDepositMinimum: {
+        ...int64,
+        description: 'Minimum per deposit; null means no minimum.',
+      },
+      perWithdrawalCap: {
+        ...int64,
+        description: 'Cap per withdrawal; null means the global one applies.',
+      },
+      rollingWithdrawalBlocks: {
+        ...int64,
+        description: "Length of the account's own window in blocks.",
+      },
+      rollingWithdrawalCap: {
+        ...int64,
+        description: 'Most the account may withdraw in its own window.',
+      },
+      throttleModeInitiator: {
+        type: ['string', 'null'],
+        description: 'The key that started throttle mode.',
+      },
+    },
+  },
+  Limits: {
+    type: 'object',
+    additionalProperties: false,
+    required: ['availableToWithdraw', ...CAP_FIELDS, 'throttleModeInitiator', 'accountCaps'],
+    properties: {
+      availableToWithdraw: {
+        ...int64,
+        description: 'Left to withdraw in the current window; rejected withdrawals do not count.',
+      },
+      pegCap: { ...int64, description: 'Cap on the total pegged in.' },
+      perDepositCap: { ...int64, description: 'Cap per deposit; null means no cap.' },
+      perDepositMinimum: {
+        ...int64,
+        description: 'Minimum per deposit; null means no minimum.',
+      },
+      perWithdrawalCap: { ...int64, description: 'Cap per withdrawal; null means no cap.' },
+      rollingWithdrawalBlocks: {
+        ...int64,
+        description: 'Length of the rolling window in blocks.',
+      },
+      rollingWithdrawalCap: {
+        ...int64,
+        description: 'Most that may be withdrawn within the window.',
+      },
+      throttleModeInitiator: {
+        type: ['string', 'null'],
+        description: 'The key that started throttle mode; null when off.',
+      },
+      accountCaps: {
+        type: 'object',
+        description: 'Every account entry, by account name.',
+        additionalProperties: { $ref: '#/components/schemas/AccountLimits' },
+      },
+    },
+  },
+  Check: {
+    type: 'object',
+    additionalProperties: false,
+    required: ['ok', 'reason', 'limit', 'availableAt'],
+    properties: {
+      ok: { type: 'boolean', description: 'Whether it would be admitted now.' },
+      reason: {
+        type: ['string', 'null'],
+        enum: [
+          null,
+          'above_per_withdrawal_cap',
+          'window_incomplete',
+          'rolling_cap_exceeded',
+          'account_rolling_cap_exceeded',
+          'below_minimum',
+          'above_per_deposit_cap',
+          'peg_cap_exceeded',
+          'account_peg_cap_exceeded',
+        ],
+        description: 'Why it is refused; null when admitted.',
+      },
+      limit: {
+        ...int64,
+        description: 'The bound the rule allows (the cap, the minimum, or the room left).',
+      },
+      availableAt: {
+        type: ['integer', 'null'],
+        description:
+          'For a refusal by a window cap: the tip height at which it would pass, if nothing else were withdrawn; for window_incomplete, the tip at which the window becomes complete; null when never, or for any other answer.',
+      },
+    },
+  },
+  HeightSum: {
+    type: 'object',
+    additionalProperties: false,
+    required: ['height', 'amount'],
+    properties: { height: { type: 'integer', minimum: 0 }, amount: int64 },
+  },
+  Window: {
+    type: 'object',
+    additionalProperties: false,
+    required: [
+      'account',
+      'tip',
+      'rollingWithdrawalBlocks',
+      'rollingWithdrawalCap',
+      'from',
+      'to',
+      'withdrawn',
+      'complete',
+      'completeAt',
+      'availableToWithdraw',
+      'sums',
+      'nextRelease',
+      'throttleModeInitiator',
+    ],
+    properties: {
+      account: { type: ['string', 'null'], description: 'null for the global window.' },
+      tip: { type: ['integer', 'null'], description: 'null before any block is known.' },
+      rollingWithdrawalBlocks: {
+        ...int64,
+        description: 'The window in blocks (throttle included).',
+      },
+      rollingWithdrawalCap: { ...int64, description: 'The window cap (throttle included).' },
+      from: { type: ['integer', 'null'], description: "The window's first height." },
+      to: { type: ['integer', 'null'], description: "The window's last height (the tip)." },
+      withdrawn: {
+        ...int64,
+        description: 'Withdrawn in the window; rejected ones do not count.',
+      },
+      complete: {
+        type: 'boolean',
+        description:
+          'Whether every height of the window is known: false while it reaches below the height from which the history is complete (a feed that started mid-chain).',
+      },
+      completeAt: {
+        type: ['integer', 'null'],
+        description: 'The tip at which an incomplete window becomes complete; null when complete.',
+      },
+      availableToWithdraw: {
+        ...int64,
+        description: 'The cap less what is withdrawn; null without a window, or while incomplete.',
+      },
+      sums: {
+        type: 'array',
+        description: 'The non-zero per-block sums in the window, oldest first.',
+        items: { $ref: '#/components/schemas/HeightSum' },
+      },
+      nextRelease: {
+        description: 'The oldest block with a sum, and the tip at which it leaves the window.',
+        oneOf: [{ type: 'null' }, { $ref: '#/components/schemas/HeightSum' }],
+      },
+      throttleModeInitiator: { type: ['string', 'null'] },
+    },
+  },
+  ThrottleRequest: {
+    type: 'object',
+    required: ['name', 'secret'],
+    properties: {
+      name: { type: 'string', minLength: 1, maxLength: 256 },
+      secret: { type: 'string', minLength: 1, maxLength: 1024 },
+    },
+  },
+  Event: {
+    type: 'object',
+    required: ['type'],
+    description:
+      'An event of the library (limitsSet, blockConnected, withdrawalRequested, …) with amounts as integers.',
+    properties: {
+      type: {
+        type: 'string',
+        enum: [
+          'limitsSet',
+          'limitsUpdated',
+          'accountLimitsSet',
+          'blockConnected',
+          'chainReorganized',
+          'withdrawalRequested',
+          'withdrawalRejected',
+          'withdrawalRejectionUndone',
+          'peggedTotalObserved',
+          'historyCompleteFrom',
+          'throttleKeyAdded',
+          'throttleKeyRevoked',
+          'throttleKeyReactivated',
+          'throttleStarted',
+          'throttleEnded',
+        ],
+      },
+    },
+  },
+  PendingChange: {
+    type: 'object',
+    additionalProperties: false,
+    required: CHANGE_FIELDS,
+    properties: {
+      loosens: {
+        type: 'array',
+        description:
+          'What it loosens, field by field: { kind: cap, account (null: global), field, before, after (null: removed), view } | { kind: throttleEnded, initiator } | { kind: keyRevoked, name }. In the 202 that proposes it and in GET /admin/changes (as if it applied now).',
+        items: { type: 'object', required: ['kind'] },
+      },
+      id: { type: 'integer', minimum: 1 },
+      events: {
+        type: 'array',
+        description: 'The batch, applied all or nothing when the change applies.',
+        items: { $ref: '#/components/schemas/Event' },
+      },
+      proposedBy: { type: 'string', description: 'The operator who sent the batch.' },
+      proposedAt: { type: ['integer', 'null'], description: 'The tip then.' },
+      delayBlocks: {
+        type: ['integer', 'null'],
+        description: 'The blocks it waits; null: only a quorum applies it.',
+      },
+      effectiveAt: {
+        type: ['integer', 'null'],
+        description: 'The tip at which it applies (inside that block).',
+      },
+      quorum: {
+        type: 'integer',
+        description: 'Approvals that apply it at once; 0: none.',
+      },
+      approvals: {
+        type: 'array',
+        items: { type: 'string' },
+        description: 'The operators who approved it, the proposer first.',
+      },
+    },
+  },
+  PendingChanges: {
+    type: 'array',
+    description: 'The pending changes, oldest first.',
+    items: { $ref: '#/components/schemas/PendingChange' },
+  },
+  Approval: {
+    description: 'The change with the approval, or the limits once it applied.',
+    oneOf: [
+      { $ref: '#/components/schemas/PendingChange' },
+      { $ref: '#/components/schemas/Limits' },
+    ],
+  },
+  AuditRecords: {
+    type: 'array',
+    items: {
+      type: 'object',
+      required: ['position', 'at', 'actor', 'requestId', 'remote', 'events', 'hash'],
+      properties: {
+        position: { type: 'integer', minimum: 1 },
+        at: { type: 'string', description: 'When the batch was accepted (ISO 8601).' },
+        actor: {
+          type: 'object',
+          required: ['kind'],
+          properties: {
+            kind: { enum: ['operator', 'throttleKey', 'system'] },
+            name: { type: 'string' },
+          },
+        },
+        requestId: { type: 'string' },
+        remote: { type: ['string', 'null'], description: "The client's address." },
+        events: { type: 'array', items: { $ref: '#/components/schemas/Event' } },
+        settled: {
+          type: 'array',
+          description:
+            "Pending changes applied, dropped or cancelled inside the batch: the system's doing.",
+        },
+        repair: {
+          type: 'object',
+          description:
+            'The first record of a new chain after a break (--audit-repair): where and why.',
+        },
+        hash: { type: 'string', pattern: '^[0-9a-f]{64}$' },
+      },
+    },
+  },
+  Problem: {
+    type: 'object',
+    description: 'An RFC 9457 problem.',
+    required: ['type', 'title', 'status', 'detail', 'code', 'message'],
+    properties: {
+      type: { type: 'string' },
+      title: { type: 'string' },
+      status: { type: 'integer' },
+      detail: { type: 'string' },
+      code: { type: 'string', description: 'Stable snake_case error code.' },
+      message: {
+        type: 'string',
+        description: "The same text as detail, for clients that read Emily's ErrorResponse.",
+      },
+      path: { type: 'string', description: 'The field at fault, when one is.' },
+    },
+  },
+} as const;

@@ -1,0 +1,263 @@
+/**
+ * How the node:http server takes each request: the per-connection bookkeeping (answers
+ * waiting, idle or busy for the connection cap), admission before the body (an answer given
+ * then lingers), `Peg-Limits-Min-Position`, and the dispatch: what the route table marks
+ * for the server itself (`server`: the stream of changes, the metrics, answers that read the
+ * log) or, else, the service (a read at once from the state reads see; a change, or a read
+ * of the log, in its turn). Node-only.
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
+import type { HandleOptions, HttpResponse, Service } from 'peg-limits';
+import {
+  admitRequest,
+  bodyCollector,
+  declaredTooLarge,
+  isChange,
+  matchPath,
+  type PathMatch,
+  payloadTooLarge,
+  problem,
+  routeFor,
+} from '../../internal.js';
+import type { ServerMetrics } from '../ops/index.js';
+import type { ServerLimits } from './client-limits.js';
+import type { ConnectionGate } from './connections.js';
+import { MIN_POSITION_WAIT_MS, reached } from './min-position.js';
+import type { RequestLog } from './request-log.js';
+import type { Streams } from './streams.js';
+
+/** What the request handler needs of the server. */
+export interface RequestHandlerParts {
+  readonly limits: ServerLimits;
+  readonly gate: ConnectionGate;
+  readonly service: Service;
+  readonly handleOptions: HandleOptions;
+  /** Whether the operator routes exist (an admin token or an operator). */
+  readonly operatorOn: () => boolean;
+  readonly metrics: ServerMetrics | undefined;
+  readonly streams: Streams;
+  readonly requestLog: RequestLog;
+  /** The log position of the state reads see. */
+  readonly position: () => number;
+  /** Why the event log takes no writes now, or undefined when it does. */
+  readonly storeUnavailable: () => string | undefined;
+  readonly send: (
+    req: IncomingMessage,
+    res: ServerResponse,
+    response: HttpResponse,
+    started: number,
+    route: string,
+  ) => void;
+  readonly early: (
+    req: IncomingMessage,
+    response: HttpResponse,
+    started: number,
+    route: string,
+  ) => void;
+  readonly log: ((line: string) => void) | undefined;
+}
+
+// Answers a connection has not been sent yet, by connection.
+const outstanding = new WeakMap<Socket, number>();
+
+function hasBody(req: IncomingMessage): boolean {
+  const length = Number(req.headers['content-length'] ?? 0);
+  return req.headers['transfer-encoding'] !== undefined || length > 0;
+}
+
+/** One request as it goes through: its head, its route, how it is answered. */
+interface Taken {
+  readonly req: IncomingMessage;
+  readonly res: ServerResponse;
+  readonly head: { method: string; path: string; headers: IncomingMessage['headers'] };
+  readonly started: number;
+  route: string;
+  /** Answers it: straight to the socket (lingering) while its body may still come. */
+  readonly answer: (response: HttpResponse) => void;
+}
+
+/** Takes the requests of one server. */
+export class RequestHandler {
+  readonly #parts: RequestHandlerParts;
+
+  constructor(parts: RequestHandlerParts) {
+    this.#parts = parts;
+  }
+
+  /** node:http's `request` (and `checkContinue`) listener. */
+  readonly onRequest = (req: IncomingMessage, res: ServerResponse): void => {
+    const { requestLog, limits, handleOptions, metrics } = this.#parts;
+    // Timed only when someone reads the request lines.
+    const started = requestLog.timed ? performance.now() : 0;
+    if (!this.#track(req, res, limits)) return;
+    const head = { method: req.method ?? 'GET', path: req.url ?? '/', headers: req.headers };
+    // Any answer given before the body is read must linger.
+    const unread = hasBody(req);
+    const taken: Taken = {
+      req,
+      res,
+      head,
+      started,
+      route: 'none',
+      answer: (response) =>
+        unread
+          ? this.#parts.early(req, response, started, taken.route)
+          : this.#parts.send(req, res, response, started, taken.route),
+    };
+    const admitted = admitRequest(head, handleOptions);
+    if (!admitted.ok) {
+      if (metrics !== undefined)
+        taken.route = matchPath(head.path, this.#parts.operatorOn())?.pattern ?? 'none';
+      taken.answer(admitted.response);
+      return;
+    }
+    // The metrics' route label: the pattern, never the raw path.
+    taken.route = admitted.match?.pattern ?? 'none';
+    if (this.#waitForPosition(taken, admitted.match, admitted.maxBody)) return;
+    this.#dispatch(taken, admitted.match, admitted.maxBody);
+  };
+
+  // Counts the connection's answers waiting; false (the connection closed) for a client that
+  // sends request after request without reading the answers.
+  #track(req: IncomingMessage, res: ServerResponse, limits: ServerLimits): boolean {
+    const socket = req.socket;
+    const waiting = (outstanding.get(socket) ?? 0) + 1;
+    if (waiting > limits.maxPipelined || socket.writableLength > limits.maxBufferedBytes) {
+      this.#parts.log?.(`${req.method} ${req.url} closed: ${waiting - 1} answers unread`);
+      socket.destroy();
+      return false;
+    }
+    outstanding.set(socket, waiting);
+    this.#parts.gate.busy(socket);
+    res.once('close', () => {
+      const left = (outstanding.get(socket) ?? 1) - 1;
+      outstanding.set(socket, left);
+      if (left === 0) this.#parts.gate.idle(socket);
+    });
+    return true;
+  }
+
+  // Read your writes (docs/replicas.md): a read that names a log position is answered once
+  // this replica shows it, or after MIN_POSITION_WAIT_MS with 503 catching_up. A change
+  // needs no wait: it is computed on the newest state of the log. True when it took over.
+  #waitForPosition(taken: Taken, match: PathMatch | undefined, maxBody: number): boolean {
+    const wanted = taken.req.headers['peg-limits-min-position'];
+    if (wanted === undefined || match === undefined) return false;
+    const n = /^[0-9]{1,30}$/.test(String(wanted)) ? Number(wanted) : undefined;
+    if (n === undefined) {
+      taken.answer(
+        problem(
+          400,
+          'bad_request',
+          `Peg-Limits-Min-Position must be a non-negative integer (a log position), got ${JSON.stringify(String(wanted).slice(0, 40))}`,
+        ),
+      );
+      return true;
+    }
+    const { position, service } = this.#parts;
+    if (n <= position() || isChange(taken.head.method)) return false;
+    reached(service, position, n).then((ok) => {
+      if (ok) this.#dispatch(taken, match, maxBody);
+      else
+        taken.answer(
+          problem(
+            503,
+            'catching_up',
+            `this replica has not reached position ${n} within ${MIN_POSITION_WAIT_MS / 1000} s (it is at ${position()}); try again`,
+            { headers: { 'retry-after': '1' } },
+          ),
+        );
+    });
+    return true;
+  }
+
+  #dispatch(taken: Taken, match: PathMatch | undefined, maxBody: number): void {
+    const { head } = taken;
+    const server = match === undefined ? undefined : routeFor(match, head.method)?.server;
+    if (server === 'stream' && head.method.toUpperCase() === 'GET') {
+      this.#stream(taken, match!);
+      return;
+    }
+    const metrics = this.#parts.metrics;
+    if (server === 'metrics' && metrics !== undefined && maxBody === 0) {
+      metrics.render().then(
+        (body) =>
+          taken.answer({ status: 200, headers: { 'content-type': metrics.contentType }, body }),
+        (e: unknown) => taken.answer(problem(500, 'internal_error', (e as Error).message)),
+      );
+      return;
+    }
+    if (maxBody === 0) {
+      // A read is answered at once from the state reads see; only a change waits its turn,
+      // and a read of the log (the audit trail, the held blocks) takes its time.
+      if (isChange(head.method) || server === 'log')
+        this.#handle(taken, match, undefined, taken.answer);
+      else taken.answer(this.#parts.service.read({ ...head, match }));
+      return;
+    }
+    this.#readBody(taken, match, maxBody);
+  }
+
+  // GET /events: the route's own answer carries the CORS headers a public route gets.
+  #stream(taken: Taken, match: PathMatch): void {
+    const { service, streams, position, requestLog } = this.#parts;
+    const cors: Record<string, string> = {};
+    for (const [name, value] of Object.entries(service.read({ ...taken.head, match }).headers))
+      if (name.startsWith('access-control-') || name === 'vary') cors[name] = value;
+    const refused = streams.open(taken.req, taken.res, {
+      ...cors,
+      'peg-limits-position': String(position()),
+    });
+    if (refused !== undefined) taken.answer(refused);
+    else requestLog.logged(taken.req, 200, taken.started, taken.route);
+  }
+
+  #handle(
+    taken: Taken,
+    match: PathMatch | undefined,
+    body: Uint8Array | undefined,
+    done: (r: HttpResponse) => void,
+  ): void {
+    this.#parts.service
+      .handle({ ...taken.head, body, match, remote: taken.req.socket.remoteAddress })
+      .then(done, (e: unknown) => done(problem(500, 'internal_error', (e as Error).message)));
+  }
+
+  // A request with a body: refused before it when the log takes no writes or it says it is
+  // too large; read no further than the route takes (past it, 413 at once).
+  #readBody(taken: Taken, match: PathMatch | undefined, max: number): void {
+    const { req, res } = taken;
+    const unavailable = this.#parts.storeUnavailable();
+    if (unavailable !== undefined) {
+      taken.answer(
+        problem(
+          503,
+          'store_unavailable',
+          `the event log takes no writes (${unavailable}); try again shortly`,
+          { headers: { 'retry-after': '1' } },
+        ),
+      );
+      return;
+    }
+    if (declaredTooLarge(req.headers, max)) {
+      taken.answer(payloadTooLarge(max));
+      return;
+    }
+    // Admitted: a client that asked (Expect: 100-continue) may now send its body.
+    if (/^100-continue$/i.test(String(req.headers.expect ?? ''))) res.writeContinue();
+    const body = bodyCollector(max);
+    const onData = (chunk: Buffer) => {
+      if (body.add(chunk)) return;
+      req.off('data', onData);
+      req.off('end', onEnd);
+      this.#parts.early(req, payloadTooLarge(max), taken.started, taken.route);
+    };
+    const onEnd = () =>
+      this.#handle(taken, match, body.bytes(), (r) =>
+        this.#parts.send(req, res, r, taken.started, taken.route),
+      );
+    req.on('data', onData);
+    req.once('end', onEnd);
+  }
+}

@@ -1,0 +1,417 @@
+/**
+ * `peg-limits serve` as a function: the service on node:http over an event log (the data
+ * folder or PostgreSQL, which the caller opens), with limits that keep slow and hostile
+ * clients from holding it. Node-only.
+ */
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import {
+  type ChainBounds,
+  createService,
+  type EventLog,
+  type HeldBlocks,
+  type LooseningPolicy,
+  type Operator,
+  type Service,
+} from 'peg-limits';
+import { CAP_FIELDS, problem } from '../../internal.js';
+import type { RequestLine } from '../ops/index.js';
+import { createMetrics, MetricsUnavailable, type ServerMetrics } from '../ops/index.js';
+import {
+  type AlertOptions,
+  type Alerts,
+  createAlerts,
+  memoryCursors,
+  recordChanges,
+} from '../record/index.js';
+import {
+  STACKS_NODE_CONFIRMED_OPERATOR,
+  type StacksObserver,
+  type StacksObserverOptions,
+  stacksNodeOperator,
+  startStacksObserver,
+} from '../stacks/index.js';
+import { createAnswers } from './answer-writer.js';
+import { DEFAULT_SERVER_LIMITS, limitsInForce, type ServerLimits } from './client-limits.js';
+import { guardConnections } from './connection-policy.js';
+import { connectionGate } from './connections.js';
+import { isLingering } from './linger.js';
+import { RequestHandler } from './request-handler.js';
+import { createRequestLog } from './request-log.js';
+import { createStreams } from './streams.js';
+
+export { DEFAULT_SERVER_LIMITS, type ServerLimits } from './client-limits.js';
+
+export { MIN_POSITION_WAIT_MS } from './min-position.js';
+
+/** Options of {@link startServer}. */
+export interface ServerOptions {
+  /** The event log, opened: `openDataLog` or `openPgLog`; the server closes it. */
+  readonly log: EventLog;
+  readonly host?: string | undefined;
+  /** 0 picks a free port. */
+  readonly port?: number | undefined;
+  /** A token for the operator `admin`, who holds every scope (none when unset or empty). */
+  readonly adminToken?: string | undefined;
+  /**
+   * The operators and their scopes; a function is read for every request, so the set can
+   * be swapped while the server runs (the command reloads it on SIGHUP). The operator
+   * routes answer 404 while there is no operator at all.
+   */
+  readonly operators?: ReadonlyArray<Operator> | (() => ReadonlyArray<Operator>) | undefined;
+  /** How far one batch may move the tip (default 144 blocks ahead, 6 back). */
+  readonly chainBounds?: ChainBounds | undefined;
+  /** What a loosening batch waits for (default: nothing, it applies at once). */
+  readonly loosening?: LooseningPolicy | undefined;
+  /** Origins allowed to call the public endpoints (default any: `'*'`); `false` for none. */
+  readonly cors?: '*' | ReadonlyArray<string> | false | undefined;
+  /** Where one line per request goes; none when undefined. */
+  readonly logLine?: ((line: string) => void) | undefined;
+  /** Takes each answered request as fields instead (the command's JSON log); wins over `logLine`. */
+  readonly logRequest?: ((line: RequestLine) => void) | undefined;
+  /** Where warnings go (metrics off for want of prom-client); none when undefined. */
+  readonly warn?: ((line: string) => void) | undefined;
+  /**
+   * `GET /metrics` in the Prometheus format (default true: served when the optional
+   * `prom-client` package is installed, with a warning when it is not); false turns it off.
+   */
+  readonly metrics?: boolean | undefined;
+  /** How the caller turns metrics off, named in the warning when they cannot be served. @internal */
+  readonly metricsOffHint?: string | undefined;
+  /** Alerts (`--alert-url`): what operators are told (throttle mode, keys, limits, pending changes, held blocks); none when undefined. */
+  readonly alerts?: AlertOptions | undefined;
+  /**
+   * The connections' limits (time-outs, caps, lingering close); unset fields take
+   * {@link DEFAULT_SERVER_LIMITS}. Not the caps of the limits state: those are the log's
+   * state.
+   */
+  readonly connectionLimits?: Partial<ServerLimits> | undefined;
+  /**
+   * @deprecated Use `connectionLimits`: this name reads as the caps, which it is not. Still
+   * taken when `connectionLimits` is not given.
+   */
+  readonly limits?: Partial<ServerLimits> | undefined;
+  /**
+   * A second listener for a Stacks node's event observer (`POST /new_block`), which feeds
+   * the chain's blocks as the operator `stacks-node` with the chain scope; none when undefined.
+   * @internal
+   */
+  readonly stacksObserver?: StacksObserverOptions | undefined;
+}
+
+/** A running server. */
+export interface RunningServer {
+  /** `http://host:port` */
+  readonly url: string;
+  /** The service: its `state` is what reads see. */
+  readonly service: Service;
+  /** The event log it serves from. */
+  readonly log: EventLog;
+  /** The log position of the state reads see now. */
+  readonly position: number;
+  /** The limits in force. */
+  readonly limits: ServerLimits;
+  /** Whether `GET /metrics` is served. */
+  readonly metrics: boolean;
+  /** `GET /events` streams open now. */
+  readonly streams: number;
+  /** The Stacks event observer's URL, when it is on. @internal */
+  readonly stacksObserver?: string | undefined;
+  /** Stops accepting, finishes the requests in flight, then closes the log. */
+  close(): Promise<void>;
+}
+
+// Requests waiting for their answers, per connection.
+const NO_OPERATORS: ReadonlyArray<Operator> = [];
+
+const CAP_NAMES = new Set<string>([...CAP_FIELDS, 'accountCaps']);
+
+/** Serves the interface over an open event log. */
+export async function startServer(options: ServerOptions): Promise<RunningServer> {
+  const { log: eventLog, logLine: log, logRequest } = options;
+  const { limits, linger } = limitsInForce(connectionLimitsOf(options));
+  // At the cap, an idle connection gives way first, then the oldest stream: a crowd cannot
+  // lock out the brake. (The streams are made below; the gate asks for them only later.)
+  const gate = connectionGate(
+    limits.maxConnections,
+    (socket) => !isLingering(socket),
+    () => streams.evictOldest(),
+  );
+  // The Stacks event observer, opened once the server listens.
+  let observer: StacksObserver | undefined;
+  // Metrics (docs/operating.md, "Operating it"): on unless turned off, when prom-client is installed.
+  const metrics = await metricsOf(options, {
+    state: () => service.state,
+    position: () => currentPosition(),
+    writable: () => eventLog.writable,
+    writeLock: () => eventLog.writeLock,
+    notificationQueue: eventLog.notificationQueue,
+    alertsPending: () => alerts?.pending,
+    observerSkipped:
+      options.stacksObserver === undefined ? undefined : () => observer?.skipped ?? 0,
+    observerHeld: options.stacksObserver === undefined ? undefined : () => observer?.held ?? 0,
+  });
+  const alerts = alertsOf(options);
+  const { feeder, confirmer } = observerOperators(options);
+  const own = [feeder?.operator, confirmer?.operator].filter((o) => o !== undefined);
+  const operatorsNow = operatorsWith(options.operators, own);
+  const service = createService({
+    log: servedLog(options, metrics, alerts),
+    adminToken: options.adminToken,
+    operators: feeder === undefined ? options.operators : operatorsNow,
+    chainBounds: options.chainBounds,
+    loosening: options.loosening,
+    cors: options.cors,
+    onNotice: (notice) => alerts?.notify(notice),
+    heldBlocks: options.stacksObserver === undefined ? undefined : heldBlocksOf(() => observer),
+  });
+  const storeUnavailable = () => !eventLog.writable;
+  const limitsRequest = { method: 'GET', path: '/limits', headers: {} };
+  const streams = createStreams(
+    {
+      watch: (fn) => service.watch(fn),
+      state: () => service.state,
+      limits: () => service.read(limitsRequest),
+      position: () => currentPosition(),
+    },
+    limits,
+  );
+  const handleOptions = {
+    adminToken: options.adminToken,
+    cors: options.cors,
+    get operators() {
+      return operatorsNow();
+    },
+  };
+  const operatorOn = () =>
+    (options.adminToken !== undefined && options.adminToken !== '') ||
+    (operatorsNow()?.length ?? 0) > 0;
+  // The log position of the state reads see, sent with every answer.
+  let lastPosition = eventLog.positionOf(service.state) ?? 0;
+  const currentPosition = () => {
+    lastPosition = eventLog.positionOf(service.state) ?? lastPosition;
+    return lastPosition;
+  };
+
+  const requestLog = createRequestLog({
+    metrics,
+    logLine: log,
+    logRequest,
+    position: () => currentPosition(),
+  });
+  const logged = requestLog.logged;
+  const { send, early } = createAnswers({
+    position: () => currentPosition(),
+    storeUnavailable,
+    linger,
+    logged,
+  });
+
+  const handler = new RequestHandler({
+    limits,
+    gate,
+    service,
+    handleOptions,
+    operatorOn,
+    metrics,
+    streams,
+    requestLog,
+    position: currentPosition,
+    storeUnavailable: () =>
+      eventLog.writable ? undefined : (eventLog.unavailable ?? 'out of reach'),
+    send,
+    early,
+    log,
+  });
+
+  const server = listener(limits, handler);
+  const stopGuard = guardConnections(server, {
+    gate,
+    limits,
+    linger,
+    exempt: (socket) => streams.carries(socket) || isLingering(socket),
+    logLine: log,
+  });
+  const url = await listen(server, options.port ?? 8080, options.host ?? '127.0.0.1');
+  if (options.stacksObserver !== undefined && feeder !== undefined) {
+    try {
+      observer = await startStacksObserver(
+        service,
+        { token: feeder.token, confirmedToken: confirmer?.token },
+        options.stacksObserver,
+        { logLine: log ?? options.warn, warn: options.warn, notify: (a) => alerts?.notify(a) },
+      );
+    } catch (e) {
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+      stopGuard();
+      throw e;
+    }
+  }
+  let closing: Promise<void> | undefined;
+  return {
+    url,
+    service,
+    log: eventLog,
+    get position() {
+      return currentPosition();
+    },
+    limits,
+    metrics: metrics !== undefined,
+    get streams() {
+      return streams.count;
+    },
+    stacksObserver: observer?.url,
+    close() {
+      // Streams never end by themselves: end them first.
+      streams.close();
+      const observed = observer?.close();
+      closing ??= closeListener(server, stopGuard).then(async () => {
+        await observed;
+        await alerts?.close();
+        await eventLog.close();
+      });
+      return closing;
+    },
+  };
+}
+
+// The connections' limits given (under either name), refused when they hold caps: from plain
+// JavaScript, unchecked, caps would be ignored without a word.
+function connectionLimitsOf(options: ServerOptions): Partial<ServerLimits> | undefined {
+  const connectionLimits = options.connectionLimits ?? options.limits;
+  const capFields = Object.keys(connectionLimits ?? {}).filter((k) => CAP_NAMES.has(k));
+  if (capFields.length > 0)
+    throw new TypeError(
+      `startServer({ ${options.connectionLimits !== undefined ? 'connectionLimits' : 'limits'} }) takes the connections' limits (${Object.keys(DEFAULT_SERVER_LIMITS).slice(0, 3).join(', ')}, …), not caps: ${capFields.join(', ')} belong in the log's initial state (createLimitsState({ limits }) given to openDataLog or openPgLog)`,
+    );
+  return connectionLimits;
+}
+
+// Metrics (docs/operating.md, "Operating it"): on unless turned off, when prom-client is
+// installed; without it, a warning that names how the caller turns them off.
+async function metricsOf(
+  options: ServerOptions,
+  sources: Parameters<typeof createMetrics>[0],
+): Promise<ServerMetrics | undefined> {
+  if (options.metrics === false) return undefined;
+  try {
+    return await createMetrics(sources);
+  } catch (e) {
+    if (!(e instanceof MetricsUnavailable)) throw e;
+    options.warn?.(
+      `warning: ${e.message} (${options.metricsOffHint ?? 'metrics: false'}); serving without metrics`,
+    );
+    return undefined;
+  }
+}
+
+// The operators in force: the given ones (a list, or a function read at every request) and
+// the process's own. The same list while the given one is the same (its registry of token
+// hashes is made once per list): a new one only when SIGHUP swaps the given list.
+function operatorsWith(
+  given: ServerOptions['operators'],
+  own: ReadonlyArray<Operator>,
+): () => ReadonlyArray<Operator> {
+  let lastGiven: ReadonlyArray<Operator> | undefined;
+  let lastNow: ReadonlyArray<Operator> = NO_OPERATORS;
+  return () => {
+    const now = (typeof given === 'function' ? given() : given) ?? NO_OPERATORS;
+    if (now !== lastGiven) {
+      lastGiven = now;
+      lastNow = own.length === 0 ? now : [...now, ...own];
+    }
+    return lastNow;
+  };
+}
+
+// The held blocks of the Stacks observer, once it is open.
+function heldBlocksOf(observer: () => StacksObserver | undefined): HeldBlocks {
+  return {
+    count: () => observer()?.held ?? 0,
+    handle: (op, by, authorization) => {
+      const open = observer();
+      return open === undefined
+        ? Promise.resolve(problem(503, 'store_unavailable', 'the Stacks observer is not open yet'))
+        : open.heldBlocks(op, by, authorization);
+    },
+  };
+}
+
+// Stops listening; kept-alive connections turn idle once their request is answered, and are
+// closed then rather than at their time-out.
+function closeListener(server: Server, stopGuard: () => void): Promise<void> {
+  return new Promise<void>((resolve) => {
+    const sweep = setInterval(() => server.closeIdleConnections(), 50);
+    server.close(() => {
+      clearInterval(sweep);
+      stopGuard();
+      resolve();
+    });
+    server.closeIdleConnections();
+  });
+}
+
+// The node:http server, with the limits on clients it enforces itself.
+function listener(limits: ServerLimits, handler: RequestHandler): Server {
+  const server = createServer(
+    {
+      headersTimeout: limits.headersTimeoutMs,
+      requestTimeout: limits.requestTimeoutMs,
+      keepAliveTimeout: limits.keepAliveTimeoutMs,
+      connectionsCheckingInterval: limits.checkIntervalMs,
+      maxHeaderSize: limits.maxHeaderBytes,
+    },
+    handler.onRequest,
+  );
+  // Admission comes before 100 Continue: a refused client is told so instead of sending.
+  server.on('checkContinue', handler.onRequest);
+  return server;
+}
+
+// Listens on `host`:`port`; resolves with the URL it listens at.
+async function listen(server: Server, port: number, host: string): Promise<string> {
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => resolve());
+  });
+  const address = server.address() as AddressInfo;
+  const at = address.family === 'IPv6' ? `[${address.address}]` : address.address;
+  return `http://${at}:${address.port}`;
+}
+
+// Alerts for every change that is not chain traffic, delivered from the audit trail.
+function alertsOf(options: ServerOptions): Alerts | undefined {
+  if (options.alerts === undefined || options.alerts.urls.length === 0) return undefined;
+  return createAlerts(
+    { ...options.alerts, logLine: options.alerts.logLine ?? options.warn },
+    { log: options.log, cursors: options.alerts.cursors ?? memoryCursors() },
+  );
+}
+
+// The log the service writes through: timed by the metrics, watched by the alerts, and
+// telling what became of pending changes (proposed, applied, dropped, cancelled).
+function servedLog(
+  options: ServerOptions,
+  metrics: ServerMetrics | undefined,
+  alerts: Alerts | undefined,
+): EventLog {
+  let served = options.log;
+  if (metrics !== undefined) served = metrics.timed(served);
+  if (alerts !== undefined) served = alerts.watch(served);
+  const say = options.warn ?? options.logLine;
+  if (say !== undefined) served = recordChanges(served, say);
+  return served;
+}
+
+// The observer acts as an operator of its own, with the chain scope alone; with the node's
+// RPC, a jump it confirms passes the chain bounds: an operator of the process alone holds
+// chain and limits for that.
+function observerOperators(options: ServerOptions) {
+  return {
+    feeder: options.stacksObserver === undefined ? undefined : stacksNodeOperator(),
+    confirmer:
+      options.stacksObserver?.rpc === undefined
+        ? undefined
+        : stacksNodeOperator(STACKS_NODE_CONFIRMED_OPERATOR, ['chain', 'limits']),
+  };
+}

@@ -1,0 +1,282 @@
+/**
+ * The Stacks node's event observer (`peg-limits serve --stacks-observer HOST:PORT`): a
+ * second listener that serves only what a node posts. `POST /new_block` goes to the block
+ * feed (`feed.ts`: the mapping, the start from the node's state, held blocks); the
+ * node's other paths are answered 200 and ignored, and the service's own routes are not here.
+ *
+ * Answers the node can live with: it retries any answer but 200 for ever and, with its
+ * default blocking dispatcher, stops meanwhile. So 200 once the block is durable (applied,
+ * or held), and 200 for a payload or an event that cannot be used (logged, counted in
+ * `peg_limits_observer_skipped_total`); 503 only while the store is unavailable; 400 for a
+ * body that is not JSON. The listener has client limits of its own (header and body
+ * time-outs, a small connection cap), so that nothing on the network can hold it.
+ */
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo, Socket } from 'node:net';
+import {
+  generateOperatorToken,
+  type HttpResponse,
+  hashOperatorToken,
+  type Operator,
+  type Scope,
+  type Service,
+} from 'peg-limits';
+import { type DecodeClarity, problem } from '../../internal.js';
+import { loadPeer } from '../ops/index.js';
+import type { BlockMemoryStore } from './block-memory.js';
+import { BlockFeed, type FeedTell, type HeldOp } from './feed.js';
+import { ok } from './node-start.js';
+import type { ClarityCodec, StacksRpc } from './rpc-client.js';
+
+export { dataBlockMemory, pgBlockMemory } from './block-memory.js';
+
+/** The operator the observer acts as. */
+export const STACKS_NODE_OPERATOR = 'stacks-node';
+
+/**
+ * The operator the observer acts as only to pass the chain bounds on a jump the node's own
+ * RPC confirmed (chain and limits; its token never leaves the process).
+ */
+export const STACKS_NODE_CONFIRMED_OPERATOR = 'stacks-node-confirmed';
+
+/** Mainnet's sBTC registry contract. */
+export const MAINNET_REGISTRY = 'SM3VDXK3WZZSA84XXFKAFAF15NNZX32CTSG82JFQ4.sbtc-registry';
+
+/** The largest `/new_block` body read (a block's transactions come with it). */
+export const MAX_BLOCK_BODY = 64 * 1024 * 1024;
+
+/** The observer listener's client limits. */
+export const OBSERVER_LIMITS = {
+  /** The most time a request's head may take. */
+  headersTimeoutMs: 5_000,
+  /** The most time a whole request (its body included) may take. */
+  requestTimeoutMs: 30_000,
+  /** How often the time-outs are checked. */
+  checkEveryMs: 500,
+  /**
+   * Connections at once (a node keeps one): past it, a new connection closes the oldest one
+   * that is not in a request (one stalled in its head, one idle), so that a crowd cannot
+   * keep the node out; past `hardMaxConnections`, new ones are refused.
+   */
+  maxConnections: 8,
+  hardMaxConnections: 64,
+  keepAliveTimeoutMs: 5_000,
+} as const;
+
+/** Options of {@link startStacksObserver}. */
+export interface StacksObserverOptions {
+  readonly host: string;
+  readonly port: number;
+  /** The registry contract whose prints are read. */
+  readonly registry: string;
+  readonly decode: DecodeClarity;
+  readonly memory: BlockMemoryStore;
+  /** Burn heights of blocks remembered below the newest (default: the reorg bound and a margin). */
+  readonly keepBurnBlocks: number;
+  /**
+   * The same node's RPC (`--stacks-rpc`): the first block (and one after a gap) starts from
+   * the node's own state, and the supply is read from it.
+   */
+  readonly rpc?: StacksRpc | undefined;
+  /**
+   * The node and the service started together from the registry's deployment
+   * (`--stacks-history-complete`): nothing came before the first block.
+   */
+  readonly historyComplete?: boolean | undefined;
+  /** The least time between two tries to start from the node's state while it fails (default 10 s). */
+  readonly startRetryMs?: number | undefined;
+}
+
+/** What is missing when `@stacks/transactions` is not installed. */
+export class ObserverUnavailable extends Error {
+  override readonly name = 'ObserverUnavailable';
+}
+
+/** `@stacks/transactions`' `hexToCV`, and `serializeCV(uintCV(n))` for the RPC's arguments. */
+export async function loadClarityCodec(): Promise<ClarityCodec> {
+  const stacks = await loadPeer<{
+    hexToCV: DecodeClarity;
+    serializeCV: (value: unknown) => string;
+    uintCV: (value: bigint) => unknown;
+  }>(
+    '@stacks/transactions',
+    () => import('@stacks/transactions'),
+    (hint) => new ObserverUnavailable(`--stacks-observer needs ${hint}`),
+  );
+  return {
+    decode: (hex) => stacks.hexToCV(hex),
+    encodeUint: (value) => stacks.serializeCV(stacks.uintCV(value)).replace(/^0x/, ''),
+  };
+}
+
+/** True for an address the observer may listen on without `--stacks-observer-public`. */
+export function isPrivateAddress(host: string): boolean {
+  const h = host.replace(/^\[|\]$/g, '').toLowerCase();
+  if (h === 'localhost' || h === '::1') return true;
+  const v4 = /^(\d{1,3})\.(\d{1,3})\.\d{1,3}\.\d{1,3}$/.exec(h);
+  if (v4 !== null) {
+    const a = Number(v4[1]);
+    const b = Number(v4[2]);
+    return a === 127 || a === 10 || (a === 172 && b >= 16 && b <= 31) || (a === 192 && b === 168);
+  }
+  return /^f[cd][0-9a-f]{2}:/.test(h);
+}
+
+/** A running observer listener. */
+export interface StacksObserver {
+  /** `http://host:port` */
+  readonly url: string;
+  /** Payloads and events skipped so far (`peg_limits_observer_skipped_total`). */
+  readonly skipped: number;
+  /** Blocks held, as this process last saw (`peg_limits_observer_held_blocks`). */
+  readonly held: number;
+  /** An operator's request on the held blocks (`/admin/held`). */
+  heldBlocks(op: HeldOp, by: string, authorization: string): Promise<HttpResponse>;
+  close(): Promise<void>;
+}
+
+// Paths of the service that are never served here.
+const SERVICE_PATHS =
+  /^\/(limits|window|start_throttle|admin|events|metrics|healthz|readyz|openapi\.json)?(\/|$|\?)/;
+
+function reply(res: ServerResponse, response: HttpResponse): void {
+  res.writeHead(response.status, {
+    ...response.headers,
+    'content-length': Buffer.byteLength(response.body),
+  });
+  res.end(response.body);
+}
+
+/** A new in-process operator of the observer, and its token. */
+export function stacksNodeOperator(
+  name = STACKS_NODE_OPERATOR,
+  scopes: ReadonlyArray<Scope> = ['chain'],
+): { operator: Operator; token: string } {
+  const token = generateOperatorToken();
+  return { operator: { name, tokenHash: hashOperatorToken(token), scopes }, token };
+}
+
+/**
+ * Opens the observer listener over a service, acting as the operator whose token it is given
+ * (and, with the RPC, as the confirmed operator on a jump the node confirms).
+ */
+export async function startStacksObserver(
+  service: Service,
+  credentials: { readonly token: string; readonly confirmedToken?: string | undefined },
+  options: StacksObserverOptions,
+  tell: FeedTell,
+): Promise<StacksObserver> {
+  const feed = new BlockFeed(service, credentials, options, tell);
+  await feed.open();
+  const server: Server = createServer(
+    {
+      headersTimeout: OBSERVER_LIMITS.headersTimeoutMs,
+      requestTimeout: OBSERVER_LIMITS.requestTimeoutMs,
+      keepAliveTimeout: OBSERVER_LIMITS.keepAliveTimeoutMs,
+      connectionsCheckingInterval: OBSERVER_LIMITS.checkEveryMs,
+    },
+    (req, res) => onRequest(feed, tell, req, res),
+  );
+  server.maxConnections = OBSERVER_LIMITS.hardMaxConnections;
+  evictIdleAtCap(server, OBSERVER_LIMITS.maxConnections);
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(options.port, options.host, () => resolve());
+  });
+  const address = server.address() as AddressInfo;
+  const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
+  return {
+    url: `http://${host}:${address.port}`,
+    get skipped() {
+      return feed.skipped;
+    },
+    get held() {
+      return feed.held;
+    },
+    heldBlocks: (op, by, authorization) => feed.heldBlocks(op, by, authorization),
+    async close() {
+      await new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      });
+      await feed.settle();
+      await options.memory.close?.();
+    },
+  };
+}
+
+// Past `cap` connections, each new one closes the oldest connection not in a request.
+function evictIdleAtCap(server: Server, cap: number): void {
+  const open = new Set<Socket>();
+  const inRequest = new WeakSet<Socket>();
+  server.on('connection', (socket: Socket) => {
+    open.add(socket);
+    socket.once('close', () => open.delete(socket));
+    if (open.size <= cap) return;
+    for (const s of open)
+      if (s !== socket && !inRequest.has(s)) {
+        s.destroy();
+        break;
+      }
+  });
+  server.on('request', (req: IncomingMessage, res: ServerResponse) => {
+    inRequest.add(req.socket);
+    res.once('close', () => inRequest.delete(req.socket));
+  });
+}
+
+function onRequest(
+  feed: BlockFeed,
+  tell: FeedTell,
+  req: IncomingMessage,
+  res: ServerResponse,
+): void {
+  const path = (req.url ?? '/').split('?')[0]!;
+  if (req.method !== 'POST' || SERVICE_PATHS.test(path)) {
+    req.resume();
+    reply(
+      res,
+      problem(404, 'not_found', "this listener serves a Stacks node's event observer paths only"),
+    );
+    return;
+  }
+  const chunks: Buffer[] = [];
+  let size = 0;
+  let tooLarge = false;
+  req.on('data', (chunk: Buffer) => {
+    size += chunk.length;
+    if (size > MAX_BLOCK_BODY) tooLarge = true;
+    else if (path === '/new_block') chunks.push(chunk);
+  });
+  req.once('end', () => {
+    if (path !== '/new_block') {
+      reply(res, ok({ ok: true }));
+      return;
+    }
+    if (tooLarge) {
+      (tell.warn ?? tell.logLine)?.(
+        `warning: stacks observer skipped a /new_block body over ${MAX_BLOCK_BODY} bytes`,
+      );
+      reply(res, ok({ ok: true, skipped: 'too large' }));
+      return;
+    }
+    let body: unknown;
+    try {
+      body = JSON.parse(Buffer.concat(chunks).toString('utf8'));
+      // Emily's sidecar forwards the payload as a JSON string holding it.
+      if (typeof body === 'string') body = JSON.parse(body);
+    } catch (e) {
+      reply(res, problem(400, 'invalid_json', `the body is not JSON: ${(e as Error).message}`));
+      return;
+    }
+    feed.newBlock(body, req.socket.remoteAddress).then(
+      (response) => reply(res, response),
+      (e: unknown) => {
+        (tell.warn ?? tell.logLine)?.(
+          `warning: stacks observer: a block could not be recorded: ${(e as Error).message}`,
+        );
+        reply(res, problem(503, 'store_unavailable', (e as Error).message));
+      },
+    );
+  });
+}
