@@ -5,7 +5,8 @@
 import type { LimitsState } from 'peg-limits';
 import { openDataLog, StoreError } from '../data-folder/index.js';
 import { migrateToPg, PgLogError } from '../postgres/index.js';
-import { fail } from './options.js';
+import { fail, USAGE } from './options.js';
+import type { Settings } from './settings.js';
 
 /** Moves the folder `dir` (started from `initial` when empty) into the database at `url`. */
 export async function migrateJournal(
@@ -24,4 +25,12 @@ export async function migrateJournal(
     if (e instanceof StoreError || e instanceof PgLogError) fail(e.message);
     fail(`cannot migrate: ${(e as Error).message}`);
   }
+}
+
+/** Runs `peg-limits migrate-journal` with its settings. */
+export async function migrateJournalCommand(settings: Settings): Promise<void> {
+  const dir = settings.str('data');
+  if (settings.postgres === undefined || dir === undefined)
+    fail(`migrate-journal needs --data DIR and --store postgres://…\n${USAGE}`);
+  await migrateJournal(dir, settings.postgres, settings.config.state);
 }
