@@ -18,6 +18,7 @@ export { type ChainBounds, checkChainBounds, DEFAULT_CHAIN_BOUNDS } from './core
 export {
   checkLooseningPolicy,
   type LooseningPolicy,
+  looseningPolicyFromJson,
   looseningWaits,
   NO_WAITING,
 } from './core/changes.js';
@@ -32,7 +33,7 @@ export {
   type VerdictReason,
   whenAvailable,
 } from './core/checks.js';
-export { LimitsError, type LimitsErrorCode, type Result } from './core/errors.js';
+export { LimitsError, type LimitsErrorCode, PegLimitsError, type Result } from './core/errors.js';
 export {
   generateOperatorToken,
   generateThrottleSecret,

@@ -6,6 +6,7 @@
 import { type Amount, MAX_AMOUNT } from '../core/amount.js';
 import type { VerdictReason } from '../core/checks.js';
 import type { Result } from '../core/errors.js';
+import { PegLimitsError } from '../core/errors.js';
 import type { LimitsEvent, PendingChange } from '../core/state.js';
 import type { AccountLimits, HeightSum, Limits, WindowView } from '../core/views.js';
 import { encodeJson, tryDecodeJson } from '../http/json.js';
@@ -362,7 +363,7 @@ export function createLimitsClient(options: LimitsClientOptions): LimitsClient {
               signal: controller.signal,
             });
             if (!response.ok || response.body === null)
-              throw new Error(`GET /events answered ${response.status}`);
+              throw new PegLimitsError('network_error', `GET /events answered ${response.status}`);
             delay = 500;
             const reader = response.body.getReader();
             const decoder = new TextDecoder();
@@ -376,7 +377,7 @@ export function createLimitsClient(options: LimitsClientOptions): LimitsClient {
                 buffer = buffer.slice(end + 2);
               }
             }
-            if (!stopped) throw new Error('the stream ended');
+            if (!stopped) throw new PegLimitsError('network_error', 'the stream ended');
           } catch (e) {
             if (stopped) return;
             onError?.(

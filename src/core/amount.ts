@@ -46,7 +46,10 @@ const DECIMAL_TEXT = /^[+-]?(\d+(\.\d*)?|\.\d+)$/;
 
 function checkDecimals(decimals: number): void {
   if (!Number.isInteger(decimals) || decimals < 0 || decimals > 30) {
-    throw new RangeError(`decimals must be an integer from 0 to 30, got ${decimals}`);
+    throw new LimitsError(
+      'invalid_option',
+      `decimals must be an integer from 0 to 30, got ${decimals}`,
+    );
   }
 }
 
@@ -107,7 +110,8 @@ export function parseAmount(text: string, decimals = 8): Result<{ readonly amoun
 /**
  * Formats an amount in the smallest unit as decimal text, exactly, without trailing zeros.
  *
- * @throws RangeError when `amount` is not an int64 bigint or `decimals` is out of 0…30
+ * @throws LimitsError `invalid_amount` when `amount` is not an int64 bigint, `invalid_option`
+ *   when `decimals` is out of 0…30
  * @example
  * ```ts
  * formatAmount(150000000n); // '1.5'
@@ -117,7 +121,10 @@ export function parseAmount(text: string, decimals = 8): Result<{ readonly amoun
 export function formatAmount(amount: Amount, decimals = 8): string {
   checkDecimals(decimals);
   if (!isInt64(amount))
-    throw new RangeError(`expected an int64 bigint amount, got ${describe(amount)}`);
+    throw new LimitsError(
+      'invalid_amount',
+      `expected an int64 bigint amount, got ${describe(amount)}`,
+    );
   const digits = (amount < 0n ? -amount : amount).toString().padStart(decimals + 1, '0');
   const whole = digits.slice(0, digits.length - decimals);
   const fraction = digits.slice(digits.length - decimals).replace(/0+$/, '');

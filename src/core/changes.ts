@@ -10,7 +10,7 @@
 
 import { requireCap } from './amount.js';
 import type { Draft, LimitsState } from './draft.js';
-import { describe, fail, joinPath, LimitsError } from './errors.js';
+import { describe, fail, joinPath, LimitsError, type Result } from './errors.js';
 import type { LimitsEvent, PendingChange, SettledChange } from './events.js';
 import { isSecretHash } from './keys.js';
 import {
@@ -408,10 +408,35 @@ export function looseningWaits(policy: LooseningPolicy): boolean {
 }
 
 /**
- * Checks a loosening policy as a configuration gives it: `delayBlocks` null or 0 to
+ * Reads a loosening policy as a configuration gives it: `delayBlocks` null or 0 to
  * 1,000,000, `quorum` 0 or 2 to 1,000, and one that can apply a change (not null and 0) and
  * means what it says (a quorum with `delayBlocks: 0`, which applies everything at once, is
- * refused). Throws a LimitsError (`invalid_option`) naming the field.
+ * refused). A missing field is 0. An error is `invalid_option`, with the field's path.
+ *
+ * @example
+ * ```ts
+ * looseningPolicyFromJson({ delayBlocks: 6, quorum: 2 }); // { ok: true, policy: { delayBlocks: 6, quorum: 2 } }
+ * looseningPolicyFromJson({ quorum: 2 }).ok; // false
+ * ```
+ */
+export function looseningPolicyFromJson(
+  value: unknown,
+  path = 'loosening',
+): Result<{ readonly policy: LooseningPolicy }> {
+  try {
+    return { ok: true, policy: checkLooseningPolicy(value, path) };
+  } catch (e) {
+    if (e instanceof LimitsError) return { ok: false, error: e };
+    throw e;
+  }
+}
+
+/**
+ * The policy of {@link looseningPolicyFromJson}, thrown as a LimitsError (`invalid_option`)
+ * when it is not one.
+ *
+ * @deprecated Use {@link looseningPolicyFromJson}, which answers a result as every call that
+ * reads outside input does.
  */
 export function checkLooseningPolicy(value: unknown, path = 'loosening'): LooseningPolicy {
   if (!isRecord(value))

@@ -39,13 +39,40 @@ export type LimitsErrorCode =
   | 'change_not_found';
 
 /**
+ * The base of every error the project throws, the adapters' included: a stable snake_case
+ * `code` to branch on, and a `message` for a person. Catch it to catch any of them; branch on
+ * `code`, or on the subclass ({@link LimitsError}, the event log's `LogConflict`, `LogBusy`,
+ * `LogUnavailable`, and the server's errors).
+ *
+ * @example
+ * ```ts
+ * try {
+ *   formatAmount(1.5 as unknown as bigint);
+ * } catch (e) {
+ *   if (e instanceof PegLimitsError) console.log(e.code); // 'invalid_amount'
+ * }
+ * ```
+ */
+export class PegLimitsError extends Error {
+  /** Stable machine-readable code, snake_case. */
+  readonly code: string;
+
+  constructor(code: string, message?: string, options?: { readonly cause?: unknown }) {
+    super(message, options);
+    this.name = 'PegLimitsError';
+    this.code = code;
+  }
+}
+
+/**
  * An error with a stable snake_case `code`, a `message` that says what was wrong, and the
  * `path` of the field at fault when there is one. The three are kept apart: the message
  * never repeats the path, and an error of a batch carries the event's index in its path
  * (`[3].amount`), never in its message.
  *
- * Returned as data by everything that takes outside input; thrown only by
- * {@link createLimitsState} for bad options (a programmer error at set-up).
+ * Returned as data by everything that takes outside input; thrown only for a programmer's
+ * error: bad options at set-up ({@link createLimitsState}), or an argument its type rules
+ * out.
  *
  * @example
  * ```ts
@@ -53,16 +80,15 @@ export type LimitsErrorCode =
  * if (!r.ok) console.log(r.error.code, r.error.path); // 'invalid_height' 'height'
  * ```
  */
-export class LimitsError extends Error {
+export class LimitsError extends PegLimitsError {
   /** Stable machine-readable code. */
-  readonly code: LimitsErrorCode;
+  declare readonly code: LimitsErrorCode;
   /** Dotted path of the field at fault (`limits.accountCaps.alice.pegCap`), if any. */
   readonly path: string | undefined;
 
   constructor(code: LimitsErrorCode, message: string, path?: string) {
-    super(message);
+    super(code, message);
     this.name = 'LimitsError';
-    this.code = code;
     this.path = path;
   }
 }

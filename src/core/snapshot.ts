@@ -8,7 +8,7 @@ import { type Amount, requireCap, requirePositive } from './amount.js';
 import { requireId } from './chain.js';
 import { restoreChange } from './changes.js';
 import { asState, draftOf, stateFieldsOf } from './draft.js';
-import { describe, joinPath, LimitsError, type Result } from './errors.js';
+import { describe, joinPath, LimitsError, PegLimitsError, type Result } from './errors.js';
 import type { PendingChange } from './events.js';
 import { heightFromJson, requireHeight } from './heights.js';
 import { isSecretHash } from './keys.js';
@@ -279,12 +279,12 @@ function snapshotHead(state: LimitsState): Snapshot {
 }
 
 // Thrown inside stateFromSnapshot, caught at its boundary.
-class Invalid extends Error {
+class Invalid extends PegLimitsError {
   constructor(
     readonly at: string,
     readonly reason: string,
   ) {
-    super(reason);
+    super('invalid_snapshot', reason);
   }
 }
 

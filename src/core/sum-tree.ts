@@ -13,6 +13,7 @@
  * Updates copy the path they touch, or change it in place when the nodes carry the
  * caller's {@link Owner} token (see `pmap.ts`): old trees stay valid and unchanged.
  */
+import { LimitsError } from './errors.js';
 import type { Owner } from './pmap.js';
 
 const BITS = 4;
@@ -91,7 +92,8 @@ function emptyAt(level: number): SumNode {
 
 /** The ring of `size` heights. */
 export function treeShapeOf(size: number): TreeShape {
-  if (!(size >= 1 && size <= WIDTH ** MAX_DEPTH)) throw new RangeError(`a ring of ${size} heights`);
+  if (!(size >= 1 && size <= WIDTH ** MAX_DEPTH))
+    throw new LimitsError('invalid_option', `a ring of ${size} heights`);
   let depth = 1;
   while (WIDTH ** depth < size) depth++;
   return { size, depth, empty: emptyAt(depth) };

@@ -26,6 +26,7 @@
  * - `close()` finishes what was accepted, then releases the log; reopening it gives every
  *   batch that was durable.
  */
+import { PegLimitsError } from '../core/errors.js';
 import type { LimitsEvent, LimitsState } from '../core/state.js';
 
 /** Who made a batch, as its audit record names them. */
@@ -119,12 +120,12 @@ export interface WriteLockFigures {
  * Thrown (rejected) by an append computed on a state that is no longer the newest (another
  * writer was first): the service computes the request again on `state`.
  */
-export class LogConflict extends Error {
+export class LogConflict extends PegLimitsError {
   override readonly name = 'LogConflict';
   /** The newer state to compute the request on. */
   readonly state: LimitsState;
   constructor(state: LimitsState, message = 'another writer was first') {
-    super(message);
+    super('log_conflict', message);
     this.state = state;
   }
 }
@@ -134,14 +135,22 @@ export class LogConflict extends Error {
  * release the log's write lock: nothing was written, and the service answers 503
  * `write_conflict` (try again).
  */
-export class LogBusy extends Error {
+export class LogBusy extends PegLimitsError {
   override readonly name = 'LogBusy';
+
+  constructor(message?: string, options?: { readonly cause?: unknown }) {
+    super('log_busy', message, options);
+  }
 }
 
 /**
  * Thrown (rejected) by an append while the log cannot take writes (a database out of
  * reach): nothing was written, and the service answers 503 `store_unavailable`.
  */
-export class LogUnavailable extends Error {
+export class LogUnavailable extends PegLimitsError {
   override readonly name = 'LogUnavailable';
+
+  constructor(message?: string, options?: { readonly cause?: unknown }) {
+    super('log_unavailable', message, options);
+  }
 }

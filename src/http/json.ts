@@ -19,7 +19,8 @@ function parseNumber(text: string): bigint | number {
  */
 export function encodeJson(value: unknown, space?: number): string {
   const text = stringify(value, undefined, space);
-  if (text === undefined) throw new TypeError('encodeJson: the value has no JSON form');
+  if (text === undefined)
+    throw new LimitsError('invalid_json', 'encodeJson: the value has no JSON form');
   return text;
 }
 

@@ -6,6 +6,7 @@
 
 import type { ChainBounds } from '../core/bounds.js';
 import type { LooseningPolicy } from '../core/changes.js';
+import { LimitsError } from '../core/errors.js';
 import type { LimitsEvent, LimitsState } from '../core/state.js';
 import { declaredTooLarge, payloadTooLarge, readBody } from './body.js';
 import {
@@ -55,12 +56,13 @@ export interface ServiceOptions {
   readonly adminToken?: string | undefined;
   /**
    * The operators and their scopes, or a function that gives them as they are now (a
-   * server reloads them without a restart): read for each request.
+   * server reloads them without a restart, as the command does on SIGHUP): read for each
+   * request. The operator routes answer 404 while there is no operator at all.
    */
   readonly operators?: ReadonlyArray<Operator> | (() => ReadonlyArray<Operator>) | undefined;
   /** How far one batch may move the tip (default 144 blocks ahead, 6 back). */
   readonly chainBounds?: ChainBounds | undefined;
-  /** What a loosening batch waits for (default: nothing). */
+  /** What a loosening batch waits for (default: nothing, it applies at once). */
   readonly loosening?: LooseningPolicy | undefined;
   /** Origins allowed to call the public endpoints (default any: `'*'`); `false` for none. */
   readonly cors?: '*' | ReadonlyArray<string> | false | undefined;
@@ -158,7 +160,8 @@ export interface Service {
 export function createService(options: ServiceOptions): Service {
   const log = options.log;
   const initial = options.state ?? log?.state;
-  if (initial === undefined) throw new TypeError('createService needs a state or a log');
+  if (initial === undefined)
+    throw new LimitsError('invalid_option', 'createService needs a state or a log');
   const persist = log !== undefined ? log.append.bind(log) : options.persist;
   const refresh = log !== undefined ? log.catchUp.bind(log) : options.refresh;
   // `visible`: what reads see, only ever durable. `written`: what the next change is

@@ -7,7 +7,7 @@
  */
 
 // The errors of the EventLog contract, for a log written elsewhere (also in `peg-limits`).
-export { LogBusy, LogConflict, LogUnavailable } from 'peg-limits';
+export { LogBusy, LogConflict, LogUnavailable, PegLimitsError } from 'peg-limits';
 export {
   type DataLog,
   type DataLogOptions,

@@ -6,7 +6,9 @@
  * Pure and browser-safe: the node is asked elsewhere (the server's RPC client), and the
  * Clarity decoder is passed in there.
  */
+
 import type { Amount } from '../core/amount.js';
+import { PegLimitsError } from '../core/errors.js';
 import type { Height, LimitsEvent } from '../core/events.js';
 import { isRecord } from '../core/limits.js';
 import type { ClarityValue } from './blocks.js';
@@ -26,8 +28,12 @@ export interface RegistryRequest {
 const MAX_INT64 = 2n ** 63n - 1n;
 
 /** Why an answer of the node cannot be used. */
-export class NodeAnswerError extends Error {
+export class NodeAnswerError extends PegLimitsError {
   override readonly name = 'NodeAnswerError';
+
+  constructor(message?: string, options?: { readonly cause?: unknown }) {
+    super('invalid_node_answer', message, options);
+  }
 }
 
 function bad(what: string): never {

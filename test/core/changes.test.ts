@@ -13,6 +13,7 @@ import {
   hashThrottleSecret,
   type LimitsEvent,
   type LimitsState,
+  looseningPolicyFromJson,
   pendingChanges,
   snapshotOf,
   stateFromSnapshot,
@@ -343,29 +344,37 @@ describe('pending changes are part of the state', () => {
 });
 
 describe('a loosening policy', () => {
-  test('what a configuration may say, and what it may not', () => {
-    expect(checkLooseningPolicy({})).toEqual({ delayBlocks: 0, quorum: 0 });
-    expect(checkLooseningPolicy({ delayBlocks: 6, quorum: 2 })).toEqual({
-      delayBlocks: 6,
-      quorum: 2,
-    });
-    expect(checkLooseningPolicy({ delayBlocks: null, quorum: 3n })).toEqual({
-      delayBlocks: null,
-      quorum: 3,
-    });
-    expect(checkLooseningPolicy({ delayBlocks: 144n })).toEqual({ delayBlocks: 144, quorum: 0 });
-    const refused = (value: unknown) => {
-      try {
-        checkLooseningPolicy(value);
-        return 'ok';
-      } catch (e) {
-        return (e as { path: string }).path;
-      }
-    };
-    expect(refused({ delayBlocks: -1 })).toBe('loosening.delayBlocks');
-    expect(refused({ delayBlocks: 6, quorum: 1 })).toBe('loosening.quorum');
-    expect(refused({ delayBlocks: null })).toBe('loosening.quorum');
-    expect(refused({ delayBlocks: 0, quorum: 2 })).toBe('loosening.delayBlocks');
-    expect(refused({ delay: 6 })).toBe('loosening.delay');
+  const policy = (value: unknown) => {
+    const r = looseningPolicyFromJson(value);
+    return r.ok ? r.policy : r.error.path;
+  };
+
+  test('a configuration may give any delay with or without a quorum; a missing field is 0', () => {
+    expect(policy({})).toEqual({ delayBlocks: 0, quorum: 0 });
+    expect(policy({ delayBlocks: 6, quorum: 2 })).toEqual({ delayBlocks: 6, quorum: 2 });
+    expect(policy({ delayBlocks: null, quorum: 3n })).toEqual({ delayBlocks: null, quorum: 3 });
+    expect(policy({ delayBlocks: 144n })).toEqual({ delayBlocks: 144, quorum: 0 });
+  });
+
+  test('a policy that cannot apply a change or does not mean what it says is refused at its field', () => {
+    expect(policy({ delayBlocks: -1 })).toBe('loosening.delayBlocks');
+    expect(policy({ delayBlocks: 6, quorum: 1 })).toBe('loosening.quorum');
+    expect(policy({ delayBlocks: null })).toBe('loosening.quorum');
+    expect(policy({ delayBlocks: 0, quorum: 2 })).toBe('loosening.delayBlocks');
+    expect(policy({ delay: 6 })).toBe('loosening.delay');
+  });
+
+  test('the deprecated checkLooseningPolicy answers the same, and throws what the result holds', () => {
+    expect(checkLooseningPolicy({ delayBlocks: 6, quorum: 2 })).toEqual(
+      policy({ delayBlocks: 6, quorum: 2 }),
+    );
+    const r = looseningPolicyFromJson({ delayBlocks: 0, quorum: 2 });
+    expect(() => checkLooseningPolicy({ delayBlocks: 0, quorum: 2 })).toThrow(
+      expect.objectContaining({
+        code: 'invalid_option',
+        path: 'loosening.delayBlocks',
+        message: r.ok ? '' : r.error.message,
+      }),
+    );
   });
 });

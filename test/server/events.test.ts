@@ -32,8 +32,8 @@ async function serve(
     port: 0,
     adminToken: TOKEN,
     metrics: false,
-    limits,
-    logLine,
+    connectionLimits: limits,
+    logRequestText: logLine,
   });
   running.push(s);
   return s;

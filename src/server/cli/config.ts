@@ -7,7 +7,6 @@ import { readFile } from 'node:fs/promises';
 import {
   applyAll,
   type ChainBounds,
-  checkLooseningPolicy,
   createLimitsState,
   DEFAULT_CHAIN_BOUNDS,
   LimitsError,
@@ -15,6 +14,7 @@ import {
   type LimitsOptions,
   type LimitsState,
   type LooseningPolicy,
+  looseningPolicyFromJson,
   NO_WAITING,
   type Operator,
   tryDecodeJson,
@@ -118,13 +118,9 @@ export function serverConfigFrom(
   }
   let loosening = NO_WAITING;
   if (fields.loosening !== undefined) {
-    try {
-      loosening = checkLooseningPolicy(fields.loosening);
-    } catch (e) {
-      if (e instanceof LimitsError)
-        throw new LimitsError(e.code, `${source}: ${located(e)}`, e.path);
-      throw e;
-    }
+    const r = looseningPolicyFromJson(fields.loosening);
+    if (!r.ok) throw new LimitsError(r.error.code, `${source}: ${located(r.error)}`, r.error.path);
+    loosening = r.policy;
   }
   const alertSecret = fields.alertSecret;
   if (alertSecret !== undefined && typeof alertSecret !== 'string')

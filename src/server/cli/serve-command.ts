@@ -168,7 +168,7 @@ async function openEventLog(at: {
         auditRepair,
         url: postgres,
         initial: state,
-        snapshotEvery: stores.snapshotEvery,
+        snapshotEveryBatches: stores.snapshotEvery,
         keepBatches: stores.keepBatches,
         connectTimeoutMs: stores.connectTimeoutMs,
         logLine: log,

@@ -13,6 +13,7 @@ import {
   type LimitsEvent,
   type LimitsState,
   LogConflict,
+  PegLimitsError,
 } from 'peg-limits';
 import { serialQueue } from '../../internal.js';
 
@@ -479,14 +480,18 @@ class DataFolderLog implements DataLog {
         const line = chunk.toString('utf8', lineStart, nl);
         const position = recordPosition(line);
         if (line.startsWith('{') && position === 0)
-          throw new Error(
+          throw new PegLimitsError(
+            'archive_unreadable',
             `${this.#path}: a record cannot be read back at byte ${from + lineStart}`,
           );
         if (position > this.#archivedUpTo) return { byte: from + lineStart, position };
         lineStart = nl + 1;
       }
       if (lineStart === 0)
-        throw new Error(`${this.#path}: a line longer than ${ARCHIVE_SLICE} bytes at byte ${from}`);
+        throw new PegLimitsError(
+          'archive_unreadable',
+          `${this.#path}: a line longer than ${ARCHIVE_SLICE} bytes at byte ${from}`,
+        );
       from += lineStart;
     }
     return undefined;

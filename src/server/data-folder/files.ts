@@ -6,7 +6,13 @@
 import { createReadStream } from 'node:fs';
 import { open, readFile, rename } from 'node:fs/promises';
 import { join } from 'node:path';
-import { encodeJson, type LimitsState, stateFromSnapshot, tryDecodeJson } from 'peg-limits';
+import {
+  encodeJson,
+  type LimitsState,
+  PegLimitsError,
+  stateFromSnapshot,
+  tryDecodeJson,
+} from 'peg-limits';
 import { located, snapshotParts } from '../../internal.js';
 
 /** The snapshot's file name inside the data folder. */
@@ -14,8 +20,12 @@ export const SNAPSHOT_FILE = 'snapshot.json';
 const SNAPSHOT_FORMAT = 'peg-limits/data-snapshot';
 
 /** A data folder that cannot be read: the message says which file, where and why. */
-export class StoreError extends Error {
+export class StoreError extends PegLimitsError {
   override readonly name = 'StoreError';
+
+  constructor(message?: string, options?: { readonly cause?: unknown }) {
+    super('store_damaged', message, options);
+  }
 }
 
 async function syncDir(dir: string): Promise<void> {
@@ -42,7 +52,8 @@ export async function writeAtomically(
     let done = 0;
     while (done < data.length) {
       const r = await handle.write(data, done, data.length - done, position + done);
-      if (r.bytesWritten === 0) throw new Error(`${tmp}: the disk took no more bytes`);
+      if (r.bytesWritten === 0)
+        throw new PegLimitsError('disk_full', `${tmp}: the disk took no more bytes`);
       done += r.bytesWritten;
     }
     position += data.length;
@@ -255,7 +266,8 @@ export async function readRange(path: string, from: number, to: number): Promise
     let done = 0;
     while (done < data.length) {
       const r = await handle.read(data, done, data.length - done, from + done);
-      if (r.bytesRead === 0) throw new Error(`${path} ends before byte ${to}`);
+      if (r.bytesRead === 0)
+        throw new PegLimitsError('file_truncated', `${path} ends before byte ${to}`);
       done += r.bytesRead;
     }
   } finally {

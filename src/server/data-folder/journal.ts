@@ -8,10 +8,15 @@
  */
 import { type FileHandle, open } from 'node:fs/promises';
 import type { LimitsState } from 'peg-limits';
+import { PegLimitsError } from 'peg-limits';
 
 /** A flush that failed: what reached the disk is unknown, so the server must stop. */
-export class FlushError extends Error {
+export class FlushError extends PegLimitsError {
   override readonly name = 'FlushError';
+
+  constructor(message?: string, options?: { readonly cause?: unknown }) {
+    super('flush_failed', message, options);
+  }
 }
 
 /**
@@ -156,7 +161,7 @@ export class JournalWriter<Before> {
     try {
       while (done < data.length) {
         const n = await this.#file.write(data.subarray(done), this.#end + done);
-        if (n <= 0) throw new Error('the disk took no more bytes');
+        if (n <= 0) throw new PegLimitsError('disk_full', 'the disk took no more bytes');
         done += n;
       }
     } catch (e) {
@@ -167,7 +172,13 @@ export class JournalWriter<Before> {
       } catch (t) {
         this.#die(t);
       }
-      throw new Error(`writing ${this.#path} failed: ${(e as Error).message}`);
+      throw new PegLimitsError(
+        'write_failed',
+        `writing ${this.#path} failed: ${(e as Error).message}`,
+        {
+          cause: e,
+        },
+      );
     }
     this.#end += data.length;
   }

@@ -6,13 +6,13 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import {
-  type ChainBounds,
   createService,
   type EventLog,
   type HeldBlocks,
-  type LooseningPolicy,
+  LimitsError,
   type Operator,
   type Service,
+  type ServiceOptions,
 } from 'peg-limits';
 import { CAP_FIELDS, problem } from '../../internal.js';
 import type { RequestLine } from '../ops/index.js';
@@ -44,30 +44,29 @@ export { DEFAULT_SERVER_LIMITS, type ServerLimits } from './client-limits.js';
 
 export { MIN_POSITION_WAIT_MS } from './min-position.js';
 
-/** Options of {@link startServer}. */
-export interface ServerOptions {
+/**
+ * Options of {@link startServer}: the service's own options (the operators, the chain
+ * bounds, what a loosening waits for, CORS), each meaning what it means to `createService`,
+ * and the server's.
+ */
+export interface ServerOptions
+  extends Pick<ServiceOptions, 'adminToken' | 'operators' | 'chainBounds' | 'loosening' | 'cors'> {
   /** The event log, opened: `openDataLog` or `openPgLog`; the server closes it. */
   readonly log: EventLog;
   readonly host?: string | undefined;
   /** 0 picks a free port. */
   readonly port?: number | undefined;
-  /** A token for the operator `admin`, who holds every scope (none when unset or empty). */
-  readonly adminToken?: string | undefined;
   /**
-   * The operators and their scopes; a function is read for every request, so the set can
-   * be swapped while the server runs (the command reloads it on SIGHUP). The operator
-   * routes answer 404 while there is no operator at all.
+   * Where one text line per answered request goes (and a line for each connection closed
+   * with answers unread); none when undefined.
    */
-  readonly operators?: ReadonlyArray<Operator> | (() => ReadonlyArray<Operator>) | undefined;
-  /** How far one batch may move the tip (default 144 blocks ahead, 6 back). */
-  readonly chainBounds?: ChainBounds | undefined;
-  /** What a loosening batch waits for (default: nothing, it applies at once). */
-  readonly loosening?: LooseningPolicy | undefined;
-  /** Origins allowed to call the public endpoints (default any: `'*'`); `false` for none. */
-  readonly cors?: '*' | ReadonlyArray<string> | false | undefined;
-  /** Where one line per request goes; none when undefined. */
+  readonly logRequestText?: ((line: string) => void) | undefined;
+  /**
+   * @deprecated Use `logRequestText`: elsewhere `logLine` is where notes and warnings go,
+   * here it took the request lines. Still taken when `logRequestText` is not given.
+   */
   readonly logLine?: ((line: string) => void) | undefined;
-  /** Takes each answered request as fields instead (the command's JSON log); wins over `logLine`. */
+  /** Takes each answered request as fields instead (the command's JSON log); wins over `logRequestText`. */
   readonly logRequest?: ((line: RequestLine) => void) | undefined;
   /** Where warnings go (metrics off for want of prom-client); none when undefined. */
   readonly warn?: ((line: string) => void) | undefined;
@@ -128,7 +127,8 @@ const CAP_NAMES = new Set<string>([...CAP_FIELDS, 'accountCaps']);
 
 /** Serves the interface over an open event log. */
 export async function startServer(options: ServerOptions): Promise<RunningServer> {
-  const { log: eventLog, logLine: log, logRequest } = options;
+  const { log: eventLog, logRequest } = options;
+  const log = options.logRequestText ?? options.logLine;
   const { limits, linger } = limitsInForce(connectionLimitsOf(options));
   // At the cap, an idle connection gives way first, then the oldest stream: a crowd cannot
   // lock out the brake. (The streams are made below; the gate asks for them only later.)
@@ -281,7 +281,8 @@ function connectionLimitsOf(options: ServerOptions): Partial<ServerLimits> | und
   const connectionLimits = options.connectionLimits ?? options.limits;
   const capFields = Object.keys(connectionLimits ?? {}).filter((k) => CAP_NAMES.has(k));
   if (capFields.length > 0)
-    throw new TypeError(
+    throw new LimitsError(
+      'invalid_option',
       `startServer({ ${options.connectionLimits !== undefined ? 'connectionLimits' : 'limits'} }) takes the connections' limits (${Object.keys(DEFAULT_SERVER_LIMITS).slice(0, 3).join(', ')}, …), not caps: ${capFields.join(', ')} belong in the log's initial state (createLimitsState({ limits }) given to openDataLog or openPgLog)`,
     );
   return connectionLimits;
@@ -398,7 +399,7 @@ function servedLog(
   let served = options.log;
   if (metrics !== undefined) served = metrics.timed(served);
   if (alerts !== undefined) served = alerts.watch(served);
-  const say = options.warn ?? options.logLine;
+  const say = options.warn ?? options.logRequestText ?? options.logLine;
   if (say !== undefined) served = recordChanges(served, say);
   return served;
 }

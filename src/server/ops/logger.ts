@@ -4,6 +4,7 @@
  * `level`, `time`, `msg` and fields. Both go to stderr: stdout's first line stays
  * `listening on URL`. Node-only.
  */
+import { PegLimitsError } from 'peg-limits';
 
 import type * as Pino from 'pino';
 import { loadPeer } from './peers.js';
@@ -33,8 +34,12 @@ export interface CommandLogger {
 export type LogFormat = 'text' | 'json';
 
 /** A format the command cannot write, or pino missing: the message says which. */
-export class LoggerUnavailable extends Error {
+export class LoggerUnavailable extends PegLimitsError {
   override readonly name = 'LoggerUnavailable';
+
+  constructor(message?: string, options?: { readonly cause?: unknown }) {
+    super('logger_unavailable', message, options);
+  }
 }
 
 /**

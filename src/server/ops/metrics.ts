@@ -9,6 +9,7 @@ import {
   type EventLog,
   getLimits,
   type LimitsState,
+  PegLimitsError,
   pendingChanges,
   type WriteLockFigures,
   windowOf,
@@ -18,8 +19,12 @@ import { observeAppends } from './observed-log.js';
 import { loadPeer } from './peers.js';
 
 /** The package to install is missing: the message names it. */
-export class MetricsUnavailable extends Error {
+export class MetricsUnavailable extends PegLimitsError {
   override readonly name = 'MetricsUnavailable';
+
+  constructor(message?: string, options?: { readonly cause?: unknown }) {
+    super('metrics_unavailable', message, options);
+  }
 }
 
 /** What the server needs of its metrics. */

@@ -4,13 +4,18 @@
  * for the one that takes writes, as libpq reads it (`pg` reads one host only): each is
  * tried in turn. Node-only.
  */
+import { PegLimitsError } from 'peg-limits';
 
 import type pg from 'pg';
 import { loadPeer } from '../ops/index.js';
 
 /** A database that cannot be used: the message says why. */
-export class PgLogError extends Error {
+export class PgLogError extends PegLimitsError {
   override readonly name = 'PgLogError';
+
+  constructor(message?: string, options?: { readonly cause?: unknown }) {
+    super('store_unavailable', message, options);
+  }
 }
 
 /**

@@ -50,6 +50,11 @@ export interface PgLogOptions {
   /** The state of an empty database (from the configuration); written as snapshot 0. */
   readonly initial: LimitsState;
   /** Batches between two snapshot rows (default 1000). */
+  readonly snapshotEveryBatches?: number | undefined;
+  /**
+   * @deprecated Use `snapshotEveryBatches`: elsewhere (`openDataLog`) `snapshotEvery` counts
+   * events, here it counted batches. Still taken when `snapshotEveryBatches` is not given.
+   */
   readonly snapshotEvery?: number | undefined;
   /** Batch rows kept behind the newest snapshot; older ones are deleted (default 10,000). */
   readonly keepBatches?: number | undefined;
@@ -99,7 +104,8 @@ export async function openPgLog(options: PgLogOptions): Promise<PgLog> {
   const replica = new PgReplica(
     {
       url,
-      snapshotEvery: options.snapshotEvery ?? DEFAULT_PG_SNAPSHOT_EVERY,
+      snapshotEvery:
+        options.snapshotEveryBatches ?? options.snapshotEvery ?? DEFAULT_PG_SNAPSHOT_EVERY,
       keepBatches: options.keepBatches ?? DEFAULT_KEEP_BATCHES,
       slice,
       lockWaitMs: Math.max(1, Math.round(options.lockWaitMs ?? DEFAULT_LOCK_WAIT_MS)),

@@ -13,6 +13,7 @@ import {
   LogBusy,
   LogConflict,
   LogUnavailable,
+  PegLimitsError,
   type WriteLockFigures,
 } from 'peg-limits';
 import type pg from 'pg';
@@ -433,7 +434,8 @@ export class PgReplica implements EventLog {
   async #commit(t: Transaction): Promise<void> {
     const c = this.#client;
     try {
-      if (c === undefined || !this.#connected) throw new Error('the database connection was lost');
+      if (c === undefined || !this.#connected)
+        throw new PegLimitsError('connection_lost', 'the database connection was lost');
       await c.query(commitStatement(c, t.rows));
     } catch (e) {
       await c?.query('ROLLBACK').catch(() => undefined);

@@ -14,7 +14,7 @@
  * record: it is sent from memory, beside the others. Node-only.
  */
 import { createHash, createHmac } from 'node:crypto';
-import { type EventLog, encodeJson } from 'peg-limits';
+import { type EventLog, encodeJson, LimitsError } from 'peg-limits';
 import { observeAppends, redactAlertUrl } from '../ops/index.js';
 import { type AuditRecord, readRecord, recordPosition } from './audit.js';
 
@@ -177,24 +177,31 @@ function readRecords(
   return records;
 }
 
+// The options checked; the trail the alerts follow.
+function checkAlerts(options: AlertOptions, source: AlertSource): NonNullable<EventLog['audit']> {
+  const invalid = (message: string) => new LimitsError('invalid_option', message);
+  for (const url of options.urls)
+    if (!isAlertUrl(url)) throw invalid(`an alert URL must be http(s), got ${redactAlertUrl(url)}`);
+  if (options.secret !== undefined && options.secret.length < MIN_ALERT_SECRET_LENGTH)
+    throw invalid(
+      `an alert secret must have at least ${MIN_ALERT_SECRET_LENGTH} characters, got ${options.secret.length}`,
+    );
+  const audit = source.log.audit;
+  if (audit === undefined) throw invalid('alerts need a log that keeps an audit trail');
+  return audit;
+}
+
 /**
  * Alerts for `urls`, delivered from the trail of `source.log`.
  *
- * @throws TypeError when a URL is not http(s), or the secret is shorter than 22 characters
+ * @throws LimitsError `invalid_option` when a URL is not http(s), the secret is shorter than
+ *   22 characters, or the log keeps no audit trail
  */
 export function createAlerts(options: AlertOptions, source: AlertSource): Alerts {
-  for (const url of options.urls)
-    if (!isAlertUrl(url))
-      throw new TypeError(`an alert URL must be http(s), got ${redactAlertUrl(url)}`);
-  if (options.secret !== undefined && options.secret.length < MIN_ALERT_SECRET_LENGTH)
-    throw new TypeError(
-      `an alert secret must have at least ${MIN_ALERT_SECRET_LENGTH} characters, got ${options.secret.length}`,
-    );
+  const audit = checkAlerts(options, source);
   const timeoutMs = options.timeoutMs ?? ALERT_TIMEOUT_MS;
   const firstDelay = options.firstDelayMs ?? 1_000;
   const maxDelay = options.maxDelayMs ?? ALERT_MAX_DELAY_MS;
-  const audit = source.log.audit;
-  if (audit === undefined) throw new TypeError('alerts need a log that keeps an audit trail');
   let closed = false;
   let wake: (() => void) | undefined;
   let woken = Promise.resolve();

@@ -6,7 +6,7 @@
  */
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { decodeJson, encodeJson, eventsFromJson } from 'peg-limits';
+import { decodeJson, encodeJson, eventsFromJson, PegLimitsError } from 'peg-limits';
 import type pg from 'pg';
 import {
   type BlockMemory,
@@ -34,10 +34,10 @@ function memoryText(memory: BlockMemory): string {
 function memoryFrom(text: string): BlockMemory {
   const value = decodeJson(text) as { head?: unknown; blocks?: unknown; held?: unknown };
   if (typeof value.head !== 'string' || !Array.isArray(value.blocks))
-    throw new Error('not a memory of blocks');
+    throw new PegLimitsError('invalid_block_memory', 'not a memory of blocks');
   const blocks: RememberedBlock[] = value.blocks.map((b: Record<string, unknown>) => {
     const events = eventsFromJson(b.events);
-    if (!events.ok) throw new Error(events.error.message);
+    if (!events.ok) throw new PegLimitsError('invalid_block_memory', events.error.message);
     return {
       hash: String(b.hash),
       parent: String(b.parent),
@@ -75,7 +75,10 @@ export function dataBlockMemory(dir: string): BlockMemoryStore {
         held = memoryFrom(await readFile(join(dir, file), 'utf8'));
       } catch (e) {
         if ((e as NodeJS.ErrnoException).code !== 'ENOENT')
-          throw new Error(`${join(dir, file)}: ${(e as Error).message}`);
+          throw new PegLimitsError(
+            'invalid_block_memory',
+            `${join(dir, file)}: ${(e as Error).message}`,
+          );
         held = EMPTY_MEMORY;
       }
       return held;

@@ -5,6 +5,7 @@
  */
 import type { HttpResponse, LimitsEvent } from 'peg-limits';
 import type { RegistryRequest, RememberedBlock } from '../../internal.js';
+import { NodeAnswerError } from '../../internal.js';
 import type { StacksRpc } from './rpc-client.js';
 
 /** The token contract next to a registry (`ADDRESS.sbtc-token`). */
@@ -45,11 +46,11 @@ export async function readNodeState(
     const got = await Promise.all(ids.map((id) => rpc.withdrawalRequest(id, tip)));
     for (const [i, r] of got.entries()) {
       if (r === null)
-        throw new Error(
+        throw new NodeAnswerError(
           `the node has no withdrawal request ${ids[i]} below the last one (${last}) as of block ${tip}: an answer for another block`,
         );
       if (r.height > tipBurnHeight)
-        throw new Error(
+        throw new NodeAnswerError(
           `withdrawal request ${r.id} is at burn height ${r.height}, above block ${tip}'s ${tipBurnHeight}: an answer for another block`,
         );
       if (r.height < from) below = true;

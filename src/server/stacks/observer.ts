@@ -18,6 +18,7 @@ import {
   type HttpResponse,
   hashOperatorToken,
   type Operator,
+  PegLimitsError,
   type Scope,
   type Service,
 } from 'peg-limits';
@@ -88,8 +89,12 @@ export interface StacksObserverOptions {
 }
 
 /** What is missing when `@stacks/transactions` is not installed. */
-export class ObserverUnavailable extends Error {
+export class ObserverUnavailable extends PegLimitsError {
   override readonly name = 'ObserverUnavailable';
+
+  constructor(message?: string, options?: { readonly cause?: unknown }) {
+    super('observer_unavailable', message, options);
+  }
 }
 
 /** `@stacks/transactions`' `hexToCV`, and `serializeCV(uintCV(n))` for the RPC's arguments. */

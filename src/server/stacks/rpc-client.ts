@@ -7,6 +7,7 @@
  * the answers (passed in). Every call is bounded in time; an answer that is not what the
  * node answers is refused, never guessed at. Node-only.
  */
+import { PegLimitsError } from 'peg-limits';
 import {
   type ClarityValue,
   type DecodeClarity,
@@ -46,8 +47,12 @@ export interface NodeInfo {
 }
 
 /** A call to the node that failed: unreachable, timed out, refused, or an answer not understood. */
-export class StacksRpcError extends Error {
+export class StacksRpcError extends PegLimitsError {
   override readonly name = 'StacksRpcError';
+
+  constructor(message?: string, options?: { readonly cause?: unknown }) {
+    super('stacks_rpc_failed', message, options);
+  }
 }
 
 function hexOf(value: unknown): string | undefined {

@@ -84,7 +84,7 @@ async function start(dataDir: string, log?: (line: string) => void): Promise<Run
     log: data,
     port: 0,
     adminToken: TOKEN,
-    logLine: log,
+    logRequestText: log,
   });
   running.push(s);
   return s;
@@ -537,5 +537,43 @@ describe('peg-limits serve (the command)', () => {
     const r = await send(q.url, '/admin/events', events(reject));
     expect(r.status, r.body).toBe(200);
     expect(acknowledged.length).toBeGreaterThanOrEqual(200);
+  });
+});
+
+describe('the request lines', () => {
+  const open = () => openDataLog({ dir: tempDir(), initial: createLimitsState() });
+
+  test('go to logRequestText, one line an answered request', async () => {
+    const lines: string[] = [];
+    const s = await startServer({
+      log: await open(),
+      port: 0,
+      logRequestText: (l) => lines.push(l),
+    });
+    running.push(s);
+    await send(s.url, '/limits');
+    expect(lines).toEqual([expect.stringMatching(/^GET \/limits 200 \d+\.\dms$/)]);
+  });
+
+  test('go to the deprecated logLine when logRequestText is not given', async () => {
+    const lines: string[] = [];
+    const s = await startServer({ log: await open(), port: 0, logLine: (l) => lines.push(l) });
+    running.push(s);
+    await send(s.url, '/limits');
+    expect(lines).toEqual([expect.stringMatching(/^GET \/limits 200 /)]);
+  });
+
+  test('go to logRequestText alone when both are given', async () => {
+    const text: string[] = [];
+    const old: string[] = [];
+    const s = await startServer({
+      log: await open(),
+      port: 0,
+      logRequestText: (l) => text.push(l),
+      logLine: (l) => old.push(l),
+    });
+    running.push(s);
+    await send(s.url, '/limits');
+    expect([text.length, old.length]).toEqual([1, 0]);
   });
 });

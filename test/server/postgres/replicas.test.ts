@@ -1089,7 +1089,7 @@ describe.skipIf(!POSTGRES_AVAILABLE)('replicas over one PostgreSQL', () => {
 
   test('a snapshot row is written in part rows of a slice each, and a new replica reads it back whole', async () => {
     const url = await db.database();
-    const a = await replica(url, { snapshotEvery: 3, snapshotSlice: 50 });
+    const a = await replica(url, { snapshotEveryBatches: 3, snapshotSlice: 50 });
     const withdrawals = Array.from({ length: 420 }, (_, i) => ({
       type: 'withdrawalRequested',
       id: `p${i}`,
@@ -1153,6 +1153,7 @@ describe.skipIf(!POSTGRES_AVAILABLE)('replicas over one PostgreSQL', () => {
 
   test('snapshot rows every N batches, old rows pruned, and a new replica starts from the newest snapshot', async () => {
     const url = await db.database();
+    // The deprecated name of snapshotEveryBatches, still taken.
     const a = await replica(url, { snapshotEvery: 5, keepBatches: 3 });
     for (let h = 1; h <= 23; h++)
       expect((await post(a.url, { type: 'blockConnected', height: h })).status).toBe(200);
