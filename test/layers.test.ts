@@ -2,7 +2,7 @@
  * The folders are the layers (see docs/design.md): an import only ever points
  * down, the core entry is browser-safe, and the core has no import cycles.
  */
-import { readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 import { describe, expect, test } from 'vitest';
 import { functionLengths, MAX_FUNCTION_LINES, TO_SPLIT } from '../scripts/function-lengths.mjs';
@@ -237,4 +237,82 @@ test('the internal entry exports only what the adapters import from it', () => {
     ),
   );
   expect(names.filter((n) => !imported.has(n)).sort()).toEqual([]);
+});
+
+test('nothing of src/ is exported that no file imports (src/, test/ or bench/)', () => {
+  const files = (dir: string, ext: RegExp): string[] =>
+    readdirSync(dir, { withFileTypes: true }).flatMap((e) =>
+      e.isDirectory() ? files(join(dir, e.name), ext) : ext.test(e.name) ? [join(dir, e.name)] : [],
+    );
+  const slash = (p: string) => p.replaceAll('\\', '/');
+  const declared =
+    /^export\s+(?:declare\s+)?(?:async\s+)?(?:function\*?|const|let|class|interface|type|enum)\s+([A-Za-z_$][\w$]*)/gm;
+  // A re-export counts as an export of the file that makes it, apart from the entries and
+  // the folders' index files, which exist to re-export.
+  const reexported = /^export\s+(?:type\s+)?\{([^}]*)\}\s+from/gm;
+  const entry = (f: string) =>
+    /(^|\/)index\.ts$/.test(f) || ['src/internal.ts', 'src/command.ts'].includes(f);
+  const exported = sources('src').flatMap((f) => {
+    const text = readFileSync(f, 'utf8');
+    return [
+      ...[...text.matchAll(declared)].map((m) => m[1]!),
+      ...(entry(slash(f))
+        ? []
+        : [...text.matchAll(reexported)].flatMap((m) =>
+            m[1]!.split(',').map(
+              (n) =>
+                n
+                  .trim()
+                  .replace(/^type\s+/, '')
+                  .split(/\s+as\s+/)
+                  .pop()!,
+            ),
+          )),
+    ]
+      .filter((n) => n !== '')
+      .map((n) => `${slash(f)}#${n}`);
+  });
+  const used = new Set<string>();
+  const statement =
+    /(?:import|export)\s+(?:type\s+)?(\*(?:\s+as\s+\w+)?|\{[^}]*\})\s+from\s+['"](\.[^'"]+)['"]|const\s+\{([^}]*)\}\s*=\s*await\s+import\(\s*['"](\.[^'"]+)['"]\s*\)/g;
+  const importers = [
+    ...sources('src'),
+    ...files('test', /\.(ts|mts|mjs)$/),
+    ...files('bench', /\.mjs$/),
+  ];
+  for (const f of importers) {
+    for (const m of readFileSync(f, 'utf8').matchAll(statement)) {
+      const spec = m[2] ?? m[4]!;
+      const target = slash(relative('.', resolve(dirname(f), spec))).replace(/\.js$/, '.ts');
+      const what = m[1] ?? `{${m[3]}}`;
+      if (what.startsWith('*')) {
+        for (const k of exported) if (k.startsWith(`${target}#`)) used.add(k);
+        continue;
+      }
+      for (const name of what.slice(1, -1).split(',')) {
+        const bare = name
+          .trim()
+          .replace(/^type\s+/, '')
+          .split(/\s+as\s+|\s*:\s*/)[0]!;
+        if (bare !== '') used.add(`${target}#${bare}`);
+      }
+    }
+  }
+  expect(exported.length).toBeGreaterThan(100);
+  expect(exported.filter((k) => !used.has(k))).toEqual([]);
+});
+
+test('every file of the project a comment or a document names is there', () => {
+  const docs = [
+    'README.md',
+    ...readdirSync('docs')
+      .filter((f) => f.endsWith('.md'))
+      .map((f) => `docs/${f}`),
+  ];
+  const notes = readdirSync('docs/notes').map((f) => `docs/notes/${f}`);
+  const named = [...sources('src'), ...docs, ...notes].flatMap((f) => [
+    ...readFileSync(f, 'utf8').matchAll(/\b(?:src|test|bench|scripts)\/[\w/.-]+\.(?:ts|mjs)\b/g),
+  ]);
+  expect(named.length).toBeGreaterThan(10);
+  expect([...new Set(named.map((m) => m[0]))].filter((p) => !existsSync(p))).toEqual([]);
 });

@@ -40,7 +40,7 @@ export function bookTree(state: LimitsState, book: Book): SumNode {
   return cleanTree(state, book, ownerToken(true));
 }
 
-export function bookOf(d: Draft, account: string): Book | undefined {
+function bookOf(d: Draft, account: string): Book | undefined {
   d.bookCache ??= new Map();
   let b = d.bookCache.get(account);
   if (b === undefined) {
@@ -51,7 +51,7 @@ export function bookOf(d: Draft, account: string): Book | undefined {
 }
 
 // A book this call owns, clean up to the draft's highest tip.
-export function ownBook(d: Draft, account: string, book: Book): Book {
+function ownBook(d: Draft, account: string, book: Book): Book {
   if (book.owner === d.owner && book.upTo === d.highestTip) return book;
   const tree = cleanTree(d, book, d.owner);
   if (book.owner === d.owner) {

@@ -25,9 +25,9 @@ import {
 import { loosens } from './loosening.js';
 
 /** The most blocks a change may wait: about nineteen years of Bitcoin blocks. */
-export const MAX_DELAY_BLOCKS = 1_000_000;
+const MAX_DELAY_BLOCKS = 1_000_000;
 /** The largest quorum a change may ask for. */
-export const MAX_QUORUM = 1_000;
+const MAX_QUORUM = 1_000;
 
 /** The event types a pending change may hold: the limits and key events that loosen. */
 export const CHANGE_EVENT_TYPES: ReadonlySet<string> = new Set([

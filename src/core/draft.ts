@@ -121,7 +121,7 @@ export interface Book {
 
 /** The mutable working copy one `apply`/`applyAll` call changes; never escapes. */
 // The fields of a state, which only this module turns into one (a state is opaque).
-export type StateFields = Omit<LimitsState, typeof opaque>;
+type StateFields = Omit<LimitsState, typeof opaque>;
 
 export function asState(fields: StateFields): LimitsState {
   return fields as LimitsState;

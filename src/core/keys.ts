@@ -7,7 +7,7 @@ import { sha256 } from '@noble/hashes/sha2';
 import { LimitsError } from './errors.js';
 
 /** The fewest characters a secret may have: 22 base64url characters carry 128 bits. */
-export const MIN_SECRET_LENGTH = 22;
+const MIN_SECRET_LENGTH = 22;
 /** The most characters a secret may have (a bound on the work one request can cause). */
 export const MAX_SECRET_LENGTH = 1024;
 
@@ -46,7 +46,7 @@ function digest(salt: string, secret: string): string {
 }
 
 /** Compares two strings of equal length in time that does not depend on where they differ. */
-export function equalInConstantTime(a: string, b: string): boolean {
+function equalInConstantTime(a: string, b: string): boolean {
   let diff = a.length ^ b.length;
   const n = Math.min(a.length, b.length);
   for (let i = 0; i < n; i++) diff |= a.charCodeAt(i) ^ b.charCodeAt(i);

@@ -7,7 +7,7 @@ import { describe, fail as failWith, joinPath } from './errors.js';
 import { CAP_FIELDS, isRecord } from './limits.js';
 
 /** Reports a field at fault, with its path; never returns. */
-export type Invalid = (path: string, reason: string) => never;
+type Invalid = (path: string, reason: string) => never;
 
 const fail: Invalid = (path, reason) => failWith('invalid_snapshot', reason, path);
 

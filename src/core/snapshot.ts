@@ -230,7 +230,7 @@ export function snapshotParts(state: LimitsState): SnapshotParts {
 }
 
 /** What {@link snapshotParts} gives. */
-export interface SnapshotParts {
+interface SnapshotParts {
   /** The snapshot with `accountCaps` `{}` and `withdrawals` `[]`. */
   readonly head: Snapshot;
   /** Up to `max` more account entries, as `accountCaps` holds them; `undefined` once all were given. */

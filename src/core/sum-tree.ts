@@ -41,7 +41,7 @@ export interface SumNode {
 }
 
 /** Ids a leaf held before its last copy: never changed once made. */
-export interface IdChunk {
+interface IdChunk {
   readonly ids: ReadonlyArray<string>;
   readonly next: IdChunk | undefined;
 }

@@ -39,7 +39,7 @@ import {
 import { visitHeights } from './sum-tree.js';
 
 /** How many generations the history is split into: at most 1/GENERATIONS of it lingers. */
-export const GENERATIONS = 8;
+const GENERATIONS = 8;
 
 // A blocked Bloom filter: each id sets three bits in one 32-bit word, so a lookup costs one
 // memory load per sealed generation. The word comes from the low bits of the id's hash, the
@@ -87,7 +87,7 @@ function mayHold(filter: Uint32Array, hash: number): boolean {
  * A withdrawal the draft holds, and where: what {@link rejectWithdrawal} and
  * {@link removeWithdrawal} take, so that neither looks it up again.
  */
-export interface Held {
+interface Held {
   readonly withdrawal: Withdrawal;
   /** The generation holding it (by the tip it was opened at); undefined: this call's own. */
   readonly home: Height | undefined;

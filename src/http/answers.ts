@@ -119,7 +119,7 @@ export function fromError(status: number, error: LimitsError): HttpResponse {
  * A library message in the words of a JSON client: amounts as JSON numbers (`-5`, not
  * `-5n`), and types as JSON names them (an integer, not a bigint).
  */
-export function inJsonWords(message: string): string {
+function inJsonWords(message: string): string {
   return message
     .replace(/(^|[^\w."])(-?\d+)n\b/g, '$1$2')
     .replace(/ \(bigint\)/g, '')

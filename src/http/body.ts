@@ -19,7 +19,7 @@ export function declaredTooLarge(headers: HttpRequest['headers'], max: number): 
 }
 
 /** Collects a body chunk by chunk and says as soon as it passes its cap. */
-export interface BodyCollector {
+interface BodyCollector {
   /** Adds a chunk; false once the body is over the cap (the chunk is not kept). */
   add(chunk: Uint8Array): boolean;
   /** The body so far, as one array. */

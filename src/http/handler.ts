@@ -18,13 +18,7 @@ import type {
 import { authenticate, type Operator, operatorsByHash } from './operators.js';
 import { matchPath, routeFor } from './routes.js';
 
-export {
-  type HttpErrorCode,
-  headerValue,
-  MAX_EVENTS_BODY,
-  MAX_THROTTLE_BODY,
-  problem,
-} from './answers.js';
+export { type HttpErrorCode, headerValue, problem } from './answers.js';
 export type {
   HandleOptions,
   HandleResult,
@@ -34,7 +28,7 @@ export type {
 } from './messages.js';
 
 /** What an adapter learns before reading a body: the answer already, or how much to read. */
-export type RequestAdmission =
+type RequestAdmission =
   | {
       readonly ok: true;
       readonly maxBody: number;

@@ -178,7 +178,7 @@ function tokenHashOf(token: string): string {
 }
 
 /** 401 `invalid_token`. */
-export function invalidToken(): HttpResponse {
+function invalidToken(): HttpResponse {
   return problem(
     401,
     'invalid_token',

@@ -114,7 +114,7 @@ function startThrottleRoute(state: LimitsState, request: HttpRequest): HandleRes
 }
 
 /** The most records one `GET /admin/audit` answers with, and how many it gives unasked. */
-export const MAX_AUDIT_LIMIT = 10_000;
+const MAX_AUDIT_LIMIT = 10_000;
 const DEFAULT_AUDIT_LIMIT = 1_000;
 
 // `after` (default 0: from the first record) and `limit` of GET /admin/audit.

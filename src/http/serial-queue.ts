@@ -3,7 +3,7 @@
  */
 
 /** Runs tasks one at a time, in the order they were queued; a failed task does not stop the next. */
-export interface SerialQueue {
+interface SerialQueue {
   /** Queues `task` after every task queued before it; resolves or rejects as it does. */
   run<T>(task: () => T | Promise<T>): Promise<T>;
   /** Resolves once every task queued so far has finished. */

@@ -121,7 +121,7 @@ export interface Persisted {
 }
 
 /** How many times a change is computed again after conflicts before it is refused (503). */
-export const MAX_PERSIST_ATTEMPTS = 32;
+const MAX_PERSIST_ATTEMPTS = 32;
 
 /** A service: answers requests, one state change at a time. */
 export interface Service {

@@ -136,7 +136,7 @@ export interface ObserveOptions {
 }
 
 /** An event of the payload that was not read, and why. */
-export interface SkippedEvent {
+interface SkippedEvent {
   /** Its index in the payload's `events`. */
   readonly index: number;
   readonly reason: string;
@@ -200,7 +200,7 @@ function uintOf(tuple: Readonly<Record<string, ClarityValue>>, key: string): big
  * The limits event one registry print gives, `null` for a print that means nothing here (a
  * tuple of another topic), or why it cannot be read (not a tuple, fields that do not fit).
  */
-export function eventOfPrint(value: ClarityValue): LimitsEvent | null | { readonly skip: string } {
+function eventOfPrint(value: ClarityValue): LimitsEvent | null | { readonly skip: string } {
   if (value.type !== 'tuple' || !isRecord(value.value)) return { skip: 'the print is not a tuple' };
   const tuple = value.value as Readonly<Record<string, ClarityValue>>;
   const topic = tuple.topic;

@@ -15,7 +15,7 @@ import { verifyTrail } from '../record/index.js';
 import { fail, USAGE } from './options.js';
 
 /** Runs the check; resolves with the exit code and what to print. */
-export async function auditVerify(
+async function auditVerify(
   from: { readonly data: string } | { readonly store: string },
 ): Promise<{ readonly code: 0 | 1 | 2; readonly out: string }> {
   const where = 'data' in from ? from.data : redactStore(from.store);

@@ -9,11 +9,7 @@ import { fail, USAGE } from './options.js';
 import type { Settings } from './settings.js';
 
 /** Moves the folder `dir` (started from `initial` when empty) into the database at `url`. */
-export async function migrateJournal(
-  dir: string,
-  url: string,
-  initial: LimitsState,
-): Promise<void> {
+async function migrateJournal(dir: string, url: string, initial: LimitsState): Promise<void> {
   try {
     const data = await openDataLog({ dir, initial });
     const moved = await migrateToPg(url, data.state, data.position);

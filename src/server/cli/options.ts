@@ -12,7 +12,7 @@ import { DEFAULT_KEEP_BATCHES, DEFAULT_PG_SNAPSHOT_EVERY } from '../postgres/ind
 import { MAINNET_REGISTRY } from '../stacks/index.js';
 
 /** One option of `peg-limits serve`: how it is parsed and how the usage text tells it. */
-export interface CommandOption {
+interface CommandOption {
   /** Its name, without the dashes. */
   readonly name: string;
   readonly type: 'string' | 'boolean';

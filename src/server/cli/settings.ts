@@ -194,7 +194,7 @@ function observerFrom(values: ServeValues): ObserverFlags | undefined {
 }
 
 // The configuration file, or the embedded one; the admin token checked against it.
-export async function serveConfig(
+async function serveConfig(
   configFile: string | undefined,
   reserved: ReadonlyArray<string>,
   adminToken: string | undefined,

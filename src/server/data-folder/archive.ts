@@ -12,12 +12,12 @@ import { recordPosition } from '../record/index.js';
 import { eachLine, writeAtomically } from './files.js';
 
 /** The archive's folder inside the data folder. */
-export const AUDIT_DIR = 'audit';
+const AUDIT_DIR = 'audit';
 
 const NAME = /^(\d{12})-(\d{12})\.jsonl$/;
 
 /** One archive file: the first and last positions it holds. */
-export interface ArchiveFile {
+interface ArchiveFile {
   readonly path: string;
   readonly first: number;
   readonly last: number;
@@ -125,7 +125,7 @@ export async function* dataTrail(
 }
 
 /** The file the alert cursors of a data folder are kept in. */
-export const ALERT_CURSORS_FILE = 'alert-cursors.json';
+const ALERT_CURSORS_FILE = 'alert-cursors.json';
 
 /**
  * Alert cursors in a data folder: one small file, written atomically at each advance (a

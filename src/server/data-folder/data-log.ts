@@ -29,7 +29,7 @@ import {
 } from './journal.js';
 import { JOURNAL_FILE, journalHeader, readDataFolder, type TrailBreak } from './replay.js';
 
-export { SNAPSHOT_FILE, StoreError } from './files.js';
+export { StoreError } from './files.js';
 export {
   FlushError,
   type JournalFile,

@@ -77,7 +77,7 @@ function newGroup<Before>(before: Before): Group<Before> {
 }
 
 /** What a journal writer tells its log. */
-export interface JournalEvents<Before> {
+interface JournalEvents<Before> {
   /** Once, when a flush fails (the writer refuses everything after). */
   readonly onFatal?: ((error: FlushError) => void) | undefined;
   /** A group was refused: go back to `before`; `states` are those of the refused lines. */

@@ -38,7 +38,7 @@ function parseHeader(text: string): number | undefined {
 }
 
 /** A record's place in the trail: its position and hash. */
-export interface TrailLink {
+interface TrailLink {
   readonly position: number;
   readonly hash: string;
 }
@@ -50,7 +50,7 @@ export interface TrailBreak {
 }
 
 /** What a data folder holds, read at start. */
-export interface FolderContents {
+interface FolderContents {
   /** The state after the snapshot and every journal line. */
   readonly state: LimitsState;
   /** The batches the snapshot holds (0 without one). */

@@ -11,7 +11,7 @@ import { answerAndLinger, isLingering, type LingerBudget, rawAnswer } from './li
 import type { Logged } from './request-log.js';
 
 /** What the answers need of the server. */
-export interface AnswerSource {
+interface AnswerSource {
   /** The log position of the state reads see. */
   readonly position: () => number;
   /** Whether the store takes no writes now. */
@@ -23,7 +23,7 @@ export interface AnswerSource {
 }
 
 /** The server's two ways to answer. */
-export interface Answers {
+interface Answers {
   /** An answer to a request read whole: the connection may be kept alive. */
   send(
     req: IncomingMessage,

@@ -13,7 +13,7 @@ import type { ConnectionGate } from './connections.js';
 import { answerAndLinger, isLingering, type LingerBudget, rawAnswer } from './linger.js';
 
 /** What the policy needs. */
-export interface ConnectionPolicy {
+interface ConnectionPolicy {
   readonly gate: ConnectionGate;
   readonly limits: ServerLimits;
   readonly linger: LingerBudget;

@@ -28,7 +28,7 @@ import type { RequestLog } from './request-log.js';
 import type { Streams } from './streams.js';
 
 /** What the request handler needs of the server. */
-export interface RequestHandlerParts {
+interface RequestHandlerParts {
   readonly limits: ServerLimits;
   readonly gate: ConnectionGate;
   readonly service: Service;

@@ -10,7 +10,7 @@ import type { RequestLine, ServerMetrics } from '../ops/index.js';
 export type Logged = (req: IncomingMessage, status: number, started: number, route: string) => void;
 
 /** Where the request lines go. */
-export interface RequestLogOptions {
+interface RequestLogOptions {
   readonly metrics: ServerMetrics | undefined;
   /** One text line per request; none when undefined. */
   readonly logLine: ((line: string) => void) | undefined;

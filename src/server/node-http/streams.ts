@@ -12,10 +12,10 @@ import { encodeJson, getLimits, type HttpResponse, type LimitsState } from 'peg-
 import { problem } from '../../internal.js';
 
 /** Bytes that may wait for a subscriber before it is dropped. */
-export const MAX_STREAM_BACKLOG = 1024 * 1024;
+const MAX_STREAM_BACKLOG = 1024 * 1024;
 
 /** What the streams need of the server. */
-export interface StreamSource {
+interface StreamSource {
   /** Every new state reads see; returns a stop function. */
   watch(fn: (state: LimitsState) => void): () => void;
   /** The state reads see now. */

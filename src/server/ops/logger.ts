@@ -31,7 +31,7 @@ export interface CommandLogger {
 }
 
 /** Log formats `--log-format` takes. */
-export type LogFormat = 'text' | 'json';
+type LogFormat = 'text' | 'json';
 
 /** A format the command cannot write, or pino missing: the message says which. */
 export class LoggerUnavailable extends PegLimitsError {

@@ -40,7 +40,7 @@ export interface ServerMetrics {
 }
 
 /** Where the gauges read from. */
-export interface MetricsSource {
+interface MetricsSource {
   /** The state reads see. */
   state(): LimitsState;
   /** The log position of that state. */

@@ -92,10 +92,10 @@ async function connectOne(url: string): Promise<pg.Client> {
 }
 
 /** The kind of server a connection must reach (`target_session_attrs`; default `any`). */
-export type SessionWanted = 'any' | 'read-write' | 'primary';
+type SessionWanted = 'any' | 'read-write' | 'primary';
 
 /** What a connection string asks for: one connection string per server, in order. */
-export interface PgServers {
+interface PgServers {
   /** One connection string per server, each naming that server only, in the order given. */
   readonly urls: readonly string[];
   /** Each server's host (and port), for messages: no user or password. */

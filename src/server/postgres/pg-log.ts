@@ -36,12 +36,12 @@ export { WRITE_LOCK } from './replica.js';
 export {
   DEFAULT_KEEP_BATCHES,
   DEFAULT_PG_SNAPSHOT_EVERY,
-  DEFAULT_SNAPSHOT_SLICE,
   migrateToPg,
   PG_SCHEMA_VERSION,
 } from './tables.js';
+
 /** How long a write waits for other replicas to release the write lock, unless configured. */
-export const DEFAULT_LOCK_WAIT_MS = 2_000;
+const DEFAULT_LOCK_WAIT_MS = 2_000;
 
 /** Options of {@link openPgLog}. */
 export interface PgLogOptions {

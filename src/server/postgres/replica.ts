@@ -37,7 +37,7 @@ import { NEWEST_RECORD } from './trail.js';
 export const WRITE_LOCK = 7_417_003;
 
 /** What a replica is opened with (`PgLogOptions` with their defaults). */
-export interface ReplicaSettings {
+interface ReplicaSettings {
   readonly url: string;
   readonly snapshotEvery: number;
   readonly keepBatches: number;

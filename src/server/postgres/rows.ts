@@ -28,7 +28,7 @@ export const readAfter = (position: number) =>
 // a line) when they fit in a notification, else only the newest position, and the others
 // read them. A row's text is compact JSON, without a line break.
 const NOTIFY_BYTES = 7_900;
-export function announcement(rows: ReadonlyArray<{ seq: number; text: string }>): string {
+function announcement(rows: ReadonlyArray<{ seq: number; text: string }>): string {
   const last = rows[rows.length - 1]!.seq;
   let bytes = 0;
   for (const r of rows) {

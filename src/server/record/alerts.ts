@@ -21,7 +21,7 @@ import { type AuditRecord, readRecord, recordPosition } from './audit.js';
 /** How long one attempt waits for an answer. */
 export const ALERT_TIMEOUT_MS = 5_000;
 /** The longest pause between two attempts. */
-export const ALERT_MAX_DELAY_MS = 5 * 60_000;
+const ALERT_MAX_DELAY_MS = 5 * 60_000;
 /** The fewest characters `--alert-secret` may have (128 bits). */
 export const MIN_ALERT_SECRET_LENGTH = 22;
 
@@ -74,14 +74,14 @@ export interface AlertOptions {
 }
 
 /** What delivery reads: the audit trail and the cursors. */
-export interface AlertSource {
+interface AlertSource {
   /** The log whose trail holds the alerts (its `audit` reads the records). */
   readonly log: EventLog;
   readonly cursors: AlertCursors;
 }
 
 /** One alert as posted, besides its id. */
-export type AlertBody = { readonly type: string } & Readonly<Record<string, unknown>>;
+type AlertBody = { readonly type: string } & Readonly<Record<string, unknown>>;
 
 /** The alerts of one server. */
 export interface Alerts {
@@ -106,7 +106,7 @@ export function isAlertUrl(url: string): boolean {
 }
 
 /** The key a URL's cursor is kept under (its SHA-256, so that no URL is written down). */
-export function cursorKey(url: string): string {
+function cursorKey(url: string): string {
   return createHash('sha256').update(url).digest('hex').slice(0, 32);
 }
 
@@ -119,7 +119,7 @@ export function cursorKey(url: string): string {
  * // 't=1767225600,v1=…' (64 hex digits)
  * ```
  */
-export function signature(secret: string, body: string, t: number): string {
+function signature(secret: string, body: string, t: number): string {
   return `t=${t},v1=${createHmac('sha256', secret).update(`${t}.${body}`).digest('hex')}`;
 }
 
@@ -344,7 +344,7 @@ export function createAlerts(options: AlertOptions, source: AlertSource): Alerts
  * An alert URL as fetch takes it: a user and password in it go in an `Authorization: Basic`
  * header, as curl sends them (fetch refuses a URL that carries them).
  */
-export function withoutCredentials(url: string): {
+function withoutCredentials(url: string): {
   readonly url: string;
   readonly headers: Readonly<Record<string, string>>;
 } {
@@ -362,7 +362,7 @@ export function withoutCredentials(url: string): {
  * Why a fetch failed, in words that carry nothing of the URL: the HTTP client's own
  * messages may quote it whole (credentials and query string included).
  */
-export function fetchFailure(e: unknown): string {
+function fetchFailure(e: unknown): string {
   const cause = (e as { cause?: { code?: unknown } }).cause;
   const code = typeof cause?.code === 'string' ? cause.code : undefined;
   return code !== undefined ? `unreachable (${code})` : `the request failed (${(e as Error).name})`;

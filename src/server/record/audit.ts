@@ -24,8 +24,6 @@ import {
 import { decodeBatch } from '../../internal.js';
 import { type Notice, noticesOf } from './notices.js';
 
-export type { AuditActor, BatchMeta } from 'peg-limits';
-
 /** What the first record follows. */
 export const ZERO_HASH = '0'.repeat(64);
 
@@ -196,7 +194,7 @@ export function checkLink(
 }
 
 /** What `verify` finds: every record links up, or where the chain first breaks. */
-export type Verdict =
+type Verdict =
   | {
       readonly ok: true;
       readonly count: number;

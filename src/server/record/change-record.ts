@@ -10,7 +10,7 @@ import { type DurableBatch, observeAppends } from '../ops/index.js';
 import { settledIn } from './audit.js';
 
 /** The lines one durable batch gives (none when no pending change was touched). */
-export function changeLines(batch: DurableBatch): string[] {
+function changeLines(batch: DurableBatch): string[] {
   const before = pendingChanges(batch.base);
   const after = pendingChanges(batch.next);
   // The list is shared as long as nothing happens to it: the common case costs one compare.

@@ -43,7 +43,7 @@ import {
 import type { StacksRpc } from './rpc-client.js';
 
 /** What {@link BlockFeed} needs. */
-export interface BlockFeedOptions {
+interface BlockFeedOptions {
   /** The registry contract whose prints are read. */
   readonly registry: string;
   readonly decode: Parameters<typeof observeBlock>[2]['decode'];
@@ -59,7 +59,7 @@ export interface BlockFeedOptions {
 }
 
 /** The credentials the feed writes with. */
-export interface FeedCredentials {
+interface FeedCredentials {
   /** The operator `stacks-node` (the chain scope alone). */
   readonly token: string;
   /**

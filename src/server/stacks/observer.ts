@@ -44,10 +44,10 @@ export const STACKS_NODE_CONFIRMED_OPERATOR = 'stacks-node-confirmed';
 export const MAINNET_REGISTRY = 'SM3VDXK3WZZSA84XXFKAFAF15NNZX32CTSG82JFQ4.sbtc-registry';
 
 /** The largest `/new_block` body read (a block's transactions come with it). */
-export const MAX_BLOCK_BODY = 64 * 1024 * 1024;
+const MAX_BLOCK_BODY = 64 * 1024 * 1024;
 
 /** The observer listener's client limits. */
-export const OBSERVER_LIMITS = {
+const OBSERVER_LIMITS = {
   /** The most time a request's head may take. */
   headersTimeoutMs: 5_000,
   /** The most time a whole request (its body included) may take. */

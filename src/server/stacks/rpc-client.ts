@@ -27,7 +27,7 @@ export interface ClarityCodec {
 }
 
 /** Options of {@link StacksRpc}. */
-export interface StacksRpcOptions {
+interface StacksRpcOptions {
   /** The node's RPC, `http://host:20443`. */
   readonly url: string;
   /** The registry contract (`ADDRESS.sbtc-registry`); the token is `ADDRESS.sbtc-token`. */
@@ -39,7 +39,7 @@ export interface StacksRpcOptions {
 }
 
 /** What `GET /v2/info` says of the node's view of the chains. */
-export interface NodeInfo {
+interface NodeInfo {
   readonly burnBlockHeight: number;
   readonly stacksTipHeight: number;
   /** The Stacks tip's block hash (hex, no `0x`). */
