@@ -316,3 +316,20 @@ test('every file of the project a comment or a document names is there', () => {
   expect(named.length).toBeGreaterThan(10);
   expect([...new Set(named.map((m) => m[0]))].filter((p) => !existsSync(p))).toEqual([]);
 });
+
+test('a test says one claim: no test or describe name of test/ joins claims with a semicolon', () => {
+  const files = (dir: string): string[] =>
+    readdirSync(dir, { withFileTypes: true }).flatMap((e) =>
+      e.isDirectory()
+        ? files(join(dir, e.name))
+        : e.name.endsWith('.test.ts')
+          ? [join(dir, e.name)]
+          : [],
+    );
+  const name = /\b(?:test|it|describe)(?:\.each\([^)]*\))?\(\s*(['"`])((?:(?!\1)[^\\]|\\.)*)\1/g;
+  const names = files('test').flatMap((f) =>
+    [...readFileSync(f, 'utf8').matchAll(name)].map((m) => `${f}: ${m[2]}`),
+  );
+  expect(names.length).toBeGreaterThan(500);
+  expect(names.filter((n) => n.slice(n.indexOf(': ') + 2).includes(';'))).toEqual([]);
+});

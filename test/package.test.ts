@@ -346,7 +346,7 @@ describe('the drivers are optional peers', () => {
     );
   });
 
-  test('installed globally (npm install -g), the command serves; with pg beside it, it loads pg', async () => {
+  test('the command installed globally (npm install -g) serves, and loads the pg installed beside it', async () => {
     const prefix = tempDir();
     const install = (what: string[]) =>
       execFileSync(

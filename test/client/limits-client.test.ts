@@ -175,7 +175,7 @@ describe('createLimitsClient against the real server', () => {
 });
 
 describe('the client of the pending changes', () => {
-  test('a loosening is 202 with the change; list, approve and cancel it, typed (ids and heights as numbers)', async () => {
+  test('the client proposes (202), lists, approves and cancels a loosening, typed (ids and heights as numbers)', async () => {
     const gov1 = generateOperatorToken();
     const gov2 = generateOperatorToken();
     const governed = await startServer({

@@ -64,14 +64,14 @@ describe('checkChainBounds', () => {
     expect(DEFAULT_CHAIN_BOUNDS).toEqual({ maxTipAdvance: 144, maxReorgDepth: 6 });
   });
 
-  test('a block up to maxTipAdvance above the tip passes; one more is refused', () => {
+  test('maxTipAdvance is the most a block may rise above the tip', () => {
     expect(check([{ type: 'blockConnected', height: 1144 }])).toBe('ok');
     expect(check([{ type: 'blockConnected', height: 1145 }])).toBe(
       'chain_bound_exceeded [0].height',
     );
   });
 
-  test('a reorganization up to maxReorgDepth below the tip passes; one more is refused', () => {
+  test('maxReorgDepth is the deepest a reorganization may go below the tip', () => {
     expect(check([{ type: 'chainReorganized', height: 994 }])).toBe('ok');
     expect(check([{ type: 'chainReorganized', height: 993 }])).toBe(
       'chain_bound_exceeded [0].height',

@@ -162,7 +162,7 @@ describe('a change applies', () => {
     expect(getLimits(r.state).perWithdrawalCap).toBe(3000n);
   });
 
-  test('at once when the quorum approves; approving twice changes nothing', () => {
+  test('at once when the quorum approves, a second approval changing nothing', () => {
     const s = propose(start(), [raise], { quorum: 3 });
     expect(apply(s, { type: 'changeApproved', id: 1, by: 'gov-1' })).toMatchObject({ state: s });
     const two = run(s, { type: 'changeApproved', id: 1, by: 'gov-2' });
@@ -349,7 +349,7 @@ describe('a loosening policy', () => {
     return r.ok ? r.policy : r.error.path;
   };
 
-  test('a configuration may give any delay with or without a quorum; a missing field is 0', () => {
+  test('a configuration may give any delay, with or without a quorum, a missing field being 0', () => {
     expect(policy({})).toEqual({ delayBlocks: 0, quorum: 0 });
     expect(policy({ delayBlocks: 6, quorum: 2 })).toEqual({ delayBlocks: 6, quorum: 2 });
     expect(policy({ delayBlocks: null, quorum: 3n })).toEqual({ delayBlocks: null, quorum: 3 });

@@ -54,7 +54,7 @@ function applied(state: LimitsState, ...events: LimitsEvent[]): LimitsState {
 }
 
 describe('what loosens', () => {
-  test('raising or removing a cap loosens; lowering it does not', () => {
+  test('raising or removing a cap loosens it, lowering does not', () => {
     const s = base();
     expect(
       loosenings(s, applied(s, { type: 'limitsSet', limits: { perWithdrawalCap: 400n } })),
@@ -96,7 +96,7 @@ describe('what loosens', () => {
     ).toBe(true);
   });
 
-  test('a shorter window and a lower minimum loosen; a longer window does not', () => {
+  test('a shorter window or a lower minimum loosens, a longer window does not', () => {
     const s = base();
     const shorter = applied(s, {
       type: 'limitsSet',
@@ -167,7 +167,7 @@ describe('what loosens', () => {
     ]);
   });
 
-  test('ending throttle mode and revoking a key loosen; starting it and adding a key do not', () => {
+  test('ending throttle mode or revoking a key loosens, starting it or adding a key does not', () => {
     const s = base();
     const braked = applied(s, { type: 'throttleStarted', initiator: 'ops-1' });
     expect(loosens(s, braked)).toBe(false);

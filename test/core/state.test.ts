@@ -211,7 +211,7 @@ describe('events', () => {
     expect(getLimits(s).accountCaps[name]?.pegCap).toBe(4n);
   });
 
-  test('blockConnected must go above the tip; gaps are allowed and skipped heights are empty', () => {
+  test('blockConnected must go above the tip, and the heights a gap skips are empty', () => {
     const s = at(100, WINDOW_144);
     expectError(s, { type: 'blockConnected', height: 100 }, 'height_not_above_tip', 'height');
     expectError(s, { type: 'blockConnected', height: 99 }, 'height_not_above_tip');
@@ -315,10 +315,14 @@ describe('events', () => {
     expectError(s, withdraw('a', 5n, 100, ''), 'invalid_withdrawal_id', 'id');
   });
 
-  test('the same withdrawal again is a no-op; the same id with another payload is refused', () => {
+  test('the same withdrawal again is a no-op', () => {
     const s = run(at(100, WINDOW_144), withdraw('a', 10n, 100, 'x'));
     const again = apply(s, withdraw('a', 10n, 100, 'x'));
     expect(again.ok && again.state).toBe(s);
+  });
+
+  test('the same id with another account, amount or height is refused', () => {
+    const s = run(at(100, WINDOW_144), withdraw('a', 10n, 100, 'x'));
     expectError(s, withdraw('a', 11n, 100, 'x'), 'duplicate_withdrawal', 'id');
     expectError(s, withdraw('b', 10n, 100, 'x'), 'duplicate_withdrawal');
     expectError(s, withdraw('a', 10n, 99, 'x'), 'duplicate_withdrawal');
@@ -331,14 +335,26 @@ describe('events', () => {
     expectError(s, { type: 'withdrawalRejected', id: 'ancient' }, 'unknown_withdrawal');
   });
 
-  test('withdrawalRejected stops counting it; rejecting twice is a no-op; an unknown id is refused', () => {
-    let s = run(at(100, WINDOW_144), withdraw('a', 10n, 100, 'x'), withdraw('a', 20n, 100, 'y'));
-    s = run(s, { type: 'withdrawalRejected', id: 'x' });
+  const rejected = () =>
+    run(at(100, WINDOW_144), withdraw('a', 10n, 100, 'x'), withdraw('a', 20n, 100, 'y'), {
+      type: 'withdrawalRejected',
+      id: 'x',
+    });
+
+  test('withdrawalRejected stops counting the withdrawal, which may be requested again', () => {
+    const s = rejected();
     expect(available(s)).toBe(980n);
+    expect(apply(s, withdraw('a', 10n, 100, 'x')).ok).toBe(true);
+  });
+
+  test('rejecting a withdrawal twice is a no-op', () => {
+    const s = rejected();
     const twice = apply(s, { type: 'withdrawalRejected', id: 'x' });
     expect(twice.ok && twice.state).toBe(s);
-    expectError(s, { type: 'withdrawalRejected', id: 'nope' }, 'unknown_withdrawal', 'id');
-    expect(apply(s, withdraw('a', 10n, 100, 'x')).ok).toBe(true);
+  });
+
+  test('rejecting an unknown id is refused', () => {
+    expectError(rejected(), { type: 'withdrawalRejected', id: 'nope' }, 'unknown_withdrawal', 'id');
   });
 
   test('pegged-in totals start at 0, globally and for every account', () => {

@@ -62,7 +62,7 @@ describe('secrets and keys', () => {
     expect(a).toMatch(/^sha256:[A-Za-z0-9_-]{22}:[A-Za-z0-9_-]{43}$/);
   });
 
-  test('adding a name that exists is refused; revoking or reactivating an unknown key is refused', () => {
+  test('a key event that names a key the wrong way is refused (a name that exists, an unknown key)', () => {
     const s = withKeys(at(1));
     expectError(
       s,
@@ -99,7 +99,7 @@ describe('secrets and keys', () => {
 describe('startThrottle', () => {
   const s = withKeys(at(100, { perWithdrawalCap: 500_000_000n }));
 
-  test('a registered key with its secret turns throttle mode on; the response is the new Limits', () => {
+  test('a registered key with its secret turns throttle mode on and answers the new Limits', () => {
     const r = startThrottle(s, { name: 'ops-1', secret: SECRET });
     expect(r.ok).toBe(true);
     if (!r.ok) return;

@@ -69,7 +69,7 @@ describe('GET /limits', () => {
     expect(Object.keys(r.body.accountCaps as object)).toEqual(['a/b c', 'alice']);
   });
 
-  test('accountCaps is an object even when empty; a query string is ignored', () => {
+  test('accountCaps is an object even when empty, whatever the query string', () => {
     const r = call(at(1), '/limits', { method: 'GET', path: '/limits?x=1' });
     expect(r.body.accountCaps).toEqual({});
   });
@@ -162,7 +162,7 @@ describe('POST /start_throttle', () => {
     }
   });
 
-  test('401 invalid_credentials for a wrong secret or an unknown name; 403 key_revoked', () => {
+  test('a refusal tells a wrong secret from an unknown name in nothing (401 invalid_credentials), and a revoked key apart (403 key_revoked)', () => {
     const s = base();
     expect(
       call(s, '/start_throttle', body({ name: 'ops-1', secret: generateThrottleSecret() })).response
@@ -277,7 +277,7 @@ describe('POST /admin/events', () => {
     expect(call(s, '/admin/events', events([5])).body.code).toBe('invalid_event');
   });
 
-  test('401 on a wrong token; 404 when no token is configured', () => {
+  test('the operator route refuses a wrong token 401, and is 404 while no token is configured', () => {
     const s = base();
     const wrong = call(s, '/admin/events', events({ type: 'throttleEnded' }, 'nope'));
     expect(wrong.response.status).toBe(401);

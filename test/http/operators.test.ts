@@ -66,7 +66,7 @@ const events = (state: LimitsState, list: LimitsEvent[], token: string, options 
   call(state, post(list, token), options, '/admin/events');
 
 describe('operators and their tokens', () => {
-  test('each token is found by its hash; a missing, unknown or malformed one is refused', () => {
+  test('only a token whose hash is registered finds an operator (a missing, unknown or malformed one is refused)', () => {
     const s = base();
     expect(events(s, [{ type: 'blockConnected', height: 870_001 }], FEEDER).response.status).toBe(
       200,
@@ -215,7 +215,7 @@ describe('scopes', () => {
 });
 
 describe('chain bounds over HTTP', () => {
-  test('a block 145 above the tip is 409 chain_bound_exceeded for everyone, admin too; the state is unchanged', () => {
+  test('a block 145 above the tip is refused 409 chain_bound_exceeded to everyone, admin too, and changes nothing', () => {
     const admin = generateOperatorToken();
     const s = base();
     for (const token of [FEEDER, GOV1, admin]) {
@@ -390,7 +390,7 @@ describe('loosening that waits', () => {
     expect(r.response.status).toBe(202);
   });
 
-  test('a loosening mixed with chain events is 400 invalid_change; the chain events alone pass', () => {
+  test('a loosening mixed with chain events is refused 400 invalid_change, though the chain events alone pass', () => {
     const r = events(base(), [{ type: 'blockConnected', height: 870_001 }, raise], GOV1, WAITING);
     expect(r.response.status).toBe(400);
     expect(r.body).toMatchObject({ code: 'invalid_change', path: '[0].type' });

@@ -160,7 +160,7 @@ describe('window endpoints', () => {
     });
   });
 
-  test("GET /window/{account}: the account's own window; 404 when it has none", () => {
+  test("GET /window/{account} answers the account's own window, or 404 when it has none", () => {
     const r = get(state(), '/window/{account}', '/window/bob');
     expect(r.json).toMatchObject({
       account: 'bob',

@@ -25,7 +25,7 @@ describe('the route table', () => {
     expect(preflights.sort()).toEqual(publicPaths.sort());
   });
 
-  test('a path matches one pattern, with its parameters still encoded; a query string is ignored', () => {
+  test('a path matches one pattern, its parameters still encoded and its query string ignored', () => {
     expect(matchPath('/limits/al%20ice/withdrawals/5?x=1', false)).toMatchObject({
       pattern: '/limits/{account}/withdrawals/{amount}',
       params: { account: 'al%20ice', amount: '5' },
@@ -113,7 +113,7 @@ describe('the route table', () => {
 });
 
 describe('HEAD and OPTIONS', () => {
-  test('HEAD on a GET route is the GET answer (an adapter sends no body); on a POST route it is 405', () => {
+  test('HEAD is answered as GET on a GET route (an adapter sends no body) and 405 on a POST route', () => {
     for (const route of ROUTES.filter((r) => r.method === 'GET')) {
       const path = route.pattern.replace('{account}', 'alice').replace('{amount}', '5');
       const get = handleRequest(state, { method: 'GET', path });
@@ -125,7 +125,7 @@ describe('HEAD and OPTIONS', () => {
     expect(r.response.headers.allow).toBe('POST');
   });
 
-  test('OPTIONS on a public path is a 204 preflight; with CORS off, and on the operator route, it is 405', () => {
+  test('OPTIONS is a 204 preflight on a public path while CORS is on, and 405 otherwise', () => {
     const pre = handleRequest(state, { method: 'OPTIONS', path: '/limits' });
     expect(pre.response.status).toBe(204);
     expect(pre.response.headers['access-control-allow-methods']).toBe('GET, OPTIONS');

@@ -221,7 +221,7 @@ describe('the Fetch adapter admits a request before it reads its body', () => {
 });
 
 describe('readiness (GET /readyz) over an event log', () => {
-  test('ready while the log takes writes and is not catching up; otherwise 503 with the reason', async () => {
+  test('ready while the log takes writes and is caught up, else 503 with the reason', async () => {
     const { readinessOf } = await import('../../src/http/service.js');
     const log = { writable: true, unavailable: undefined as string | undefined, catchingUp: false };
     const asLog = log as unknown as Parameters<typeof readinessOf>[0];

@@ -163,7 +163,7 @@ describe('GET /events', () => {
     stream.stop();
   });
 
-  test('a subscriber that resumes with Last-Event-ID gets the current limits first; unknown query parameters are ignored', async () => {
+  test('a subscriber that resumes with Last-Event-ID gets the current limits first, whatever the query parameters', async () => {
     const s = await serve();
     await post(s, [{ type: 'blockConnected', height: 10 }]);
     const stream = await listen(s.url, { 'last-event-id': '0' }, '/events?x=1&since=yesterday');
@@ -172,7 +172,7 @@ describe('GET /events', () => {
     stream.stop();
   });
 
-  test('at --max-streams a new stream is refused 503 too_many_streams; a closed one frees its place', async () => {
+  test('--max-streams caps the streams open at once: a new one is refused 503 too_many_streams until one closes', async () => {
     const s = await serve({ maxStreams: 2 });
     const a = await listen(s.url);
     const b = await listen(s.url);
@@ -187,7 +187,7 @@ describe('GET /events', () => {
     c.stop();
   });
 
-  test('a subscriber that does not read is dropped once 1 MiB waits for it; the others go on', async () => {
+  test('a subscriber that does not read is dropped alone once 1 MiB waits for it', async () => {
     const s = await serve();
     // Large events: 5,000 account entries, about 1 MiB a body.
     await largeEntries(s, 5_000);
@@ -204,7 +204,7 @@ describe('GET /events', () => {
     stalled.destroy();
   }, 60_000);
 
-  test('a subscriber with a backlog is dropped for its size, never closed as a stalled connection however long it waits; a client that pipelines and never reads is', async () => {
+  test('a subscriber with a backlog is dropped only for its size, never as a stalled connection, which a client that pipelines and never reads is', async () => {
     const lines: string[] = [];
     const limits = {
       requestTimeoutMs: 200,

@@ -82,7 +82,7 @@ describe('a block and its registry prints', () => {
     expect(windowOf(s.state)?.tip).toBe(100);
   });
 
-  test('only committed print events of the registry are read; the rest gives nothing', () => {
+  test('only committed print events of the registry give events', () => {
     const first = block('x', 'y', 1, 1, [create(9, 1n, 1)], 'z').events[0] as {
       contract_event: { raw_value: string };
     };
@@ -164,7 +164,7 @@ describe('a block and its registry prints', () => {
     });
   });
 
-  test('a block whose parent is unknown (a gap) becomes the new tip; what came before still counts', () => {
+  test('a block whose parent is unknown (a gap) becomes the new tip above what came before, which still counts', () => {
     const s = { state: fresh(), memory: EMPTY_MEMORY };
     feed(s, block('a', 'g', 1, 100, [create(1, 7n, 100)]));
     // The node skipped some blocks: c's parent was never seen.
@@ -174,13 +174,17 @@ describe('a block and its registry prints', () => {
     expect(windowOf(s.state)).toMatchObject({ tip: 102, withdrawn: 10n });
   });
 
-  test('a block sent again changes nothing; a payload that is not a block is unusable', () => {
+  test('a block sent again changes nothing', () => {
     const s = { state: fresh(), memory: EMPTY_MEMORY };
     const body = block('a', 'g', 1, 100, [create(1, 5n, 100)]);
     feed(s, body);
     const state = s.state;
     expect(feed(s, body)).toEqual({ kind: 'known' });
     expect(s.state).toBe(state);
+  });
+
+  test('a payload that is not a block is unusable', () => {
+    const s = { state: fresh(), memory: EMPTY_MEMORY };
     expect(feed(s, { hello: 'world' }).kind).toBe('unusable');
     expect(feed(s, 'text').kind).toBe('unusable');
   });

@@ -164,7 +164,7 @@ describe('a running server', () => {
     expectNowhere(p, token, admin, throttle);
   }, 30_000);
 
-  test('an alert URL with a user and password is delivered with Basic credentials; no output shows them', async () => {
+  test("an alert URL's user and password are sent as Basic credentials and shown in no output", async () => {
     const password = secret('hook-password');
     const token = secret('hook-token');
     const admin = secret('operator-token-of-length');

@@ -121,7 +121,7 @@ function serviceOver(store: DataLog) {
 }
 
 describe('journal writes', () => {
-  test('a write that comes up short is cut back off the file and refused; the next one is clean', async () => {
+  test('a write that comes up short is refused and cut back off, so the next one starts clean', async () => {
     const dir = tempDir();
     const f = faulty({ shortAfter: 2 });
     const store = await openDataLog({ dir, initial: initial(), openJournalFile: f.open });

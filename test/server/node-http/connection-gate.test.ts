@@ -61,7 +61,7 @@ test('closeStalled closes a connection only once its answers have waited the who
   server.close();
 });
 
-test('at the cap, an idle connection gives way first, then the oldest stream; with neither, the new one is refused', async () => {
+test('at the cap a new connection takes the place of an idle one, else of the oldest stream, else it is refused', async () => {
   const streams: Socket[] = [];
   const gate = connectionGate(
     3,

@@ -191,7 +191,7 @@ describe('the server over a loopback port', () => {
 });
 
 describe("startServer's options say what they are", () => {
-  test("connectionLimits are the connections' limits; caps passed there are refused, naming them", async () => {
+  test("connectionLimits takes the connections' limits only, and refuses caps by name", async () => {
     const open = () => openDataLog({ dir: tempDir(), initial: createLimitsState() });
     const log = await open();
     await expect(startServer({ log, port: 0, limits: { pegCap: 5n } as never })).rejects.toThrow(
@@ -417,7 +417,7 @@ describe('peg-limits serve (the command)', () => {
     expect(format.stderr).toMatch(/--log-format takes text or json, got xml/);
   });
 
-  test('--log-format json: one JSON object per line with level, time and msg; requests with their route pattern; --quiet silences the requests', async () => {
+  test("--log-format json writes one object a line (level, time, msg, a request's route pattern), without the requests under --quiet", async () => {
     const dir = tempDir();
     const p = await serve(
       ['--port', '0', '--data', dir, '--log-format', 'json', '--snapshot-every', '1'],

@@ -110,7 +110,7 @@ beforeAll(async () => {
 afterAll(() => server?.close());
 
 describe('health and readiness', () => {
-  test('GET /healthz is 200 {"status":"ok"} and GET /readyz 200 while the log takes writes; neither has CORS', async () => {
+  test('GET /healthz is 200 {"status":"ok"} and GET /readyz 200 while the log takes writes, neither with CORS', async () => {
     for (const [path, status] of [
       ['/healthz', 'ok'],
       ['/readyz', 'ready'],
@@ -252,7 +252,7 @@ describe('GET /metrics', () => {
     expect(sampleOf(e, 'peg_limits_persist_duration_seconds_sum')).toBeGreaterThan(0);
   });
 
-  test('HEAD /metrics answers its head; --no-metrics (metrics: false) has none', async () => {
+  test('HEAD /metrics answers as GET /metrics does without the body, metrics on or off (--no-metrics)', async () => {
     const head = await fetch(`${server.url}/metrics`, { method: 'HEAD' });
     expect(head.status).toBe(200);
     const off = await start(false);

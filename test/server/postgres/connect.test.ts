@@ -47,7 +47,7 @@ describe('serversOf', () => {
     expect(one.wants).toBe('any');
   });
 
-  test('target_session_attrs=any on one server is taken out; nothing else changes', () => {
+  test('target_session_attrs=any on one server is the one thing taken out of the connection string', () => {
     expect(serversOf('postgres://u@db/l?target_session_attrs=any&application_name=x')).toEqual({
       urls: ['postgres://u@db/l?application_name=x'],
       names: ['db'],

@@ -286,7 +286,7 @@ describe.skipIf(!POSTGRES_AVAILABLE)('replicas over one PostgreSQL', () => {
     expect(lags[49]!).toBeLessThan(1_000);
   });
 
-  test('a notification carries its rows: a follower applies them without a query; a gap, a position alone (an older release) or a batch too big for one is read from the table', async () => {
+  test('a follower applies the rows a notification carries without a query, and reads the table only for a gap, a bare position or a batch too big for one', async () => {
     const url = await db.database();
     // No poll in the time of the test: only notifications wake the follower.
     const b = await replica(url, { pollMs: 600_000 });
@@ -336,7 +336,7 @@ describe.skipIf(!POSTGRES_AVAILABLE)('replicas over one PostgreSQL', () => {
     expect(encodeJson(snapshotOf(b.service.state))).toBe(encodeJson(snapshotOf(a.service.state)));
   });
 
-  test('a row this replica cannot apply: it keeps its last state, says so once, is not ready, flags its reads and refuses writes; a replica that starts on it refuses to start', async () => {
+  test('a row a replica cannot apply stops it safely: last state kept, said once, not ready, reads flagged, writes and a start refused', async () => {
     const url = await db.database();
     const lines: string[] = [];
     const b = await replica(url, { pollMs: 20, logLine: (l) => lines.push(l) });
@@ -394,7 +394,7 @@ describe.skipIf(!POSTGRES_AVAILABLE)('replicas over one PostgreSQL', () => {
     expect(cli.stderr).toMatch(/batch 3 does not apply/);
   });
 
-  test('the audit trail on PostgreSQL: a record per batch in its transaction, served by any replica; a changed record is named by verify, a broken tail stops the start unless --audit-repair', async () => {
+  test('the audit trail on PostgreSQL holds a record per batch, written in its transaction, served by any replica and checked by verify and at start', async () => {
     const url = await db.database();
     const [a, b] = [await replica(url), await replica(url)];
     for (let h = 1; h <= 5; h++)
@@ -470,7 +470,7 @@ describe.skipIf(!POSTGRES_AVAILABLE)('replicas over one PostgreSQL', () => {
     await reading;
   });
 
-  test('read your writes: a read through another replica that names the write position sees it, 100 times out of 100; the client asks by itself', async () => {
+  test("read your writes: a read through another replica that names the write's position sees it, 100 times out of 100, the client naming it by itself", async () => {
     const url = await db.database();
     const [a, b] = [await replica(url), await replica(url)];
     expect((await post(a.url, { type: 'blockConnected', height: 100 })).status).toBe(200);
@@ -539,7 +539,7 @@ describe.skipIf(!POSTGRES_AVAILABLE)('replicas over one PostgreSQL', () => {
     expect(rows[0].transactions).toBeLessThan(40);
   });
 
-  test('the write lock: held by another for over 2 s, a change is refused 503 write_conflict with Retry-After; reads go on; released, writes go on', async () => {
+  test('a write lock held by another for over 2 s refuses changes alone, 503 write_conflict with Retry-After, until it is released', async () => {
     const url = await db.database();
     const a = await replica(url);
     expect((await post(a.url, { type: 'blockConnected', height: 100 })).status).toBe(200);

@@ -126,7 +126,7 @@ async function post(
 const types = (got: Got[]) => got.map((g) => g.body.type);
 
 describe('alerts for every operator change', () => {
-  test('each names its type, position, time, actor and what changed; chain traffic tells nothing', async () => {
+  test('an alert names its type, position, time, actor and what changed, and chain traffic raises none', async () => {
     const hook = await receiver();
     const s = await serve([hook.url]);
     const admin = { kind: 'operator', name: 'admin' };
@@ -275,7 +275,7 @@ describe('delivery', () => {
     expect(verifyAlert('another-secret-of-enough-length', header, text)).toBe(false);
   });
 
-  test('retried past refusals with growing pauses, in order; a hanging or endless receiver is timed out or let go; the change is never delayed', async () => {
+  test('delivery never delays a change: refusals are retried in order with growing pauses, and hanging or endless receivers let go', async () => {
     // Refuses twice, then hangs once, then streams a body without end, then takes.
     const hook = await receiver((n) =>
       n <= 2 ? 500 : n === 3 ? 'hang' : n === 4 ? 'stream' : 204,
@@ -321,7 +321,7 @@ describe('delivery', () => {
     expect(types(hook.got).slice(-2)).toEqual(['throttleKeyAdded', 'limitsChanged']);
   });
 
-  test('the defaults: 5 s an attempt; only http(s); a secret of 22 characters at least', () => {
+  test('the defaults are 5 s an attempt, http(s) URLs only and a secret of 22 characters at least', () => {
     expect(ALERT_TIMEOUT_MS).toBe(5_000);
     const source = {
       log: { audit: async () => [], position: 0 } as never,

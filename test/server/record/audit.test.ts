@@ -81,7 +81,7 @@ const verify = (dir: string) =>
   runToEnd('node', [CLI, 'audit', 'verify', '--data', join(dir, 'data')]);
 
 describe('the audit trail of a data folder', () => {
-  test('every batch has its record: who, which request, from where, the events, chained; served in order', async () => {
+  test('every batch has its chained record (who, which request, from where, the events), served in order', async () => {
     const dir = tempDir();
     const p = await serve(dir);
     const first = await post(p.url, GOV, [{ type: 'blockConnected', height: 100 }], 'deploy-42');

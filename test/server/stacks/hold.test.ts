@@ -65,7 +65,7 @@ describe('a fork that orphans a rejection', () => {
 });
 
 describe('a rejection the node does not show', () => {
-  test('with --stacks-rpc, a forged rejection is skipped, counted and warned; a real one applies', async () => {
+  test('with --stacks-rpc, a rejection applies only when the node shows it (a forged one is skipped, counted and warned)', async () => {
     const chain = new SbtcChain();
     chain.mine([{ kind: 'deposit', recipient: BOB, amount: 250_000_000n }], { burnHeight: 100 });
     const node = await startNodeRpc(chain);
@@ -165,7 +165,7 @@ describe('a jump past the chain bounds with --stacks-rpc', () => {
 });
 
 describe("the observer listener's own client limits", () => {
-  test('a crowd of stalled connections is capped and timed out; the node still gets its block through', async () => {
+  test("a crowd of stalled connections, capped and timed out, cannot keep the node's block out", async () => {
     const chain = new SbtcChain();
     const dir = tempDir();
     config(dir);

@@ -139,7 +139,7 @@ describe('a service started beside a synced node', () => {
     }
   });
 
-  test('an RPC that is down, or answers for another block, at the start: the window stays incomplete with a warning; once it answers, a later block starts from it and is exact', async () => {
+  test('a start the RPC cannot serve (down, or answering for another block) leaves the window incomplete with a warning until a later block starts it exactly', async () => {
     const chain = new SbtcChain();
     const next = random(5);
     chain.mine([{ kind: 'deposit', recipient: BOB, amount: 250_000_000n }], { burnHeight: 100 });

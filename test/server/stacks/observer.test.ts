@@ -63,7 +63,7 @@ async function window(p: Proc): Promise<{ tip: number | null; withdrawn: number 
 }
 
 describe('a node feeding the command', () => {
-  test('withdrawals created, accepted and rejected; the other paths answered and ignored; each listener serves only its own', async () => {
+  test("the observer's listener maps withdrawals created, accepted and rejected, answers the node's other paths without effect, and serves nothing of the service's", async () => {
     const p = await serve(['--data', tempDir()], { PEG_LIMITS_ADMIN_TOKEN: ADMIN });
     expect(
       (
@@ -119,7 +119,7 @@ describe('a node feeding the command', () => {
     expect(p.stderr + p.stdout).toMatch(/stacks-node \(chain\)/);
   });
 
-  test('bad input: malformed JSON is 400; a payload or event it cannot use is 200, skipped and counted; nothing changes', async () => {
+  test('bad input changes nothing: malformed JSON is 400, a payload or event it cannot use 200, skipped and counted', async () => {
     const p = await serve(['--data', tempDir()]);
     await post(`${p.observer}/new_block`, block('a', 'g', 1, 100, [create(1, 5n, 100)]));
     const before = await window(p);
@@ -179,7 +179,7 @@ describe('a node feeding the command', () => {
     expect(p.stdout + p.stderr).toMatch(/forks the chain from burn height 101/);
   });
 
-  test('a block past the chain bounds is held, not refused: 200, the tip still, the blocks after it held too, said, counted, alerted, durable; released in order by chain and limits', async () => {
+  test('a block past the chain bounds is held with the blocks after it (200, durable, said, counted, alerted) until chain and limits release them in order', async () => {
     // The operators' alert receiver.
     const alerts: Array<{ type: string; actor?: { name?: string } }> = [];
     const receiver = createServer((req, res) => {
@@ -435,7 +435,7 @@ describe.skipIf(!POSTGRES_AVAILABLE)('replicas on PostgreSQL', () => {
     });
   });
 
-  test('while the database is away a block is 503, for the node to send again; once it is back, the block counts once', async () => {
+  test('a block that comes while the database is away is answered 503 and counts once when the node sends it again', async () => {
     const url = await db.database();
     const p = await serve([], { PEG_LIMITS_STORE: url });
     await post(`${p.observer}/new_block`, block('a', 'g', 1, 100, [create(1, 1n, 100)]));
