@@ -1,7 +1,7 @@
 /**
  * Read your writes: `Peg-Limits-Min-Position: n` is answered once the server
  * shows position n, or after 2 s with 503 `catching_up`; a malformed one is a 400. The
- * client sends it after a change it made. (Across replicas: `replicas.test.ts`.)
+ * client sends it after a change it made. (Across replicas: `replicas-serving.test.ts`.)
  */
 import { afterEach, describe, expect, test } from 'vitest';
 import {

@@ -1,7 +1,7 @@
 /**
  * The servers a PostgreSQL connection string names (libpq's host lists and
  * `target_session_attrs`, which the `pg` driver does not read). Pure; the failover test in
- * `replicas.test.ts` connects through such a list for real.
+ * `replicas-faults.test.ts` connects through such a list for real.
  */
 import { describe, expect, test } from 'vitest';
 import { PgLogError, serversOf } from '../../../src/server/postgres/connect.js';
