@@ -62,6 +62,8 @@ export interface ServerOptions
    */
   readonly logRequestText?: ((line: string) => void) | undefined;
   /**
+   * The old name of `logRequestText`.
+   *
    * @deprecated Use `logRequestText`: elsewhere `logLine` is where notes and warnings go,
    * here it took the request lines. Still taken when `logRequestText` is not given.
    */
@@ -86,6 +88,8 @@ export interface ServerOptions
    */
   readonly connectionLimits?: Partial<ServerLimits> | undefined;
   /**
+   * The old name of `connectionLimits`.
+   *
    * @deprecated Use `connectionLimits`: this name reads as the caps, which it is not. Still
    * taken when `connectionLimits` is not given.
    */

@@ -52,6 +52,8 @@ export interface PgLogOptions {
   /** Batches between two snapshot rows (default 1000). */
   readonly snapshotEveryBatches?: number | undefined;
   /**
+   * The old name of `snapshotEveryBatches`.
+   *
    * @deprecated Use `snapshotEveryBatches`: elsewhere (`openDataLog`) `snapshotEvery` counts
    * events, here it counted batches. Still taken when `snapshotEveryBatches` is not given.
    */
