@@ -11,7 +11,7 @@ import { type RunningServer, startServer } from '../../src/server/node-http/serv
 import { openPgLog, type PgLogOptions, WRITE_LOCK } from '../../src/server/postgres/pg-log.js';
 import { pgAlertCursors } from '../../src/server/postgres/trail.js';
 import { loggedWithdrawals, startPostgres, type TestPostgres } from './postgres.js';
-import { CLI, killGroup, type Proc, runToEnd, spawnServer } from './proc.js';
+import { CLI, killGroup, type Proc, runToEnd, startServe } from './proc.js';
 
 export const TOKEN = 'operator-token-0123456789';
 export const CAP = 10n ** 15n;
@@ -217,20 +217,8 @@ export function useReplicas(): Replicas {
       return s;
     },
     async childReplica(url, extra = []) {
-      const p = await spawnServer(
-        'node',
-        [
-          CLI,
-          'serve',
-          '--port',
-          '0',
-          '--quiet',
-          '--store',
-          url,
-          '--keep-batches',
-          '100000',
-          ...extra,
-        ],
+      const p = await startServe(
+        ['--quiet', '--store', url, '--keep-batches', '100000', ...extra],
         { PEG_LIMITS_ADMIN_TOKEN: TOKEN },
       );
       procs.push(p);

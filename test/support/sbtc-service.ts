@@ -7,7 +7,7 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect } from 'vitest';
-import { CLI, killGroup, type Proc, spawnServer, waitFor } from './proc.js';
+import { killGroup, type Proc, startServe, waitFor } from './proc.js';
 import type { ChainBlock, ChainOp, NodeRpc, SbtcChain } from './sbtc-chain.js';
 
 export { CLI } from './proc.js';
@@ -55,11 +55,7 @@ export async function serve(
   args: string[],
   store?: string,
 ): Promise<Proc & { observer: string }> {
-  const p = await spawnServer('node', [
-    CLI,
-    'serve',
-    '--port',
-    '0',
+  const p = await startServe([
     ...(store === undefined ? ['--data', dir] : ['--store', store]),
     '--config',
     join(dir, 'config.json'),

@@ -11,7 +11,7 @@ import {
   killGroup,
   type Proc,
   runToEnd,
-  spawnServer,
+  startServe,
   tempDir,
   waitFor,
 } from '../../support/proc.js';
@@ -128,13 +128,8 @@ describe('a running server', () => {
         throttleKeys: [{ name: 'ops-1', secretHash: hashThrottleSecret(throttle) }],
       }),
     );
-    const p = await spawnServer(
-      'node',
+    const p = await startServe(
       [
-        CLI,
-        'serve',
-        '--port',
-        '0',
         '--config',
         config,
         '--data',
@@ -178,13 +173,8 @@ describe('a running server', () => {
     const port = (receiver.address() as { port: number }).port;
     try {
       const dir = tempDir();
-      const p = await spawnServer(
-        'node',
+      const p = await startServe(
         [
-          CLI,
-          'serve',
-          '--port',
-          '0',
           '--data',
           dir,
           '--alert-url',

@@ -13,7 +13,7 @@ import {
   startPostgres,
   type TestPostgres,
 } from '../../support/postgres.js';
-import { CLI, killGroup, type Proc, spawnServer, tempDir, waitFor } from '../../support/proc.js';
+import { killGroup, type Proc, startServe, tempDir, waitFor } from '../../support/proc.js';
 
 const TOKEN = 'operator-token-0123456789';
 const KiB = 1024;
@@ -111,7 +111,7 @@ afterAll(() => {
 });
 
 async function serve(args: string[]): Promise<string> {
-  const p = await spawnServer('node', [CLI, 'serve', '--port', '0', '--quiet', ...args], {
+  const p = await startServe(['--quiet', ...args], {
     PEG_LIMITS_ADMIN_TOKEN: TOKEN,
   });
   procs.push(p);
@@ -195,11 +195,9 @@ describe.skipIf(!POSTGRES_AVAILABLE)('the 503 of a store out of reach reaches ev
   let base: string;
   beforeAll(async () => {
     db = startPostgres();
-    const p = await spawnServer(
-      'node',
-      [CLI, 'serve', '--port', '0', '--data', tempDir(), '--store', db.url],
-      { PEG_LIMITS_ADMIN_TOKEN: TOKEN },
-    );
+    const p = await startServe(['--data', tempDir(), '--store', db.url], {
+      PEG_LIMITS_ADMIN_TOKEN: TOKEN,
+    });
     procs.push(p);
     base = p.url;
     db.stop();

@@ -29,7 +29,7 @@ import {
   killGroup,
   type Proc,
   runToEnd,
-  spawnServer,
+  startServe,
   tempDir,
   waitFor,
 } from '../../support/proc.js';
@@ -360,21 +360,8 @@ describe('durable', () => {
       for (const p of procs) killGroup(p);
     });
     const start = async () => {
-      const p = await spawnServer(
-        'node',
-        [
-          CLI,
-          'serve',
-          '--port',
-          '0',
-          '--quiet',
-          '--data',
-          dir,
-          '--alert-url',
-          url,
-          '--alert-secret',
-          ALERT_SECRET,
-        ],
+      const p = await startServe(
+        ['--quiet', '--data', dir, '--alert-url', url, '--alert-secret', ALERT_SECRET],
         { PEG_LIMITS_ADMIN_TOKEN: TOKEN },
       );
       procs.push(p);

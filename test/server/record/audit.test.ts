@@ -10,7 +10,7 @@ import {
   hashOperatorToken,
   hashThrottleSecret,
 } from '../../../src/index.js';
-import { CLI, killGroup, type Proc, runToEnd, spawnServer, tempDir } from '../../support/proc.js';
+import { CLI, killGroup, type Proc, runToEnd, startServe, tempDir } from '../../support/proc.js';
 
 const ADMIN = generateOperatorToken();
 const GOV = generateOperatorToken();
@@ -34,20 +34,8 @@ function configIn(dir: string): string {
 }
 
 async function serve(dir: string, extra: string[] = []): Promise<Proc> {
-  const p = await spawnServer(
-    'node',
-    [
-      CLI,
-      'serve',
-      '--port',
-      '0',
-      '--quiet',
-      '--config',
-      configIn(dir),
-      '--data',
-      join(dir, 'data'),
-      ...extra,
-    ],
+  const p = await startServe(
+    ['--quiet', '--config', configIn(dir), '--data', join(dir, 'data'), ...extra],
     { PEG_LIMITS_ADMIN_TOKEN: ADMIN },
   );
   procs.push(p);

@@ -21,7 +21,7 @@ import {
   killGroup,
   type Proc,
   runToEnd,
-  spawnServer,
+  startServe,
   tempDir,
   waitFor,
 } from '../../support/proc.js';
@@ -37,11 +37,7 @@ async function serve(
   args: string[],
   env: NodeJS.ProcessEnv = {},
 ): Promise<Proc & { observer: string }> {
-  const p = await spawnServer(
-    'node',
-    [CLI, 'serve', '--port', '0', '--stacks-observer', '127.0.0.1:0', ...args],
-    env,
-  );
+  const p = await startServe(['--stacks-observer', '127.0.0.1:0', ...args], env);
   procs.push(p);
   await waitFor(() => /stacks observer on (http:\S+)/.test(p.stdout), 10_000);
   return Object.assign(p, { observer: /stacks observer on (http:\S+)/.exec(p.stdout)![1]! });
@@ -333,11 +329,7 @@ describe('a node feeding the command', () => {
     ]);
     expect(refused.code).toBe(2);
     expect(refused.stderr).toMatch(/not a loopback or private address.*--stacks-observer-public/);
-    const p = await spawnServer('node', [
-      CLI,
-      'serve',
-      '--port',
-      '0',
+    const p = await startServe([
       '--data',
       tempDir(),
       '--stacks-observer',
