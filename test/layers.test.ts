@@ -6,6 +6,7 @@ import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 import { describe, expect, test } from 'vitest';
 import { functionLengths, MAX_FUNCTION_LINES, TO_SPLIT } from '../scripts/function-lengths.mjs';
+import { filesUnder } from './support/files.js';
 
 const IMPORT = /(?:import|export)\s[^'"]*?from\s+['"]([^'"]+)['"]/g;
 
@@ -17,15 +18,7 @@ function local(file: string, spec: string): string {
   return relative('.', join(dirname(file), spec.replace(/\.js$/, '.ts')));
 }
 
-function sources(dir: string): string[] {
-  return readdirSync(dir, { withFileTypes: true }).flatMap((e) =>
-    e.isDirectory()
-      ? sources(join(dir, e.name))
-      : e.name.endsWith('.ts')
-        ? [join(dir, e.name)]
-        : [],
-  );
-}
+const sources = (dir: string): string[] => filesUnder(dir);
 
 // Follows the relative imports from an entry and collects every bare specifier it reaches.
 function reachableImports(entry: string): { files: string[]; bare: Set<string> } {
@@ -240,10 +233,6 @@ test('the internal entry exports only what the adapters import from it', () => {
 });
 
 test('nothing of src/ is exported that no file imports (src/, test/ or bench/)', () => {
-  const files = (dir: string, ext: RegExp): string[] =>
-    readdirSync(dir, { withFileTypes: true }).flatMap((e) =>
-      e.isDirectory() ? files(join(dir, e.name), ext) : ext.test(e.name) ? [join(dir, e.name)] : [],
-    );
   const slash = (p: string) => p.replaceAll('\\', '/');
   const declared =
     /^export\s+(?:declare\s+)?(?:async\s+)?(?:function\*?|const|let|class|interface|type|enum)\s+([A-Za-z_$][\w$]*)/gm;
@@ -277,8 +266,8 @@ test('nothing of src/ is exported that no file imports (src/, test/ or bench/)',
     /(?:import|export)\s+(?:type\s+)?(\*(?:\s+as\s+\w+)?|\{[^}]*\})\s+from\s+['"](\.[^'"]+)['"]|const\s+\{([^}]*)\}\s*=\s*await\s+import\(\s*['"](\.[^'"]+)['"]\s*\)/g;
   const importers = [
     ...sources('src'),
-    ...files('test', /\.(ts|mts|mjs)$/),
-    ...files('bench', /\.mjs$/),
+    ...filesUnder('test', /\.(ts|mts|mjs)$/),
+    ...filesUnder('bench', /\.mjs$/),
   ];
   for (const f of importers) {
     for (const m of readFileSync(f, 'utf8').matchAll(statement)) {
@@ -318,16 +307,8 @@ test('every file of the project a comment or a document names is there', () => {
 });
 
 test('a test says one claim: no test or describe name of test/ joins claims with a semicolon', () => {
-  const files = (dir: string): string[] =>
-    readdirSync(dir, { withFileTypes: true }).flatMap((e) =>
-      e.isDirectory()
-        ? files(join(dir, e.name))
-        : e.name.endsWith('.test.ts')
-          ? [join(dir, e.name)]
-          : [],
-    );
   const name = /\b(?:test|it|describe)(?:\.each\([^)]*\))?\(\s*(['"`])((?:(?!\1)[^\\]|\\.)*)\1/g;
-  const names = files('test').flatMap((f) =>
+  const names = filesUnder('test', /\.test\.ts$/).flatMap((f) =>
     [...readFileSync(f, 'utf8').matchAll(name)].map((m) => `${f}: ${m[2]}`),
   );
   expect(names.length).toBeGreaterThan(500);

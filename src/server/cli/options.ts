@@ -7,7 +7,7 @@
 import { parseArgs } from 'node:util';
 import { MIN_TOKEN_LENGTH } from '../../internal.js';
 import { DEFAULT_SNAPSHOT_EVERY } from '../data-folder/index.js';
-import { DEFAULT_SERVER_LIMITS as L } from '../node-http/index.js';
+import { DEFAULT_SERVER_LIMITS as L, type ServerLimits } from '../node-http/index.js';
 import { DEFAULT_KEEP_BATCHES, DEFAULT_PG_SNAPSHOT_EVERY } from '../postgres/index.js';
 import { MAINNET_REGISTRY } from '../stacks/index.js';
 
@@ -22,6 +22,11 @@ interface CommandOption {
   readonly short?: string;
   /** What follows the name in the usage text: its value's form or its default. */
   readonly shown?: string;
+  /**
+   * The connection limit it sets, given in seconds when `scale` is 1000 (milliseconds in
+   * the limits); its default, shown in the usage text, is the limit's.
+   */
+  readonly limit?: { readonly field: keyof ServerLimits; readonly scale?: number };
   /** The lines that tell it; none: it is not listed (`--help`). */
   readonly help: ReadonlyArray<string>;
 }
@@ -80,55 +85,55 @@ export const SERVE_OPTIONS: ReadonlyArray<CommandOption> = [
   {
     name: 'header-timeout',
     type: 'string',
-    shown: String(L.headersTimeoutMs / 1000),
+    limit: { field: 'headersTimeoutMs', scale: 1000 },
     help: ["seconds for a client to send a request's headers"],
   },
   {
     name: 'request-timeout',
     type: 'string',
-    shown: String(L.requestTimeoutMs / 1000),
+    limit: { field: 'requestTimeoutMs', scale: 1000 },
     help: ['seconds for a client to send a whole request'],
   },
   {
     name: 'keep-alive-timeout',
     type: 'string',
-    shown: String(L.keepAliveTimeoutMs / 1000),
+    limit: { field: 'keepAliveTimeoutMs', scale: 1000 },
     help: ['seconds an idle kept-alive connection stays open'],
   },
   {
     name: 'max-connections',
     type: 'string',
-    shown: String(L.maxConnections),
+    limit: { field: 'maxConnections' },
     help: ['connections open at once'],
   },
   {
     name: 'max-header-size',
     type: 'string',
-    shown: String(L.maxHeaderBytes),
+    limit: { field: 'maxHeaderBytes' },
     help: ['bytes of request line and headers'],
   },
   {
     name: 'max-pipelined',
     type: 'string',
-    shown: String(L.maxPipelined),
+    limit: { field: 'maxPipelined' },
     help: ['unanswered requests one connection may queue'],
   },
   {
     name: 'max-streams',
     type: 'string',
-    shown: String(L.maxStreams),
+    limit: { field: 'maxStreams' },
     help: ['GET /events streams open at once'],
   },
   {
     name: 'heartbeat',
     type: 'string',
-    shown: String(L.heartbeatMs / 1000),
+    limit: { field: 'heartbeatMs', scale: 1000 },
     help: ['seconds between GET /events heartbeat comments'],
   },
   {
     name: 'linger-time',
     type: 'string',
-    shown: String(L.lingerMs / 1000),
+    limit: { field: 'lingerMs', scale: 1000 },
     help: [
       "seconds an early answer's connection is drained before it",
       'is closed (so the client reads the answer, not a reset)',
@@ -137,7 +142,7 @@ export const SERVE_OPTIONS: ReadonlyArray<CommandOption> = [
   {
     name: 'linger-bytes',
     type: 'string',
-    shown: String(L.lingerBytes),
+    limit: { field: 'lingerBytes' },
     help: ['bytes drained at most after an early answer'],
   },
   {
@@ -249,7 +254,9 @@ export const SERVE_OPTIONS: ReadonlyArray<CommandOption> = [
 const HELP_COLUMN = 28;
 
 function usageOf(option: CommandOption): string[] {
-  const left = `  --${option.name}${option.shown === undefined ? '' : ` ${option.shown}`}`;
+  const limit = option.limit;
+  const shown = limit === undefined ? option.shown : String(L[limit.field] / (limit.scale ?? 1));
+  const left = `  --${option.name}${shown === undefined ? '' : ` ${shown}`}`;
   const [first = '', ...more] = option.help;
   const indent = ' '.repeat(HELP_COLUMN);
   const lines =
@@ -312,6 +319,23 @@ export function parseServeArgs(args: ReadonlyArray<string>): ServeValues {
   } catch (e) {
     fail(`${(e as Error).message}\n${USAGE}`);
   }
+}
+
+/**
+ * The connections' limits the options set, each a positive number (seconds become
+ * milliseconds), checked in the table's order; the defaults for the others.
+ */
+export function connectionLimitsOf(values: ServeValues): ServerLimits {
+  const limits: Record<string, number> = { ...L };
+  for (const { name, limit } of SERVE_OPTIONS)
+    if (limit !== undefined)
+      limits[limit.field] = positive(
+        name,
+        values[name] as string | undefined,
+        L[limit.field],
+        limit.scale,
+      );
+  return limits as unknown as ServerLimits;
 }
 
 /** A positive number of `--name` (`scale` times it), or `fallback` when not given. */

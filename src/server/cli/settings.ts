@@ -6,7 +6,7 @@
 import { hashOperatorToken, LimitsError, type Operator } from 'peg-limits';
 import { ADMIN_OPERATOR, MIN_TOKEN_LENGTH } from '../../internal.js';
 import { DEFAULT_SNAPSHOT_EVERY } from '../data-folder/index.js';
-import { DEFAULT_SERVER_LIMITS, type ServerLimits } from '../node-http/index.js';
+import type { ServerLimits } from '../node-http/index.js';
 import { redactAlertUrl, redactStore, redactUrl } from '../ops/index.js';
 import { DEFAULT_KEEP_BATCHES, DEFAULT_PG_SNAPSHOT_EVERY } from '../postgres/index.js';
 import { isAlertUrl, MIN_ALERT_SECRET_LENGTH } from '../record/index.js';
@@ -24,9 +24,14 @@ import {
   type ServerConfig,
   serverConfigFrom,
 } from './config.js';
-import { fail, parseServeArgs, positive, type ServeValues, USAGE } from './options.js';
-
-const L = DEFAULT_SERVER_LIMITS;
+import {
+  connectionLimitsOf,
+  fail,
+  parseServeArgs,
+  positive,
+  type ServeValues,
+  USAGE,
+} from './options.js';
 
 /** The flags' settings, checked. */
 export interface Settings {
@@ -58,7 +63,7 @@ export async function readSettings(rest: ReadonlyArray<string>): Promise<Setting
   const port = str('port') === undefined ? 8080 : Number(str('port'));
   if (!Number.isInteger(port) || port < 0 || port > 65535)
     fail(`--port must be 0 to 65535, got ${str('port')}`);
-  const limits = limitsFrom(str);
+  const limits = connectionLimitsOf(values);
   const cors = corsFrom(values);
   const alertUrls = (values['alert-url'] as string[] | undefined) ?? [];
   for (const url of alertUrls)
@@ -115,28 +120,6 @@ export async function readSettings(rest: ReadonlyArray<string>): Promise<Setting
     reserved,
     config,
     alertSecret,
-  };
-}
-
-// The connections' limits of the flags, each a positive number (seconds in milliseconds).
-function limitsFrom(str: (k: string) => string | undefined): ServerLimits {
-  return {
-    ...L,
-    headersTimeoutMs: positive('header-timeout', str('header-timeout'), L.headersTimeoutMs, 1000),
-    requestTimeoutMs: positive('request-timeout', str('request-timeout'), L.requestTimeoutMs, 1000),
-    keepAliveTimeoutMs: positive(
-      'keep-alive-timeout',
-      str('keep-alive-timeout'),
-      L.keepAliveTimeoutMs,
-      1000,
-    ),
-    maxConnections: positive('max-connections', str('max-connections'), L.maxConnections),
-    maxHeaderBytes: positive('max-header-size', str('max-header-size'), L.maxHeaderBytes),
-    maxPipelined: positive('max-pipelined', str('max-pipelined'), L.maxPipelined),
-    maxStreams: positive('max-streams', str('max-streams'), L.maxStreams),
-    heartbeatMs: positive('heartbeat', str('heartbeat'), L.heartbeatMs, 1000),
-    lingerMs: positive('linger-time', str('linger-time'), L.lingerMs, 1000),
-    lingerBytes: positive('linger-bytes', str('linger-bytes'), L.lingerBytes),
   };
 }
 

@@ -132,7 +132,7 @@ const CAP_NAMES = new Set<string>([...CAP_FIELDS, 'accountCaps']);
 /** Serves the interface over an open event log. */
 export async function startServer(options: ServerOptions): Promise<RunningServer> {
   const { log: eventLog, logRequest } = options;
-  const log = options.logRequestText ?? options.logLine;
+  const log = requestTextOf(options);
   const { limits, linger } = limitsInForce(connectionLimitsOf(options));
   // At the cap, an idle connection gives way first, then the oldest stream: a crowd cannot
   // lock out the brake. (The streams are made below; the gate asks for them only later.)
@@ -393,6 +393,11 @@ function alertsOf(options: ServerOptions): Alerts | undefined {
   );
 }
 
+// Where the request lines go: `logRequestText`, or its old name.
+function requestTextOf(options: ServerOptions): ((line: string) => void) | undefined {
+  return options.logRequestText ?? options.logLine;
+}
+
 // The log the service writes through: timed by the metrics, watched by the alerts, and
 // telling what became of pending changes (proposed, applied, dropped, cancelled).
 function servedLog(
@@ -403,7 +408,7 @@ function servedLog(
   let served = options.log;
   if (metrics !== undefined) served = metrics.timed(served);
   if (alerts !== undefined) served = alerts.watch(served);
-  const say = options.warn ?? options.logRequestText ?? options.logLine;
+  const say = options.warn ?? requestTextOf(options);
   if (say !== undefined) served = recordChanges(served, say);
   return served;
 }

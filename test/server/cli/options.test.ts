@@ -2,7 +2,8 @@
 // can name an option the other does not; and docs/operating.md tells each of them.
 import { readFileSync } from 'node:fs';
 import { expect, test } from 'vitest';
-import { SERVE_OPTIONS, USAGE } from '../../../src/server/cli/options.js';
+import { connectionLimitsOf, SERVE_OPTIONS, USAGE } from '../../../src/server/cli/options.js';
+import { DEFAULT_SERVER_LIMITS } from '../../../src/server/node-http/index.js';
 
 const listed = SERVE_OPTIONS.filter((o) => o.help.length > 0);
 
@@ -34,4 +35,11 @@ test('every help line of an option starts at the same column, past a name that f
 test('docs/operating.md tells every option', () => {
   const page = readFileSync('docs/operating.md', 'utf8');
   expect(listed.filter((o) => !page.includes(`--${o.name}`)).map((o) => o.name)).toEqual([]);
+});
+
+test('a connection-limit option sets its limit (seconds as milliseconds), the others keeping their defaults', () => {
+  expect(connectionLimitsOf({})).toEqual(DEFAULT_SERVER_LIMITS);
+  const set = connectionLimitsOf({ 'header-timeout': '2.5', 'max-connections': '7' });
+  expect(set).toEqual({ ...DEFAULT_SERVER_LIMITS, headersTimeoutMs: 2500, maxConnections: 7 });
+  expect(USAGE).toContain(`--header-timeout ${DEFAULT_SERVER_LIMITS.headersTimeoutMs / 1000} `);
 });
