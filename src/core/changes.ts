@@ -424,7 +424,7 @@ export function looseningPolicyFromJson(
   path = 'loosening',
 ): Result<{ readonly policy: LooseningPolicy }> {
   try {
-    return { ok: true, policy: checkLooseningPolicy(value, path) };
+    return { ok: true, policy: policyOf(value, path) };
   } catch (e) {
     if (e instanceof LimitsError) return { ok: false, error: e };
     throw e;
@@ -439,6 +439,11 @@ export function looseningPolicyFromJson(
  * reads outside input does.
  */
 export function checkLooseningPolicy(value: unknown, path = 'loosening'): LooseningPolicy {
+  return policyOf(value, path);
+}
+
+// The policy `value` gives, thrown as a LimitsError naming the field when it is not one.
+function policyOf(value: unknown, path: string): LooseningPolicy {
   if (!isRecord(value))
     fail('invalid_option', `expected { delayBlocks, quorum }, got ${describe(value)}`, path);
   rejectUnknownFields(value, ['delayBlocks', 'quorum'], path);
