@@ -8,7 +8,7 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
-import type { HandleOptions, HttpResponse, Service } from 'peg-limits';
+import type { HandleOptions, HttpRequest, HttpResponse, Service } from 'peg-limits';
 import {
   admitRequest,
   bodyCollector,
@@ -66,23 +66,69 @@ function hasBody(req: IncomingMessage): boolean {
   return req.headers['transfer-encoding'] !== undefined || length > 0;
 }
 
+// The names of the request headers the server itself reads before the handler.
+const BODY_HEADERS = ['content-length', 'transfer-encoding'];
+const MIN_POSITION = ['peg-limits-min-position'];
+
+// Whether the raw head names one of `wanted` (lower-case), compared by length first: a look at
+// node:http's list of names and values, so that a request that carries none of them (a
+// read) does not make node:http build its headers object.
+function names(raw: ReadonlyArray<string>, wanted: ReadonlyArray<string>): boolean {
+  for (let i = 0; i < raw.length; i += 2) {
+    const name = raw[i]!;
+    for (const w of wanted) if (name.length === w.length && name.toLowerCase() === w) return true;
+  }
+  return false;
+}
+
+/**
+ * A request as the service sees it. Its headers are node:http's, read only when something
+ * asks for them (an operator route, a list of CORS origins, a change's request id): node:http
+ * builds the headers object on first use, and a read of the limits needs none.
+ */
+class ServedRequest implements HttpRequest {
+  readonly method: string;
+  readonly path: string;
+  match: PathMatch | undefined = undefined;
+  readonly #req: IncomingMessage;
+
+  constructor(req: IncomingMessage) {
+    this.#req = req;
+    this.method = req.method ?? 'GET';
+    this.path = req.url ?? '/';
+  }
+
+  get headers(): IncomingMessage['headers'] {
+    return this.#req.headers;
+  }
+}
+
 /** One request as it goes through: its head, its route, how it is answered. */
 interface Taken {
   readonly req: IncomingMessage;
   readonly res: ServerResponse;
-  readonly head: { method: string; path: string; headers: IncomingMessage['headers'] };
+  readonly request: ServedRequest;
   readonly started: number;
   route: string;
-  /** Answers it: straight to the socket (lingering) while its body may still come. */
-  readonly answer: (response: HttpResponse) => void;
+  /** Whether its body may still come: an answer then goes straight to the socket (lingering). */
+  readonly unread: boolean;
 }
 
 /** Takes the requests of one server. */
 export class RequestHandler {
   readonly #parts: RequestHandlerParts;
+  // A response's `close` listener (one function for every response, no closure each).
+  readonly #answered: (this: ServerResponse) => void;
 
   constructor(parts: RequestHandlerParts) {
     this.#parts = parts;
+    const gate = parts.gate;
+    this.#answered = function (this: ServerResponse) {
+      const socket = this.req.socket;
+      const left = (outstanding.get(socket) ?? 1) - 1;
+      outstanding.set(socket, left);
+      if (left === 0) gate.idle(socket);
+    };
   }
 
   /** node:http's `request` (and `checkContinue`) listener. */
@@ -91,32 +137,36 @@ export class RequestHandler {
     // Timed only when someone reads the request lines.
     const started = requestLog.timed ? performance.now() : 0;
     if (!this.#track(req, res, limits)) return;
-    const head = { method: req.method ?? 'GET', path: req.url ?? '/', headers: req.headers };
-    // Any answer given before the body is read must linger.
-    const unread = hasBody(req);
+    const request = new ServedRequest(req);
+    const raw = req.rawHeaders;
     const taken: Taken = {
       req,
       res,
-      head,
+      request,
       started,
       route: 'none',
-      answer: (response) =>
-        unread
-          ? this.#parts.early(req, response, started, taken.route)
-          : this.#parts.send(req, res, response, started, taken.route),
+      // Any answer given before the body is read must linger.
+      unread: names(raw, BODY_HEADERS) && hasBody(req),
     };
-    const admitted = admitRequest(head, handleOptions);
+    const admitted = admitRequest(request, handleOptions);
     if (!admitted.ok) {
       if (metrics !== undefined)
-        taken.route = matchPath(head.path, this.#parts.operatorOn())?.pattern ?? 'none';
-      taken.answer(admitted.response);
+        taken.route = matchPath(request.path, this.#parts.operatorOn())?.pattern ?? 'none';
+      this.#answer(taken, admitted.response);
       return;
     }
     // The metrics' route label: the pattern, never the raw path.
-    taken.route = admitted.match?.pattern ?? 'none';
-    if (this.#waitForPosition(taken, admitted.match, admitted.maxBody)) return;
-    this.#dispatch(taken, admitted.match, admitted.maxBody);
+    const match = admitted.match;
+    request.match = match;
+    taken.route = match?.pattern ?? 'none';
+    if (names(raw, MIN_POSITION) && this.#waitForPosition(taken, match, admitted.maxBody)) return;
+    this.#dispatch(taken, match, admitted.maxBody);
   };
+
+  #answer(taken: Taken, response: HttpResponse): void {
+    if (taken.unread) this.#parts.early(taken.req, response, taken.started, taken.route);
+    else this.#parts.send(taken.req, taken.res, response, taken.started, taken.route);
+  }
 
   // Counts the connection's answers waiting; false (the connection closed) for a client that
   // sends request after request without reading the answers.
@@ -130,11 +180,8 @@ export class RequestHandler {
     }
     outstanding.set(socket, waiting);
     this.#parts.gate.busy(socket);
-    res.once('close', () => {
-      const left = (outstanding.get(socket) ?? 1) - 1;
-      outstanding.set(socket, left);
-      if (left === 0) this.#parts.gate.idle(socket);
-    });
+    // A response is closed once: sent whole, or its connection gone.
+    res.on('close', this.#answered);
     return true;
   }
 
@@ -146,7 +193,8 @@ export class RequestHandler {
     if (wanted === undefined || match === undefined) return false;
     const n = /^[0-9]{1,30}$/.test(String(wanted)) ? Number(wanted) : undefined;
     if (n === undefined) {
-      taken.answer(
+      this.#answer(
+        taken,
         problem(
           400,
           'bad_request',
@@ -156,11 +204,12 @@ export class RequestHandler {
       return true;
     }
     const { position, service } = this.#parts;
-    if (n <= position() || isChange(taken.head.method)) return false;
+    if (n <= position() || isChange(taken.request.method)) return false;
     reached(service, position, n).then((ok) => {
       if (ok) this.#dispatch(taken, match, maxBody);
       else
-        taken.answer(
+        this.#answer(
+          taken,
           problem(
             503,
             'catching_up',
@@ -173,43 +222,47 @@ export class RequestHandler {
   }
 
   #dispatch(taken: Taken, match: PathMatch | undefined, maxBody: number): void {
-    const { head } = taken;
-    const server = match === undefined ? undefined : routeFor(match, head.method)?.server;
-    if (server === 'stream' && head.method.toUpperCase() === 'GET') {
-      this.#stream(taken, match!);
+    const { request } = taken;
+    const server = match === undefined ? undefined : routeFor(match, request.method)?.server;
+    if (server === 'stream' && request.method.toUpperCase() === 'GET') {
+      this.#stream(taken);
       return;
     }
     const metrics = this.#parts.metrics;
     if (server === 'metrics' && metrics !== undefined && maxBody === 0) {
       metrics.render().then(
         (body) =>
-          taken.answer({ status: 200, headers: { 'content-type': metrics.contentType }, body }),
-        (e: unknown) => taken.answer(problem(500, 'internal_error', (e as Error).message)),
+          this.#answer(taken, {
+            status: 200,
+            headers: { 'content-type': metrics.contentType },
+            body,
+          }),
+        (e: unknown) => this.#answer(taken, problem(500, 'internal_error', (e as Error).message)),
       );
       return;
     }
     if (maxBody === 0) {
       // A read is answered at once from the state reads see; only a change waits its turn,
       // and a read of the log (the audit trail, the held blocks) takes its time.
-      if (isChange(head.method) || server === 'log')
-        this.#handle(taken, match, undefined, taken.answer);
-      else taken.answer(this.#parts.service.read({ ...head, match }));
+      if (isChange(request.method) || server === 'log')
+        this.#handle(taken, match, undefined, (r) => this.#answer(taken, r));
+      else this.#answer(taken, this.#parts.service.read(request));
       return;
     }
     this.#readBody(taken, match, maxBody);
   }
 
   // GET /events: the route's own answer carries the CORS headers a public route gets.
-  #stream(taken: Taken, match: PathMatch): void {
+  #stream(taken: Taken): void {
     const { service, streams, position, requestLog } = this.#parts;
     const cors: Record<string, string> = {};
-    for (const [name, value] of Object.entries(service.read({ ...taken.head, match }).headers))
+    for (const [name, value] of Object.entries(service.read(taken.request).headers))
       if (name.startsWith('access-control-') || name === 'vary') cors[name] = value;
     const refused = streams.open(taken.req, taken.res, {
       ...cors,
       'peg-limits-position': String(position()),
     });
-    if (refused !== undefined) taken.answer(refused);
+    if (refused !== undefined) this.#answer(taken, refused);
     else requestLog.logged(taken.req, 200, taken.started, taken.route);
   }
 
@@ -220,7 +273,14 @@ export class RequestHandler {
     done: (r: HttpResponse) => void,
   ): void {
     this.#parts.service
-      .handle({ ...taken.head, body, match, remote: taken.req.socket.remoteAddress })
+      .handle({
+        method: taken.request.method,
+        path: taken.request.path,
+        headers: taken.req.headers,
+        body,
+        match,
+        remote: taken.req.socket.remoteAddress,
+      })
       .then(done, (e: unknown) => done(problem(500, 'internal_error', (e as Error).message)));
   }
 
@@ -230,7 +290,8 @@ export class RequestHandler {
     const { req, res } = taken;
     const unavailable = this.#parts.storeUnavailable();
     if (unavailable !== undefined) {
-      taken.answer(
+      this.#answer(
+        taken,
         problem(
           503,
           'store_unavailable',
@@ -241,7 +302,7 @@ export class RequestHandler {
       return;
     }
     if (declaredTooLarge(req.headers, max)) {
-      taken.answer(payloadTooLarge(max));
+      this.#answer(taken, payloadTooLarge(max));
       return;
     }
     // Admitted: a client that asked (Expect: 100-continue) may now send its body.
