@@ -56,12 +56,18 @@ function measure() {
     console.error(`the compaction run made ${compaction.compactions} compactions, not 3 or more`);
     process.exit(1);
   }
-  core.rows.push({
-    label: `longest event-loop hold while ${compaction.compactions} compactions run (300k withdrawals; a time)`,
-    ratio: compaction.loopDelay,
-    bar: 250,
-    unit: 'ms',
-  });
+  // The times count after the start-up (the first 20,000 withdrawals, before any compaction).
+  const during = `while ${compaction.compactions} compactions run (300k withdrawals; a time)`;
+  core.rows.push(
+    {
+      label: `longest event-loop hold ${during}`,
+      ratio: compaction.loopDelay,
+      bar: 150,
+      unit: 'ms',
+    },
+    { label: `slowest read ${during}`, ratio: compaction.slowestRead, bar: 150, unit: 'ms' },
+    { label: `slowest write ${during}`, ratio: compaction.slowestWrite, bar: 300, unit: 'ms' },
+  );
   // The service beside its floors (bench/http-floor.mjs): 16 connections, interleaved
   // rounds, the median of the per-round ratios. A floor bar is a least value.
   const http = runJson(['bench/http-floor.mjs', '--json']);
@@ -74,7 +80,7 @@ function measure() {
   core.rows.push({
     label: 'GET /limits, 16 connections ÷ a bare server sending the same bytes',
     ratio: http.reads.ratio,
-    bar: 0.6,
+    bar: 0.7,
     least: true,
   });
   const [at200, at600] = mem.heap;
