@@ -6,9 +6,9 @@
  * log) or, else, the service (a read at once from the state reads see; a change, or a read
  * of the log, in its turn). Node-only.
  */
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
-import type { HandleOptions, HttpRequest, HttpResponse, Service } from 'peg-limits';
+import type { HandleOptions, HttpResponse, Service } from 'peg-limits';
 import {
   admitRequest,
   bodyCollector,
@@ -66,48 +66,17 @@ function hasBody(req: IncomingMessage): boolean {
   return req.headers['transfer-encoding'] !== undefined || length > 0;
 }
 
-// The names of the request headers the server itself reads before the handler.
-const BODY_HEADERS = ['content-length', 'transfer-encoding'];
-const MIN_POSITION = ['peg-limits-min-position'];
-
-// Whether the raw head names one of `wanted` (lower-case), compared by length first: a look at
-// node:http's list of names and values, so that a request that carries none of them (a
-// read) does not make node:http build its headers object.
-function names(raw: ReadonlyArray<string>, wanted: ReadonlyArray<string>): boolean {
-  for (let i = 0; i < raw.length; i += 2) {
-    const name = raw[i]!;
-    for (const w of wanted) if (name.length === w.length && name.toLowerCase() === w) return true;
-  }
-  return false;
-}
-
-/**
- * A request as the service sees it. Its headers are node:http's, read only when something
- * asks for them (an operator route, a list of CORS origins, a change's request id): node:http
- * builds the headers object on first use, and a read of the limits needs none.
- */
-class ServedRequest implements HttpRequest {
-  readonly method: string;
-  readonly path: string;
-  match: PathMatch | undefined = undefined;
-  readonly #req: IncomingMessage;
-
-  constructor(req: IncomingMessage) {
-    this.#req = req;
-    this.method = req.method ?? 'GET';
-    this.path = req.url ?? '/';
-  }
-
-  get headers(): IncomingMessage['headers'] {
-    return this.#req.headers;
-  }
-}
-
 /** One request as it goes through: its head, its route, how it is answered. */
 interface Taken {
   readonly req: IncomingMessage;
   readonly res: ServerResponse;
-  readonly request: ServedRequest;
+  /** What the service is handed: made once, its match set once admitted. */
+  readonly request: {
+    method: string;
+    path: string;
+    headers: IncomingHttpHeaders;
+    match?: PathMatch | undefined;
+  };
   readonly started: number;
   route: string;
   /** Whether its body may still come: an answer then goes straight to the socket (lingering). */
@@ -137,8 +106,12 @@ export class RequestHandler {
     // Timed only when someone reads the request lines.
     const started = requestLog.timed ? performance.now() : 0;
     if (!this.#track(req, res, limits)) return;
-    const request = new ServedRequest(req);
-    const raw = req.rawHeaders;
+    const request = {
+      method: req.method ?? 'GET',
+      path: req.url ?? '/',
+      headers: req.headers,
+      match: undefined as PathMatch | undefined,
+    };
     const taken: Taken = {
       req,
       res,
@@ -146,7 +119,7 @@ export class RequestHandler {
       started,
       route: 'none',
       // Any answer given before the body is read must linger.
-      unread: names(raw, BODY_HEADERS) && hasBody(req),
+      unread: hasBody(req),
     };
     const admitted = admitRequest(request, handleOptions);
     if (!admitted.ok) {
@@ -159,7 +132,7 @@ export class RequestHandler {
     const match = admitted.match;
     request.match = match;
     taken.route = match?.pattern ?? 'none';
-    if (names(raw, MIN_POSITION) && this.#waitForPosition(taken, match, admitted.maxBody)) return;
+    if (this.#waitForPosition(taken, match, admitted.maxBody)) return;
     this.#dispatch(taken, match, admitted.maxBody);
   };
 
@@ -274,9 +247,7 @@ export class RequestHandler {
   ): void {
     this.#parts.service
       .handle({
-        method: taken.request.method,
-        path: taken.request.path,
-        headers: taken.req.headers,
+        ...taken.request,
         body,
         match,
         remote: taken.req.socket.remoteAddress,
