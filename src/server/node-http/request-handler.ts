@@ -136,6 +136,7 @@ export class RequestHandler {
     this.#dispatch(taken, match, admitted.maxBody);
   };
 
+  // Answers the request: straight to the socket (lingering) while its body may still come.
   #answer(taken: Taken, response: HttpResponse): void {
     if (taken.unread) this.#parts.early(taken.req, response, taken.started, taken.route);
     else this.#parts.send(taken.req, taken.res, response, taken.started, taken.route);
