@@ -191,3 +191,44 @@ function brake(
     req.end(body);
   });
 }
+
+// A raw keep-alive connection that asks GET /limits and waits for each whole answer.
+async function keptAlive(url: string) {
+  const { hostname, port } = new URL(url);
+  const s = connect(Number(port), hostname);
+  s.on('error', () => undefined);
+  let received = '';
+  s.on('data', (c: Buffer) => (received += c.toString('latin1')));
+  const closed = new Promise<void>((resolve) => s.on('close', () => resolve()));
+  await new Promise<void>((resolve) => s.once('connect', () => resolve()));
+  let answered = 0;
+  return {
+    closed,
+    isClosed: () => s.destroyed,
+    /** Sends one request and waits for its whole answer (the limits' JSON body). */
+    async ask(): Promise<boolean> {
+      s.write('GET /limits HTTP/1.1\r\nHost: x\r\n\r\n');
+      answered++;
+      return eventually(
+        () => received.split('HTTP/1.1 200 ').length - 1 === answered && received.endsWith('}'),
+        5_000,
+      );
+    },
+  };
+}
+
+test('a kept-alive connection turns idle once its answer is sent, and at the cap the one idle longest is evicted', async () => {
+  const server = await serve(['--max-connections', '2']);
+  const first = await keptAlive(server.url);
+  expect(await first.ask()).toBe(true);
+  const second = await keptAlive(server.url);
+  expect(await second.ask()).toBe(true);
+  expect(await second.ask()).toBe(true);
+  // Both are idle since their last answer; the first has been idle the longer.
+  const third = await keptAlive(server.url);
+  expect(await third.ask()).toBe(true);
+  await first.closed;
+  expect(second.isClosed()).toBe(false);
+  // The second is still served on its connection.
+  expect(await second.ask()).toBe(true);
+});
