@@ -117,6 +117,7 @@ for (let height = 1; n < TOTAL; height++) {
   for (let i = 0; i < PER_BLOCK; i++, n++)
     body += `,{"type":"withdrawalRequested","id":"w${n}","account":"a${n % ACCOUNTS}","amount":1,"height":${height}}`;
   body += ']';
+  const at = Date.now();
   const t = performance.now();
   const r = await fetch(`${url}/admin/events`, {
     method: 'POST',
@@ -125,15 +126,17 @@ for (let height = 1; n < TOTAL; height++) {
   });
   await r.text();
   if (r.status !== 200) throw new Error(`write ${height}: ${r.status}`);
-  writes.push([n > WARM, performance.now() - t]);
+  writes.push([at, performance.now() - t]);
 }
 reader.send('stop');
 const allReads = await reads;
-// The run after the start-up, and the start-up apart.
-const readTimes = allReads.filter(([at]) => at >= warmAt).map(([, ms]) => ms);
-const startReads = allReads.filter(([at]) => at < warmAt).map(([, ms]) => ms);
-const writeTimes = writes.filter(([after]) => after).map(([, ms]) => ms);
-const startWrites = writes.filter(([after]) => !after).map(([, ms]) => ms);
+// The times of the run after the start-up, and those of the start-up, by when each began.
+const split = (timed) => [
+  timed.filter(([at]) => at >= warmAt).map(([, ms]) => ms),
+  timed.filter(([at]) => at < warmAt).map(([, ms]) => ms),
+];
+const [readTimes, startReads] = split(allReads);
+const [writeTimes, startWrites] = split(writes);
 const loopDelay = Math.max(0, ...holds.filter((h) => h.since >= warmAt).map((h) => h.ms));
 const startHold = Math.max(0, ...holds.filter((h) => h.since < warmAt).map((h) => h.ms));
 // Settled: once the last compaction is written and the server is idle.

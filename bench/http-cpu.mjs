@@ -6,12 +6,12 @@
 // its CPU time (user and system, from /proc) over the requests served is its cost per
 // request. A figure that does not depend on how the client and the servers share the
 // machine's cores, unlike a rate. Loopback only.
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import autocannon from 'autocannon';
 import { median } from './harness.mjs';
-import { headersOf, startChild } from './util.mjs';
+import { startChild, startFloor } from './util.mjs';
 
 const RATE = Number(process.env.HTTP_CPU_RATE ?? 8000);
 const ROUNDS = Number(process.env.HTTP_CPU_ROUNDS ?? 8);
@@ -37,13 +37,7 @@ async function perRequest({ url, child }) {
 
 try {
   const ours = await startChild(['peg-limits', tmp('http-cpu')], children);
-  const first = await fetch(`${ours.url}/limits`);
-  const file = join(tmp('http-cpu'), 'limits.json');
-  writeFileSync(
-    file,
-    JSON.stringify({ status: 200, headers: headersOf(first), body: await first.text() }),
-  );
-  const bare = await startChild(['floor', file], children);
+  const bare = await startFloor(await fetch(`${ours.url}/limits`), children);
   // Warm both (the JIT, the connections' first answers).
   for (const s of [ours, bare]) await autocannon({ url: `${s.url}/limits`, duration: 1 });
   const a = [];

@@ -7,12 +7,12 @@
 //     covers it (bench/serve-child.mjs sync-floor);
 //   - GET /limits ÷ a bare node:http server sending the same status, head and body.
 // With --json prints one JSON line of { writes, reads } (ratio, and each side's req/s).
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import autocannon from 'autocannon';
 import { encodeJson } from '../dist/index.js';
-import { admin, headersOf, pair, startChild, withdrawalRequests } from './util.mjs';
+import { admin, pair, startChild, startFloor, withdrawalRequests } from './util.mjs';
 
 const SECONDS = Number(process.env.HTTP_SECONDS ?? 3);
 const ROUNDS = Number(process.env.HTTP_ROUNDS ?? 5);
@@ -33,13 +33,7 @@ try {
   const writes =
     only === 'reads' ? undefined : await pair(write(ours), write(syncFloor), true, ROUNDS);
 
-  const first = await fetch(`${ours}/limits`);
-  const file = join(tmp('http'), 'limits.json');
-  writeFileSync(
-    file,
-    JSON.stringify({ status: 200, headers: headersOf(first), body: await first.text() }),
-  );
-  const bare = await start(['floor', file]);
+  const bare = (await startFloor(await fetch(`${ours}/limits`), children)).url;
   const read = (url) => cannon({ url: `${url}/limits` });
   const reads = only === 'writes' ? undefined : await pair(read(ours), read(bare), true, ROUNDS);
 

@@ -2,16 +2,16 @@
 // `npm run load`: load figures of the server on loopback, each beside its floor (a bare
 // node:http server answering the same bytes: status, headers and body). Bounded: a few seconds per run, 127.0.0.1 only.
 // Prints a Markdown table; with --readme writes it into docs/operating.md between the load markers.
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import autocannon from 'autocannon';
 import { encodeJson, generateThrottleSecret, hashThrottleSecret } from '../dist/index.js';
 import {
   admin as adminEvents,
-  headersOf,
   pair as pairRounds,
   startChild,
+  startFloor,
   withdrawalRequests,
   writeReadmeTable,
 } from './util.mjs';
@@ -38,11 +38,10 @@ try {
   const dir = mkdtempSync(join(tmpdir(), 'peg-limits-load-'));
   const ours = await start(['peg-limits', dir]);
   // --- GET /limits, the small default body ------------------------------------------------
-  const first = await fetch(`${ours}/limits`);
-  const small = await first.text();
-  const smallFile = join(dir, 'limits-small.json');
-  writeFileSync(smallFile, JSON.stringify({ status: 200, headers: headersOf(first), body: small }));
-  const smallFloor = await start(['floor', smallFile]);
+  const { url: smallFloor, body: small } = await startFloor(
+    await fetch(`${ours}/limits`),
+    children,
+  );
   rows.push([
     `GET /limits (${small.length}-byte body)`,
     await pair(
@@ -84,11 +83,7 @@ try {
       },
     ]);
   }
-  const big = await fetch(`${ours}/limits`);
-  const body = await big.text();
-  const bodyFile = join(dir, 'limits-body.json');
-  writeFileSync(bodyFile, JSON.stringify({ status: 200, headers: headersOf(big), body }));
-  const floor = await start(['floor', bodyFile]);
+  const { url: floor, body } = await startFloor(await fetch(`${ours}/limits`), children);
   const limits = await pair(
     () => cannon(`${ours}/limits`),
     () => cannon(`${floor}/limits`),
@@ -109,12 +104,7 @@ try {
     headers: { 'content-type': 'application/json' },
     body: wrong,
   });
-  const refusedFile = join(dir, 'refused-body.json');
-  writeFileSync(
-    refusedFile,
-    JSON.stringify({ status: 401, headers: headersOf(refused), body: await refused.text() }),
-  );
-  const floor401 = await start(['floor', refusedFile]);
+  const floor401 = (await startFloor(refused, children)).url;
   const post = { method: 'POST', headers: { 'content-type': 'application/json' }, body: wrong };
   const throttle = await pair(
     () => cannon(`${ours}/start_throttle`, post),

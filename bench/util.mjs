@@ -1,7 +1,9 @@
 // What the benchmark scripts share: starting a server child process, and writing a figures
 // table into README.md (or a page of docs/) between markers.
 import { spawn } from 'node:child_process';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { median } from './harness.mjs';
 
 /**
@@ -71,6 +73,20 @@ export function headersOf(response) {
     if (!['date', 'connection', 'keep-alive', 'content-length'].includes(name))
       headers[name] = value;
   return headers;
+}
+
+/**
+ * Starts the bare node:http server of `response` (bench/serve-child.mjs floor): every request
+ * answered with its status, head and body. Resolves like {@link startChild}, with the body.
+ */
+export async function startFloor(response, children) {
+  const body = await response.text();
+  const file = join(mkdtempSync(join(tmpdir(), 'peg-limits-floor-')), 'answer.json');
+  writeFileSync(
+    file,
+    JSON.stringify({ status: response.status, headers: headersOf(response), body }),
+  );
+  return { ...(await startChild(['floor', file], children)), body };
 }
 
 /**
