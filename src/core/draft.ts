@@ -106,6 +106,16 @@ export interface Generation {
    * instead of a map lookup. `undefined` for the youngest.
    */
   readonly filter: Uint32Array | undefined;
+  /** The hashes of the ids {@link filter} was built from; `undefined` for the youngest. */
+  readonly hashes: Uint32Array | undefined;
+  /**
+   * On the youngest only: a Bloom filter of the ids of every sealed generation, so that an
+   * id none of them holds (every new withdrawal) costs one bit test instead of one per
+   * sealed generation. Built at the end of the call that sealed the newest of them (until
+   * then `undefined`, and each is tested alone); a generation dropped since leaves its ids
+   * in it, which costs only false positives.
+   */
+  readonly older: Uint32Array | undefined;
 }
 
 /**

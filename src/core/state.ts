@@ -133,6 +133,8 @@ export function createLimitsState(options: LimitsOptions = {}): LimitsState {
         opened: null,
         sealed: null,
         filter: undefined,
+        hashes: undefined,
+        older: undefined,
       },
     ],
     books: emptyMap(),

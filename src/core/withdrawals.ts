@@ -8,7 +8,8 @@
  * They live in generations, youngest first: a generation takes the withdrawals requested
  * while it is the youngest, is sealed (with a Bloom filter of its ids) once it spans
  * 1/GENERATIONS of the history, and is dropped whole once everything in it has left the
- * history, so forgetting costs nothing per withdrawal. Inside one call, changes go through
+ * history, so forgetting costs nothing per withdrawal. The youngest also carries a filter
+ * of every sealed generation's ids, so a new id costs one bit test, not one per generation. Inside one call, changes go through
  * the draft's pending map and are written into the generations once, at the end.
  *
  * Why not one persistent map, with forgetting fed by the ring's per-block id lists? It
@@ -42,7 +43,7 @@ import { visitHeights } from './sum-tree.js';
 const GENERATIONS = 8;
 
 // A blocked Bloom filter: each id sets three bits in one 32-bit word, so a lookup costs one
-// memory load per sealed generation. The word comes from the low bits of the id's hash, the
+// memory load. The word comes from the low bits of the id's hash, the
 // three bits from other bits of a second hash. About 16 bits an id: ~1.5% false positives.
 function filterWord(hash: number, mask: number): number {
   return hash & mask;
@@ -51,10 +52,6 @@ function filterWord(hash: number, mask: number): number {
 function filterBits(hash: number): number {
   const h = Math.imul(hash ^ (hash >>> 16), 0x45d9f3b);
   return (1 << (h & 31)) | (1 << ((h >>> 5) & 31)) | (1 << ((h >>> 10) & 31));
-}
-
-function filterOf(gen: Generation): Uint32Array {
-  return filterOfHashes(mapKeysHashed(gen.map), gen.map.size);
 }
 
 function mapKeysHashed(map: PMap<Withdrawal>): Uint32Array {
@@ -66,16 +63,31 @@ function mapKeysHashed(map: PMap<Withdrawal>): Uint32Array {
   return out;
 }
 
-function filterOfHashes(hashes: ArrayLike<number>, n: number): Uint32Array {
+// A filter sized for `n` ids, holding the ids of each hash list.
+function filterOfHashes(lists: ReadonlyArray<Uint32Array>, n: number): Uint32Array {
   let words = 2;
   while (words * 32 < n * 16) words *= 2;
   const filter = new Uint32Array(words);
   const mask = words - 1;
-  for (let k = 0; k < n; k++) {
-    const h = hashes[k]!;
-    filter[filterWord(h, mask)]! |= filterBits(h);
+  for (const hashes of lists) {
+    for (let k = 0; k < hashes.length; k++) {
+      const h = hashes[k]!;
+      filter[filterWord(h, mask)]! |= filterBits(h);
+    }
   }
   return filter;
+}
+
+// The filter of every sealed generation's ids (see Generation.older).
+function olderFilterOf(gens: ReadonlyArray<Generation>): Uint32Array {
+  const lists: Uint32Array[] = [];
+  let n = 0;
+  for (let i = 1; i < gens.length; i++) {
+    const hashes = gens[i]!.hashes!;
+    lists.push(hashes);
+    n += hashes.length;
+  }
+  return filterOfHashes(lists, n);
 }
 
 function mayHold(filter: Uint32Array, hash: number): boolean {
@@ -102,12 +114,24 @@ export function findWithdrawal(d: Draft, id: string): Held | undefined {
     return p === REMOVED || p.height < oldest ? undefined : { withdrawal: p, home: undefined };
   }
   const gens = d.generations;
+  const young = gens[0]!;
+  // Hashed only when some map is looked in: a long batch holds its own in `pending`.
   let hash = -1;
-  for (let i = 0; i < gens.length; i++) {
+  if (young.map.size !== 0) {
+    hash = hashOf(id);
+    const w = mapGet(young.map, id, hash);
+    if (w !== undefined && w.height >= oldest)
+      return { withdrawal: w, home: young.opened ?? undefined };
+  }
+  if (young.older !== undefined) {
+    if (hash < 0) hash = hashOf(id);
+    if (!mayHold(young.older, hash)) return undefined;
+  }
+  for (let i = 1; i < gens.length; i++) {
     const gen = gens[i]!;
     if (gen.map.size === 0) continue;
     if (hash < 0) hash = hashOf(id);
-    if (gen.filter !== undefined && !mayHold(gen.filter, hash)) continue;
+    if (!mayHold(gen.filter!, hash)) continue;
     const w = mapGet(gen.map, id, hash);
     if (w !== undefined && w.height >= oldest)
       return { withdrawal: w, home: gen.opened ?? undefined };
@@ -223,7 +247,23 @@ export function withdrawalWalk(
  */
 export function flushWithdrawals(d: Draft): void {
   const pending = d.pending;
-  if (pending === undefined) return;
+  if (pending !== undefined) flushPending(d, pending);
+  // A generation sealed during this call: the youngest has no filter of the older ones yet.
+  const young = d.generations[0]!;
+  if (young.older === undefined && d.generations.length > 1) {
+    const gens = ownGens(d);
+    gens[0] = {
+      map: young.map,
+      opened: young.opened,
+      sealed: null,
+      filter: undefined,
+      hashes: undefined,
+      older: olderFilterOf(gens),
+    };
+  }
+}
+
+function flushPending(d: Draft, pending: NonNullable<Draft['pending']>): void {
   const gens = ownGens(d);
   const oldest = oldestRetained(d);
   const young = gens[0]!;
@@ -263,7 +303,14 @@ export function flushWithdrawals(d: Draft): void {
     }
   }
   if (youngMap !== young.map)
-    gens[0] = { map: youngMap, opened: young.opened, sealed: null, filter: undefined };
+    gens[0] = {
+      map: youngMap,
+      opened: young.opened,
+      sealed: null,
+      filter: undefined,
+      hashes: undefined,
+      older: young.older,
+    };
   // The generations that held changed withdrawals, then the ones this call sealed and
   // filled (never the same: those held nothing before this call).
   if (maps !== undefined) {
@@ -275,6 +322,8 @@ export function flushWithdrawals(d: Draft): void {
           opened: g.opened,
           sealed: g.sealed,
           filter: g.filter,
+          hashes: g.hashes,
+          older: undefined,
         };
     }
   }
@@ -282,11 +331,14 @@ export function flushWithdrawals(d: Draft): void {
     for (const t of freshTargets) {
       if (t.hashes.length === 0) continue;
       const g = gens[t.index]!;
+      const hashes = Uint32Array.from(t.hashes);
       gens[t.index] = {
         map: t.map,
         opened: g.opened,
         sealed: g.sealed,
-        filter: filterOfHashes(t.hashes, t.hashes.length),
+        filter: filterOfHashes([hashes], hashes.length),
+        hashes,
+        older: undefined,
       };
     }
   }
@@ -345,13 +397,35 @@ function rollGenerations(d: Draft, before: Height | null, after: Height): void {
   const span = Math.ceil(d.historyBlocks / GENERATIONS);
   if (young.opened === null || before === null) {
     const wasFresh = d.fresh?.has(young) === true;
-    ownGens(d)[0] = { map: young.map, opened: after, sealed: null, filter: undefined };
+    ownGens(d)[0] = {
+      map: young.map,
+      opened: after,
+      sealed: null,
+      filter: undefined,
+      hashes: undefined,
+      older: young.older,
+    };
     if (wasFresh) d.fresh!.add(d.generations[0]!);
   } else if (after - young.opened >= span) {
     const g = ownGens(d);
     const wasFresh = d.fresh?.has(young) === true;
-    g[0] = { map: young.map, opened: young.opened, sealed: before, filter: filterOf(young) };
-    g.unshift({ map: emptyMap(), opened: after, sealed: null, filter: undefined });
+    const hashes = mapKeysHashed(young.map);
+    g[0] = {
+      map: young.map,
+      opened: young.opened,
+      sealed: before,
+      filter: filterOfHashes([hashes], hashes.length),
+      hashes,
+      older: undefined,
+    };
+    g.unshift({
+      map: emptyMap(),
+      opened: after,
+      sealed: null,
+      filter: undefined,
+      hashes: undefined,
+      older: undefined,
+    });
     d.fresh ??= new Set();
     d.fresh.add(g[0]!);
     if (wasFresh) d.fresh.add(g[1]!);

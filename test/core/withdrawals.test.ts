@@ -70,6 +70,46 @@ describe('the withdrawal index', () => {
     }
   });
 
+  test('every withdrawal a sealed generation holds is found by id, through the filter of them all', () => {
+    const history = 64;
+    const events: LimitsEvent[] = [];
+    for (let b = 1; b <= 200; b++) {
+      events.push({ type: 'blockConnected', height: b });
+      for (let i = 0; i < 6; i++) events.push(withdraw(`a${i}`, 1n, b, `w${b}-${i}`));
+    }
+    // Half the blocks in one batch (which fills the generations it seals itself), the rest
+    // one call per block (each generation then sealed by a block alone).
+    const half = events.findIndex((e) => e.type === 'blockConnected' && e.height === 101);
+    let s = run(createLimitsState({ historyBlocks: history }), ...events.slice(0, half));
+    for (let from = half; from < events.length; from += 7)
+      s = run(s, ...events.slice(from, from + 7));
+    const [young, ...sealed] = s.generations;
+    expect(sealed.length).toBeGreaterThan(4);
+    expect(young!.older).toBeInstanceOf(Uint32Array);
+    const held = heldWithdrawals(s);
+    expect(held).toHaveLength(history * 6);
+    for (const w of held) {
+      // The same payload again changes nothing; another one is a duplicate.
+      expect(apply(s, withdraw(w.account, 1n, w.height, w.id))).toMatchObject({
+        ok: true,
+        state: s,
+      });
+      expect(apply(s, withdraw(w.account, 2n, w.height, w.id))).toMatchObject({
+        ok: false,
+        error: { code: 'duplicate_withdrawal' },
+      });
+    }
+    // A block that seals a generation, alone in its call, leaves the filter of the older
+    // ones built again, with the one it sealed in it.
+    let next = s;
+    for (let h = 201; next.generations.length === s.generations.length || h < 210; h++)
+      next = run(next, { type: 'blockConnected', height: h });
+    expect(next.generations[0]!.older).toBeInstanceOf(Uint32Array);
+    expect(next.generations[0]!.older).not.toBe(young!.older);
+    for (const w of heldWithdrawals(next))
+      expect(apply(next, withdraw(w.account, 2n, w.height, w.id)).ok).toBe(false);
+  });
+
   test('a long batch holds the same withdrawals as one batch per block, at every later block', () => {
     const history = 64;
     const events: LimitsEvent[] = [];
