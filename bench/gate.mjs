@@ -1,7 +1,7 @@
 #!/usr/bin/env node
-// The benchmark gate: runs the core cases (bench/core.mjs, in three processes), the memory
-// probe (bench/memory.mjs), the comparison with a floor that books only the global window
-// (bench/global-floor.mjs), each in a child process with --expose-gc, a compaction beside a
+// The benchmark gate: runs the core cases (bench/core.mjs) and the comparison with a floor
+// that books only the global window (bench/global-floor.mjs), each in three processes, the
+// memory probe (bench/memory.mjs), each in a child process with --expose-gc, a compaction beside a
 // stream of writes (bench/compaction.mjs) and the service beside bare node:http servers
 // (bench/http-floor.mjs), against the built package,
 // prints the table and fails when a bar is crossed. Timing on a shared machine is noisy,
@@ -20,25 +20,24 @@ function runJson(args) {
 
 const MIB = 1024 * 1024;
 
-// The core cases in three processes: each row's figure is the median of the three (a
+// A bench script in three processes: each row's figure is the median of the three (a
 // process's JIT and heap layout move a ratio more than its rounds do).
-function coreInThreeProcesses() {
-  const runs = [0, 1, 2].map(() => runJson(['--expose-gc', 'bench/core.mjs']));
+function inThreeProcesses(script) {
+  const runs = [0, 1, 2].map(() => runJson(['--expose-gc', script]));
   const [first] = runs;
   return {
     rows: first.rows.map((row, i) => ({
       ...row,
-      label: row.label,
       ratio: median(runs.map((r) => r.rows[i].ratio)),
     })),
-    notes: first.notes,
+    notes: first.notes ?? [],
   };
 }
 
 function measure() {
-  const core = coreInThreeProcesses();
+  const core = inThreeProcesses('bench/core.mjs');
   const mem = runJson(['--expose-gc', 'bench/memory.mjs', '200000,600000']);
-  core.rows.push(...runJson(['--expose-gc', 'bench/global-floor.mjs']).rows);
+  core.rows.push(...inThreeProcesses('bench/global-floor.mjs').rows);
   // A compaction beside a stream of writes (300,000 withdrawals, compactions every 50,000
   // events): the longest the server's event loop was held, measured inside it. The audit
   // archive once held it for over a second.
