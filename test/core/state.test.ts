@@ -1,4 +1,6 @@
+import { fc, test as fcTest } from '@fast-check/vitest';
 import { describe, expect, test } from 'vitest';
+import { isAccountName } from '../../src/core/limits.js';
 import { mapForEach, mapGet } from '../../src/core/pmap.js';
 import {
   apply,
@@ -14,6 +16,10 @@ import {
 import { at, expectError, heldWithdrawals, run, WINDOW_144, withdraw } from '../support/helpers.js';
 
 const available = (s: Parameters<typeof getLimits>[0]) => getLimits(s).availableToWithdraw;
+
+// The control characters an account name may not hold, as the rule is written.
+// biome-ignore lint/suspicious/noControlCharactersInRegex: matching control characters is the point
+const CONTROL = /[\u0000-\u001f\u007f-\u009f]/;
 
 describe('createLimitsState', () => {
   test('starts with no tip, nothing withdrawn, throttle off, every cap unset', () => {
@@ -164,7 +170,28 @@ describe('validation', () => {
     expect(
       apply(s, { type: 'accountLimitsSet', account: 'bc1q ünïcode ✓', limits: { pegCap: 1n } }).ok,
     ).toBe(true);
+    // Each edge of the control ranges (C0, DEL, C1), alone and inside a name.
+    for (const [code, control] of [
+      [0x00, true],
+      [0x1f, true],
+      [0x20, false],
+      [0x7e, false],
+      [0x7f, true],
+      [0x9f, true],
+      [0xa0, false],
+    ] as const) {
+      const c = String.fromCharCode(code);
+      for (const name of [c, `a${c}`, `${c}b`])
+        expect(isAccountName(name), `${code}`).toBe(!control);
+    }
   });
+  fcTest.prop([fc.string({ unit: 'binary', maxLength: 300 })], { numRuns: 2000 })(
+    'an account name is valid exactly when it is 1 to 256 UTF-16 units, none in U+0000–U+001F or U+007F–U+009F',
+    (name) => {
+      const rule = name.length >= 1 && name.length <= 256 && !CONTROL.test(name);
+      expect(isAccountName(name)).toBe(rule);
+    },
+  );
 });
 
 describe('events', () => {
