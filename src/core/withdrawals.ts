@@ -9,8 +9,9 @@
  * while it is the youngest, is sealed (with a Bloom filter of its ids) once it spans
  * 1/GENERATIONS of the history, and is dropped whole once everything in it has left the
  * history, so forgetting costs nothing per withdrawal. The youngest also carries a filter
- * of every sealed generation's ids, so a new id costs one bit test, not one per generation. Inside one call, changes go through
- * the draft's pending map and are written into the generations once, at the end.
+ * of every sealed generation's ids, so a new id costs one bit test, not one per
+ * generation. Inside one call, changes go through the draft's pending map and are written
+ * into the generations once, at the end.
  *
  * Why not one persistent map, with forgetting fed by the ring's per-block id lists? It
  * was built and measured (docs/design.md, "The withdrawal index"): it passes every bar but
@@ -43,8 +44,8 @@ import { visitHeights } from './sum-tree.js';
 const GENERATIONS = 8;
 
 // A blocked Bloom filter: each id sets three bits in one 32-bit word, so a lookup costs one
-// memory load. The word comes from the low bits of the id's hash, the
-// three bits from other bits of a second hash. About 16 bits an id: ~1.5% false positives.
+// memory load. The word comes from the low bits of the id's hash, the three bits from other
+// bits of a second hash. About 16 bits an id: ~1.5% false positives.
 function filterWord(hash: number, mask: number): number {
   return hash & mask;
 }
