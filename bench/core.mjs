@@ -32,7 +32,11 @@ import {
 const quick = process.argv.includes('--quick');
 const ROUNDS = quick ? 5 : 9;
 // The replay's rounds are long and its ratio the tightest: more of them steady the median.
-const REPLAY_ROUNDS = quick ? 5 : 15;
+// On a shared machine one round's ratio ranged 0.65–2.45× (four runs of twenty rounds), and
+// the gate's median of fifteen rounds in three processes 1.34–1.52× from run to run.
+const REPLAY_ROUNDS = quick ? 5 : 31;
+// One apply at 100k and at 1k: short runs near their bar.
+const APPLY_ROUNDS = quick ? 5 : 15;
 const rows = [];
 const notes = [];
 
@@ -69,7 +73,9 @@ function row(label, bar, times, a, b) {
       { name: 'applyAll', run: () => build(accounts, events), calls: 1 },
       { name: 'floor', run: () => floorOf(accounts, events), calls: 1 },
     ],
-    { rounds: REPLAY_ROUNDS, warmup: 2, collect: true },
+    // Five of warm-up, as for the global-window floor: V8 is still optimizing the library's
+    // longer path through the first four or five replays of a fresh process.
+    { rounds: REPLAY_ROUNDS, warmup: 5, collect: true },
   );
   // The answers are compared after the timing: one whole replay run outside the rounds
   // before them sent some processes into a slow mode for the whole run (1.6–1.8× instead of
@@ -236,8 +242,7 @@ function row(label, bar, times, a, b) {
       { name: '100k', run: one(large) },
       { name: '1k', run: one(small) },
     ],
-    // Short runs near their bar: more rounds steady the median.
-    { rounds: REPLAY_ROUNDS },
+    { rounds: APPLY_ROUNDS },
   );
   row('one apply(withdrawalRequested): 100k ÷ 1k held', 1.3, applyTimes, '100k', '1k');
   notes.push({

@@ -5,7 +5,8 @@
  * process of its own: a second floor class in the same process as the gated cases shifts
  * their ratios (the JIT specialises the floor for one and then the other). Prints one JSON
  * object: `{ rows: [{ label, ratio, bar }] }`. Both rows are gated: the replay at 1.8×, the
- * chain at 5×. The replay counts fifteen rounds after five of warm-up: V8 is still
+ * chain at 5×. The replay counts 31 rounds after five of warm-up (fifteen until one
+ * round's ratio was seen to range 0.65–2.45× on a shared machine): V8 is still
  * optimizing the library's longer code path through the first four or five runs of a fresh
  * process (58 functions in the first, then 6, 4, 1, 3, none after), and a median over nine
  * rounds after two of warm-up straddled that: 1.37–1.92× from run to run, 1.34–1.46× after.
@@ -16,7 +17,7 @@ import { applyEach, chainWorkload, HISTORY, limitsFor, MutableFloor, stream } fr
 
 const quick = process.argv.includes('--quick');
 const ROUNDS = quick ? 5 : 9;
-const REPLAY_ROUNDS = quick ? 7 : 15;
+const REPLAY_ROUNDS = quick ? 7 : 31;
 const REPLAY_WARMUP = 5;
 const accounts = 500;
 const rows = [];
