@@ -232,3 +232,26 @@ test('a kept-alive connection turns idle once its answer is sent, and at the cap
   // The second is still served on its connection.
   expect(await second.ask()).toBe(true);
 });
+
+test('a request whose body was read whole is answered on its connection, which stays open for the next', async () => {
+  const server = await serve([]);
+  const { hostname, port } = new URL(server.url);
+  const s = connect(Number(port), hostname);
+  s.on('error', () => undefined);
+  let received = '';
+  s.on('data', (c: Buffer) => (received += c.toString('latin1')));
+  await new Promise<void>((resolve) => s.once('connect', () => resolve()));
+  const body = JSON.stringify({ name: 'nobody', secret: 'x'.repeat(32) });
+  const answers = () => received.split('HTTP/1.1 401 ').length - 1;
+  for (let n = 1; n <= 3; n++) {
+    s.write(
+      `POST /start_throttle HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`,
+    );
+    // Answered once the body is read (an unknown key), the way every answer goes: not the
+    // early answer's lingering close.
+    expect(await eventually(() => answers() === n && received.endsWith('}'), 5_000)).toBe(true);
+    expect(received).not.toMatch(/connection: close/i);
+    expect(s.destroyed).toBe(false);
+  }
+  s.destroy();
+});
