@@ -67,7 +67,7 @@ export function withdrawalRequests(amount) {
 }
 
 /** The head of an answer as a bare server must send it: what node:http adds itself left out. */
-export function headersOf(response) {
+function headersOf(response) {
   const headers = {};
   for (const [name, value] of response.headers)
     if (!['date', 'connection', 'keep-alive', 'content-length'].includes(name))

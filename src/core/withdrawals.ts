@@ -247,24 +247,28 @@ export function withdrawalWalk(
  * they live, unless a re-reported one is now above what its generation may hold.
  */
 export function flushWithdrawals(d: Draft): void {
-  const pending = d.pending;
-  if (pending !== undefined) flushPending(d, pending);
-  // A generation sealed during this call: the youngest has no filter of the older ones yet.
   const young = d.generations[0]!;
-  if (young.older === undefined && d.generations.length > 1) {
-    const gens = ownGens(d);
-    gens[0] = {
-      map: young.map,
+  const map = d.pending === undefined ? young.map : flushPending(d, d.pending);
+  // A generation sealed during this call: the youngest has no filter of the older ones yet
+  // (built after the sealed ones this call filled have their hashes).
+  const older =
+    young.older === undefined && d.generations.length > 1
+      ? olderFilterOf(d.generations)
+      : young.older;
+  if (map !== young.map || older !== young.older)
+    ownGens(d)[0] = {
+      map,
       opened: young.opened,
       sealed: null,
       filter: undefined,
       hashes: undefined,
-      older: olderFilterOf(gens),
+      older,
     };
-  }
 }
 
-function flushPending(d: Draft, pending: NonNullable<Draft['pending']>): void {
+// Writes the pending withdrawals into the sealed generations they belong to; returns the
+// youngest's map with the rest in it (the caller puts it in place).
+function flushPending(d: Draft, pending: NonNullable<Draft['pending']>): PMap<Withdrawal> {
   const gens = ownGens(d);
   const oldest = oldestRetained(d);
   const young = gens[0]!;
@@ -303,15 +307,6 @@ function flushPending(d: Draft, pending: NonNullable<Draft['pending']>): void {
       youngMap = mapSet(youngMap, id, w, d.owner, hash);
     }
   }
-  if (youngMap !== young.map)
-    gens[0] = {
-      map: youngMap,
-      opened: young.opened,
-      sealed: null,
-      filter: undefined,
-      hashes: undefined,
-      older: young.older,
-    };
   // The generations that held changed withdrawals, then the ones this call sealed and
   // filled (never the same: those held nothing before this call).
   if (maps !== undefined) {
@@ -343,6 +338,7 @@ function flushPending(d: Draft, pending: NonNullable<Draft['pending']>): void {
       };
     }
   }
+  return youngMap;
 }
 
 interface FreshTarget {

@@ -79,8 +79,10 @@ interface Taken {
   };
   readonly started: number;
   route: string;
+  /** The largest body its route takes (0: none), set once admitted. */
+  maxBody: number;
   /** Whether its body may still come: an answer then goes straight to the socket (lingering). */
-  readonly unread: boolean;
+  unread: boolean;
 }
 
 /** Takes the requests of one server. */
@@ -118,6 +120,7 @@ export class RequestHandler {
       request,
       started,
       route: 'none',
+      maxBody: 0,
       // Any answer given before the body is read must linger.
       unread: hasBody(req),
     };
@@ -128,12 +131,12 @@ export class RequestHandler {
       this.#answer(taken, admitted.response);
       return;
     }
+    request.match = admitted.match;
+    taken.maxBody = admitted.maxBody;
     // The metrics' route label: the pattern, never the raw path.
-    const match = admitted.match;
-    request.match = match;
-    taken.route = match?.pattern ?? 'none';
-    if (this.#waitForPosition(taken, match, admitted.maxBody)) return;
-    this.#dispatch(taken, match, admitted.maxBody);
+    taken.route = admitted.match?.pattern ?? 'none';
+    if (this.#waitForPosition(taken)) return;
+    this.#dispatch(taken);
   };
 
   // Answers the request: straight to the socket (lingering) while its body may still come.
@@ -162,9 +165,9 @@ export class RequestHandler {
   // Read your writes (docs/replicas.md): a read that names a log position is answered once
   // this replica shows it, or after MIN_POSITION_WAIT_MS with 503 catching_up. A change
   // needs no wait: it is computed on the newest state of the log. True when it took over.
-  #waitForPosition(taken: Taken, match: PathMatch | undefined, maxBody: number): boolean {
+  #waitForPosition(taken: Taken): boolean {
     const wanted = taken.req.headers['peg-limits-min-position'];
-    if (wanted === undefined || match === undefined) return false;
+    if (wanted === undefined || taken.request.match === undefined) return false;
     const n = /^[0-9]{1,30}$/.test(String(wanted)) ? Number(wanted) : undefined;
     if (n === undefined) {
       this.#answer(
@@ -180,7 +183,7 @@ export class RequestHandler {
     const { position, service } = this.#parts;
     if (n <= position() || isChange(taken.request.method)) return false;
     reached(service, position, n).then((ok) => {
-      if (ok) this.#dispatch(taken, match, maxBody);
+      if (ok) this.#dispatch(taken);
       else
         this.#answer(
           taken,
@@ -195,8 +198,9 @@ export class RequestHandler {
     return true;
   }
 
-  #dispatch(taken: Taken, match: PathMatch | undefined, maxBody: number): void {
-    const { request } = taken;
+  #dispatch(taken: Taken): void {
+    const { request, maxBody } = taken;
+    const match = request.match;
     const server = match === undefined ? undefined : routeFor(match, request.method)?.server;
     if (server === 'stream' && request.method.toUpperCase() === 'GET') {
       this.#stream(taken);
@@ -218,12 +222,11 @@ export class RequestHandler {
     if (maxBody === 0) {
       // A read is answered at once from the state reads see; only a change waits its turn,
       // and a read of the log (the audit trail, the held blocks) takes its time.
-      if (isChange(request.method) || server === 'log')
-        this.#handle(taken, match, undefined, (r) => this.#answer(taken, r));
+      if (isChange(request.method) || server === 'log') this.#handle(taken, undefined);
       else this.#answer(taken, this.#parts.service.read(request));
       return;
     }
-    this.#readBody(taken, match, maxBody);
+    this.#readBody(taken);
   }
 
   // GET /events: the route's own answer carries the CORS headers a public route gets.
@@ -240,26 +243,20 @@ export class RequestHandler {
     else requestLog.logged(taken.req, 200, taken.started, taken.route);
   }
 
-  #handle(
-    taken: Taken,
-    match: PathMatch | undefined,
-    body: Uint8Array | undefined,
-    done: (r: HttpResponse) => void,
-  ): void {
+  // The service's answer, in its turn.
+  #handle(taken: Taken, body: Uint8Array | undefined): void {
     this.#parts.service
-      .handle({
-        ...taken.request,
-        body,
-        match,
-        remote: taken.req.socket.remoteAddress,
-      })
-      .then(done, (e: unknown) => done(problem(500, 'internal_error', (e as Error).message)));
+      .handle({ ...taken.request, body, remote: taken.req.socket.remoteAddress })
+      .then(
+        (r) => this.#answer(taken, r),
+        (e: unknown) => this.#answer(taken, problem(500, 'internal_error', (e as Error).message)),
+      );
   }
 
   // A request with a body: refused before it when the log takes no writes or it says it is
   // too large; read no further than the route takes (past it, 413 at once).
-  #readBody(taken: Taken, match: PathMatch | undefined, max: number): void {
-    const { req, res } = taken;
+  #readBody(taken: Taken): void {
+    const { req, res, maxBody: max } = taken;
     const unavailable = this.#parts.storeUnavailable();
     if (unavailable !== undefined) {
       this.#answer(
@@ -286,10 +283,11 @@ export class RequestHandler {
       req.off('end', onEnd);
       this.#parts.early(req, payloadTooLarge(max), taken.started, taken.route);
     };
-    const onEnd = () =>
-      this.#handle(taken, match, body.bytes(), (r) =>
-        this.#parts.send(req, res, r, taken.started, taken.route),
-      );
+    const onEnd = () => {
+      // Read whole: the answer goes the usual way.
+      taken.unread = false;
+      this.#handle(taken, body.bytes());
+    };
     req.on('data', onData);
     req.once('end', onEnd);
   }
