@@ -3,9 +3,10 @@
  * retained history as of a block, read from the node's RPC, and what the observer's block
  * handling needs around it. Node-only.
  */
-import type { HttpResponse, LimitsEvent } from 'peg-limits';
+import { type HttpResponse, type LimitsEvent, windowOf } from 'peg-limits';
 import type { RegistryRequest, RememberedBlock } from '../../internal.js';
-import { NodeAnswerError } from '../../internal.js';
+import { NodeAnswerError, startBatch } from '../../internal.js';
+import type { FeedCore } from './feed-parts.js';
 import type { StacksRpc } from './rpc-client.js';
 
 /** The token contract next to a registry (`ADDRESS.sbtc-token`). */
@@ -32,7 +33,7 @@ const STRIDE = 16n;
  * height `tipBurnHeight`, an id missing below the last) is refused: it is an answer for
  * another block.
  */
-export async function readNodeState(
+async function readNodeState(
   rpc: StacksRpc,
   at: { readonly tip: string; readonly from: number; readonly tipBurnHeight: number },
 ): Promise<{ requests: RegistryRequest[]; supply: bigint }> {
@@ -95,4 +96,99 @@ export function mergeStart(
       !(connected !== undefined && e.type === 'blockConnected' && e.height === connected.height),
   );
   return [...prefix, ...rest];
+}
+
+/**
+ * The feed's start from the node's state: at a first block, or after a gap, with the RPC;
+ * without it, the history declared complete only from the next burn height.
+ */
+export class NodeStart {
+  readonly #core: FeedCore;
+  // When the last try to start from the node's state failed (0: none failed).
+  #failedAt = 0;
+
+  constructor(core: FeedCore) {
+    this.#core = core;
+  }
+
+  // Whether some heights of the retained history were never reported (a late start).
+  historyIncomplete(): boolean {
+    const s = this.#core.service.state;
+    if (s.completeFrom === null) return false;
+    const tip = windowOf(s)?.tip ?? null;
+    return tip === null || s.completeFrom > Math.max(0, tip - s.historyBlocks + 1);
+  }
+
+  // Blocks before this one were never seen: the history is complete from the next burn
+  // height only (others at this one may have come before).
+  lateStart(block: RememberedBlock, first: boolean): LimitsEvent[] {
+    const tip = windowOf(this.#core.service.state)?.tip ?? null;
+    if (this.#core.options.rpc === undefined)
+      this.#core.warn(
+        `stacks observer: block ${block.hash} ${first ? 'is the first one seen' : 'follows a gap'}, and without --stacks-rpc what came before it is unknown: the window is incomplete (no room reported, withdrawals refused) until it holds only burn heights from ${block.burnHeight + 1}`,
+      );
+    return [
+      ...(tip === null || block.burnHeight > tip
+        ? [{ type: 'blockConnected', height: block.burnHeight } as const]
+        : []),
+      { type: 'historyCompleteFrom', height: block.burnHeight + 1 },
+    ];
+  }
+
+  // Starts the limits from the node's state as of the block before `block` (its parent), one
+  // batch on the trail; the supply as of the parent, or undefined when it failed (then the
+  // history stays incomplete, and a later block tries again, no sooner than the retry time).
+  // `confirmed`: the node confirmed a jump past the chain bounds, which the batch passes.
+  async fromNode(
+    block: RememberedBlock,
+    parentBurnHeight: number,
+    remote: string | undefined,
+    confirmed: boolean,
+  ): Promise<{ supply: bigint } | { response: HttpResponse } | undefined> {
+    const rpc = this.#core.options.rpc;
+    if (rpc === undefined) return undefined;
+    const retry = this.#core.options.startRetryMs ?? 10_000;
+    if (!confirmed && this.#failedAt !== 0 && Date.now() - this.#failedAt < retry) return undefined;
+    const began = Date.now();
+    const callsBefore = rpc.calls;
+    let read: { requests: RegistryRequest[]; supply: bigint };
+    try {
+      read = await readNodeState(rpc, {
+        tip: block.parent,
+        from: Math.max(0, block.burnHeight - this.#core.service.state.historyBlocks + 1),
+        tipBurnHeight: parentBurnHeight,
+      });
+    } catch (e) {
+      this.#failedAt = Date.now();
+      this.#core.warn(
+        `stacks observer: could not start from the node's state as of block ${block.parent} (${(e as Error).message}); the window stays incomplete (no room reported, withdrawals refused) until a start succeeds, tried again at a later block`,
+      );
+      return undefined;
+    }
+    this.#failedAt = 0;
+    const readMs = Date.now() - began;
+    const events = startBatch({
+      tip: windowOf(this.#core.service.state)?.tip ?? null,
+      burnHeight: block.burnHeight,
+      historyBlocks: this.#core.service.state.historyBlocks,
+      requests: read.requests,
+      supply: read.supply,
+    });
+    const confirmedToken = this.#core.credentials.confirmedToken;
+    const response =
+      confirmed && confirmedToken !== undefined
+        ? await this.#core.apply(
+            events,
+            `stacks-start:${block.parent}`,
+            remote,
+            `Bearer ${confirmedToken}`,
+            true,
+          )
+        : await this.#core.apply(events, `stacks-start:${block.parent}`, remote);
+    if (response.status !== 200) return { response };
+    this.#core.tell.logLine?.(
+      `stacks observer: started from the node's state as of block ${block.parent} (burn height ${block.burnHeight}): ${read.requests.length} withdrawal request(s) in the history, supply ${read.supply}, ${rpc.calls - callsBefore} RPC calls in ${readMs} ms, applied in ${Date.now() - began - readMs} ms`,
+    );
+    return { supply: read.supply };
+  }
 }

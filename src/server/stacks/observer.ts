@@ -25,7 +25,8 @@ import {
 import { type DecodeClarity, problem } from '../../internal.js';
 import { loadPeer } from '../ops/index.js';
 import type { BlockMemoryStore } from './block-memory.js';
-import { BlockFeed, type FeedTell, type HeldOp } from './feed.js';
+import { BlockFeed } from './feed.js';
+import type { FeedTell, HeldOp } from './feed-parts.js';
 import { ok } from './node-start.js';
 import type { ClarityCodec, StacksRpc } from './rpc-client.js';
 

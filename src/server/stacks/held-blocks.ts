@@ -1,0 +1,214 @@
+/**
+ * The blocks the Stacks feed holds: a block the chain bounds refuse is kept durably with
+ * every block after it, in order, and the tip does not move until an operator holding chain
+ * and limits releases them (they apply in order) or drops the first. A jump the node itself
+ * confirms is no forgery: the state is read again from the node, and nothing is held.
+ * Node-only.
+ */
+import { type HttpResponse, windowOf } from 'peg-limits';
+import {
+  type BlockMemory,
+  type HeldBlock,
+  payloadToKeep,
+  problem,
+  type RememberedBlock,
+} from '../../internal.js';
+import type { Block, FeedCore } from './feed-parts.js';
+import { isBoundRefusal, type NodeStart, ok, parentBurnOf } from './node-start.js';
+
+/** The held blocks of one feed, and how many this process last saw. */
+export class HeldBlocks {
+  readonly #core: FeedCore;
+  readonly #start: NodeStart;
+  readonly #token: string;
+  #count = 0;
+
+  constructor(core: FeedCore, start: NodeStart, token: string) {
+    this.#core = core;
+    this.#start = start;
+    this.#token = token;
+  }
+
+  /** Blocks held as last seen by this process (`peg_limits_observer_held_blocks`). */
+  get count(): number {
+    return this.#count;
+  }
+
+  /** What is remembered was read: it says how many are held. */
+  saw(memory: BlockMemory): void {
+    this.#count = memory.held?.length ?? 0;
+  }
+
+  // The chain bounds refused the block's batch. A jump the node itself confirms (its burn
+  // height at or past the block's, the block known to it) is no forgery: the state is read
+  // again from the node as at a start, and the block applied on it. Anything else is held.
+  async refusedByBounds(
+    memory: BlockMemory,
+    observed: Block,
+    body: unknown,
+    refusal: HttpResponse,
+    remote: string | undefined,
+  ): Promise<HttpResponse> {
+    const reason =
+      (JSON.parse(refusal.body) as { detail?: string }).detail ?? 'past the chain bounds';
+    if (await this.#confirmedByNode(observed.block)) {
+      const started = await this.#start.fromNode(
+        observed.block,
+        parentBurnOf(body, observed.block),
+        remote,
+        true,
+      );
+      if (started !== undefined && !('response' in started)) {
+        const again = this.#core.observe({ ...memory, blocks: [], head: '' }, body, started.supply);
+        if (again.kind === 'block') {
+          const prepared = await this.#core.prepare(again);
+          const response = await this.#core.apply(
+            prepared.events,
+            `stacks-block:${prepared.block.hash}`,
+            remote,
+          );
+          if (response.status === 200) {
+            await this.#core.options.memory.save(prepared.memory);
+            this.#core.tell.logLine?.(
+              `stacks observer: block ${prepared.block.hash} jumps past the chain bounds (${reason}); the node confirms it, so the state was read again from the node`,
+            );
+            return ok({ ok: true, confirmed: true });
+          }
+          if (!isBoundRefusal(response)) return response;
+        }
+      }
+    }
+    const held: HeldBlock = {
+      hash: observed.block.hash,
+      height: observed.block.height,
+      burnHeight: observed.block.burnHeight,
+      reason,
+      at: new Date().toISOString(),
+      payload: payloadToKeep(body, this.#core.options.registry, this.#token),
+    };
+    await this.#core.options.memory.save({ ...memory, held: [held] });
+    this.#count = 1;
+    this.#core.warn(
+      `stacks observer: block ${held.hash} (burn height ${held.burnHeight}) is held: ${reason}. Nothing moves until an operator holding chain and limits releases it (POST /admin/held/release) or drops it (DELETE /admin/held); the blocks after it are held too`,
+    );
+    this.#core.tell.notify?.({
+      type: 'blocksHeld',
+      block: held.hash,
+      burnHeight: held.burnHeight,
+      reason,
+    });
+    return ok({ ok: true, held: true });
+  }
+
+  async #confirmedByNode(block: RememberedBlock): Promise<boolean> {
+    const rpc = this.#core.options.rpc;
+    if (rpc === undefined || this.#core.credentials.confirmedToken === undefined) return false;
+    try {
+      const info = await rpc.info();
+      if (info.burnBlockHeight < block.burnHeight) return false;
+      // The node knows the block: it answers as of it.
+      await rpc.totalSupply(block.hash);
+      return true;
+    } catch (e) {
+      this.#core.warn(
+        `stacks observer: the node did not confirm block ${block.hash}: ${(e as Error).message}`,
+      );
+      return false;
+    }
+  }
+
+  // While blocks are held, every block after them is held too, in order.
+  async holdToo(memory: BlockMemory, block: RememberedBlock, body: unknown): Promise<HttpResponse> {
+    const held = memory.held ?? [];
+    if (held.some((h) => h.hash === block.hash)) return ok({ ok: true, known: true, held: true });
+    const next: HeldBlock = {
+      hash: block.hash,
+      height: block.height,
+      burnHeight: block.burnHeight,
+      reason: `held after block ${held[0]?.hash}`,
+      at: new Date().toISOString(),
+      payload: payloadToKeep(body, this.#core.options.registry, this.#token),
+    };
+    await this.#core.options.memory.save({ ...memory, held: [...held, next] });
+    this.#count = held.length + 1;
+    this.#core.warn(
+      `stacks observer: block ${block.hash} (burn height ${block.burnHeight}) is held behind ${held.length} held block(s)`,
+    );
+    return ok({ ok: true, held: true });
+  }
+
+  async list(): Promise<HttpResponse> {
+    const memory = await this.#core.options.memory.load();
+    this.#count = memory.held?.length ?? 0;
+    const blocks = (memory.held ?? []).map(({ payload: _p, ...h }) => h);
+    return {
+      status: 200,
+      headers: { 'content-type': 'application/json', 'cache-control': 'no-store' },
+      body: JSON.stringify({ blocks }),
+    };
+  }
+
+  // Drops the first held block (the one the bounds refused: a forgery, say); the blocks
+  // held behind it are then taken in order as if just posted: applied, or held again.
+  async drop(by: string): Promise<HttpResponse> {
+    const memory = await this.#core.options.memory.load();
+    const [first, ...rest] = memory.held ?? [];
+    if (first === undefined) return ok({ dropped: 0, applied: 0, held: 0 });
+    await this.#core.options.memory.save({ ...memory, held: [] });
+    this.#count = 0;
+    this.#core.warn(
+      `stacks observer: ${by} dropped the held block ${first.hash} (burn height ${first.burnHeight}); ${rest.length} block(s) held behind it are taken again`,
+    );
+    this.#core.tell.notify?.({ type: 'heldBlockDropped', by, block: first.hash });
+    let applied = 0;
+    for (const h of rest) {
+      const response = await this.#core.takeNow(h.payload);
+      if (response.status !== 200) break;
+      if (!(JSON.parse(response.body) as { held?: boolean }).held) applied++;
+    }
+    return ok({ dropped: 1, applied, held: this.#count });
+  }
+
+  // The held blocks apply in order, each as a batch of the releasing operator with the
+  // override (so the trail names who let them through); one that fails stops the release.
+  async release(by: string, authorization: string): Promise<HttpResponse> {
+    let memory = await this.#core.options.memory.load();
+    let held = [...(memory.held ?? [])];
+    let released = 0;
+    while (held.length > 0) {
+      const h = held[0]!;
+      const rest = held.slice(1);
+      const observed = this.#core.observe({ ...memory, held: [] }, h.payload, undefined);
+      if (observed.kind === 'block') {
+        const prepared = await this.#core.prepare(observed);
+        if (prepared.events.length > 0) {
+          const response = await this.#core.apply(
+            prepared.events,
+            `stacks-release:${h.hash}`,
+            undefined,
+            authorization,
+            true,
+          );
+          if (response.status !== 200) {
+            this.#count = held.length;
+            return response.status === 403 || response.status === 401
+              ? response
+              : problem(
+                  response.status,
+                  'release_stopped',
+                  `block ${h.hash} did not apply (${released} released before it): ${(JSON.parse(response.body) as { detail?: string }).detail ?? response.status}`,
+                );
+          }
+        }
+        memory = { ...prepared.memory, held: rest };
+      } else memory = { ...memory, held: rest };
+      await this.#core.options.memory.save(memory);
+      held = rest;
+      released++;
+    }
+    this.#count = 0;
+    this.#core.tell.logLine?.(`stacks observer: ${by} released ${released} held block(s)`);
+    this.#core.tell.notify?.({ type: 'heldBlocksReleased', by, blocks: released });
+    return ok({ released, tip: windowOf(this.#core.service.state)?.tip ?? null });
+  }
+}
