@@ -122,4 +122,5 @@ export {
   type Refresh,
   type Service,
   type ServiceOptions,
+  type StacksFeed,
 } from './http/service.js';

@@ -64,53 +64,88 @@ export function eventsRoute(
   if (!body.ok) return unchanged(state, body.response);
   const decoded = eventsFromJson(body.value);
   if (!decoded.ok) return unchanged(state, fromError(400, decoded.error));
-  const events = decoded.events;
-  const caller = operator!;
+  return operatorBatch(state, decoded.events, request, options, operator!).result;
+}
+
+/**
+ * What became of an operator's batch: `applied` (200, the Limits after it), `waiting` (202,
+ * the pending change a loosening became) or `refused` (its problem; nothing applied).
+ */
+export interface BatchOutcome {
+  readonly outcome: 'applied' | 'waiting' | 'refused';
+  readonly result: HandleResult;
+  /** Why the state refused the batch, when it did (not a rule of the operators). */
+  readonly error?: LimitsError | undefined;
+}
+
+/**
+ * One batch of an operator, under every operator rule: the scope of each event, the chain
+ * bounds (unless the request carries `Peg-Limits-Override: chain-bounds` from an operator
+ * holding chain and limits), a loosening that waits, and the operator as the actor the
+ * trail records. Every route that writes for an operator (`POST /admin/events`, Emily's
+ * private paths) goes through it.
+ */
+export function operatorBatch(
+  state: LimitsState,
+  events: ReadonlyArray<LimitsEvent>,
+  request: HttpRequest,
+  options: HandleOptions,
+  caller: Operator,
+): BatchOutcome {
+  const refusal = (result: HandleResult): BatchOutcome => ({ outcome: 'refused', result });
   // Scopes first: nothing about a batch is told to an operator who may not send it.
   for (const [i, event] of events.entries()) {
     if (SERVICE_EVENTS.has(event.type))
-      return unchanged(
-        state,
-        problem(
-          400,
-          'invalid_event',
-          `event ${i}: ${event.type} is written by the service: send the batch itself (a loosening waits on its own), and approve or cancel a pending change at /admin/changes/{id}`,
-          { path: `[${i}].type` },
+      return refusal(
+        unchanged(
+          state,
+          problem(
+            400,
+            'invalid_event',
+            `event ${i}: ${event.type} is written by the service: send the batch itself (a loosening waits on its own), and approve or cancel a pending change at /admin/changes/{id}`,
+            { path: `[${i}].type` },
+          ),
         ),
       );
     const scope = scopeOf(event.type);
     if (scope !== undefined && !caller.scopes.includes(scope))
-      return unchanged(
-        state,
-        denied(
-          `event ${i} (${event.type}) needs the ${scope} scope; the operator ${JSON.stringify(caller.name)} holds ${caller.scopes.join(', ')}; nothing was applied`,
-          `[${i}]`,
+      return refusal(
+        unchanged(
+          state,
+          denied(
+            `event ${i} (${event.type}) needs the ${scope} scope; the operator ${JSON.stringify(caller.name)} holds ${caller.scopes.join(', ')}; nothing was applied`,
+            `[${i}]`,
+          ),
         ),
       );
   }
   const override = header(request, 'peg-limits-override');
   if (override !== undefined) {
     if (override.trim().toLowerCase() !== OVERRIDE)
-      return unchanged(
-        state,
-        problem(
-          400,
-          'bad_request',
-          `Peg-Limits-Override takes "${OVERRIDE}", got ${JSON.stringify(override.slice(0, 40))}`,
+      return refusal(
+        unchanged(
+          state,
+          problem(
+            400,
+            'bad_request',
+            `Peg-Limits-Override takes "${OVERRIDE}", got ${JSON.stringify(override.slice(0, 40))}`,
+          ),
         ),
       );
     if (!holds(caller, ['chain', 'limits']))
-      return unchanged(
-        state,
-        denied(
-          `Peg-Limits-Override: ${OVERRIDE} needs both the chain and the limits scopes; the operator ${JSON.stringify(caller.name)} holds ${caller.scopes.join(', ')}`,
+      return refusal(
+        unchanged(
+          state,
+          denied(
+            `Peg-Limits-Override: ${OVERRIDE} needs both the chain and the limits scopes; the operator ${JSON.stringify(caller.name)} holds ${caller.scopes.join(', ')}`,
+          ),
         ),
       );
   } else {
     const bounded = checkChainBounds(state, events, options.chainBounds);
     if (!bounded.ok) {
       const e = bounded.error;
-      return {
+      return refusal({
         ...unchanged(
           state,
           problem(
@@ -127,18 +162,27 @@ export function eventsRoute(
           path: e.path,
           detail: located(e),
         },
-      };
+      });
     }
   }
   const r = applyAll(state, events);
-  if (!r.ok) return refused(state, r.error);
-  if (r.state === state) return { state, response: limitsResponse(state), events: [] };
+  if (!r.ok) return { outcome: 'refused', result: refused(state, r.error), error: r.error };
+  if (r.state === state)
+    return { outcome: 'applied', result: { state, response: limitsResponse(state), events: [] } };
   const policy = options.loosening ?? NO_WAITING;
   if (looseningWaits(policy)) {
     const proposal = waitingChange(state, r.state, events, caller, policy);
     if (proposal !== undefined) return proposal;
   }
-  return { state: r.state, response: limitsResponse(r.state), events, actor: actorOf(caller) };
+  return {
+    outcome: 'applied',
+    result: {
+      state: r.state,
+      response: limitsResponse(r.state),
+      events,
+      actor: actorOf(caller),
+    },
+  };
 }
 
 // A batch that loosens the limits, made a pending change (202), or undefined when it does
@@ -150,7 +194,7 @@ function waitingChange(
   events: ReadonlyArray<LimitsEvent>,
   caller: Operator,
   policy: NonNullable<HandleOptions['loosening']>,
-): HandleResult | undefined {
+): BatchOutcome | undefined {
   const own = events.filter((e) => scopeOf(e.type) !== 'chain');
   if (own.length === 0) return undefined;
   let loosening: boolean;
@@ -163,15 +207,18 @@ function waitingChange(
   if (!loosening) return undefined;
   const held = events.findIndex((e) => !CHANGE_EVENT_TYPES.has(e.type));
   if (held >= 0)
-    return unchanged(
-      state,
-      problem(
-        400,
-        'invalid_change',
-        `event ${held}: this batch loosens the limits, so it waits as a pending change, which holds only ${[...CHANGE_EVENT_TYPES].join(', ')} events: send ${events[held]!.type} in a batch of its own`,
-        { path: `[${held}].type` },
+    return {
+      outcome: 'refused',
+      result: unchanged(
+        state,
+        problem(
+          400,
+          'invalid_change',
+          `event ${held}: this batch loosens the limits, so it waits as a pending change, which holds only ${[...CHANGE_EVENT_TYPES].join(', ')} events: send ${events[held]!.type} in a batch of its own`,
+          { path: `[${held}].type` },
+        ),
       ),
-    );
+    };
   const proposal: LimitsEvent = {
     type: 'changeProposed',
     events,
@@ -180,14 +227,17 @@ function waitingChange(
     quorum: policy.quorum,
   };
   const p = applyAll(state, [proposal]);
-  if (!p.ok) return refused(state, p.error);
+  if (!p.ok) return { outcome: 'refused', result: refused(state, p.error) };
   const change = p.state.changes[p.state.changes.length - 1]!;
   return {
-    state: p.state,
-    // What it loosens, field by field with the value before and after: the approvers read it.
-    response: json(202, { ...change, loosens: loosenings(state, next) }),
-    events: [proposal],
-    actor: actorOf(caller),
+    outcome: 'waiting',
+    result: {
+      state: p.state,
+      // What it loosens, field by field with the value before and after: the approvers read it.
+      response: json(202, { ...change, loosens: loosenings(state, next) }),
+      events: [proposal],
+      actor: actorOf(caller),
+    },
   };
 }
 

@@ -5,6 +5,7 @@
  */
 
 import { type LimitsError, located } from '../core/errors.js';
+import { isAccountName } from '../core/limits.js';
 import { encodeJson, tryDecodeJson } from './json.js';
 import type { HttpRequest, HttpResponse } from './messages.js';
 
@@ -12,6 +13,22 @@ import type { HttpRequest, HttpResponse } from './messages.js';
 export const MAX_THROTTLE_BODY = 16 * 1024;
 /** The largest body `POST /admin/events` takes. */
 export const MAX_EVENTS_BODY = 1024 * 1024;
+/** The largest `/new_block` body read (a block's transactions come with it). */
+export const MAX_BLOCK_BODY = 64 * 1024 * 1024;
+
+/** What a malformed account in a path is told. */
+export const INVALID_ACCOUNT =
+  'the account must be 1 to 256 characters without control characters, percent-encoded';
+
+/** The account a path segment names (percent-decoded), or undefined when it names none. */
+export function accountOf(segment: string | undefined): string | undefined {
+  try {
+    const account = decodeURIComponent(segment ?? '');
+    return isAccountName(account) ? account : undefined;
+  } catch {
+    return undefined;
+  }
+}
 
 /** Codes of the errors only the HTTP layer has. */
 export type HttpErrorCode =
@@ -145,24 +162,23 @@ export function header(request: HttpRequest, name: string): string | undefined {
 const encoder = new TextEncoder();
 const decoder = new TextDecoder('utf-8', { fatal: true });
 
-// Reads a JSON body: checks its media type and size, decodes it exactly.
-// The 415 for a body not said to be JSON, or undefined when it is.
-export function notJson(request: HttpRequest): HttpResponse | undefined {
+// The 415 for a body not said to be JSON (or plain text, where `text` allows it), or
+// undefined when it is.
+export function notJson(request: HttpRequest, text = false): HttpResponse | undefined {
   const type = header(request, 'content-type')?.split(';')[0]?.trim().toLowerCase();
-  if (type === 'application/json') return undefined;
+  if (type === 'application/json' || (text && type === 'text/plain')) return undefined;
   return problem(
     415,
     'unsupported_media_type',
-    `expected Content-Type: application/json, got ${type ?? 'none'}`,
+    `expected Content-Type: application/json${text ? ' or text/plain' : ''}, got ${type ?? 'none'}`,
   );
 }
 
-export function readJson(
+/** The body as text, if it is at most `max` bytes of UTF-8 (413, 400 otherwise). */
+export function readText(
   request: HttpRequest,
   max: number,
-): { ok: true; value: unknown } | { ok: false; response: HttpResponse } {
-  const refused = notJson(request);
-  if (refused !== undefined) return { ok: false, response: refused };
+): { ok: true; text: string } | { ok: false; response: HttpResponse } {
   const body = request.body ?? '';
   const size =
     typeof body === 'string'
@@ -175,13 +191,23 @@ export function readJson(
       ok: false,
       response: problem(413, 'payload_too_large', `the body must be at most ${max} bytes`),
     };
-  let text: string;
   try {
-    text = typeof body === 'string' ? body : decoder.decode(body);
+    return { ok: true, text: typeof body === 'string' ? body : decoder.decode(body) };
   } catch {
     return { ok: false, response: problem(400, 'invalid_request', 'the body is not UTF-8') };
   }
-  const parsed = tryDecodeJson(text);
+}
+
+// Reads a JSON body: checks its media type and size, decodes it exactly.
+export function readJson(
+  request: HttpRequest,
+  max: number,
+): { ok: true; value: unknown } | { ok: false; response: HttpResponse } {
+  const refused = notJson(request);
+  if (refused !== undefined) return { ok: false, response: refused };
+  const read = readText(request, max);
+  if (!read.ok) return read;
+  const parsed = tryDecodeJson(read.text);
   if (!parsed.ok)
     return { ok: false, response: problem(400, 'invalid_request', parsed.error.message) };
   return { ok: true, value: parsed.value };

@@ -48,12 +48,16 @@ function operatorOn(options: HandleOptions): boolean {
   return registryOf(options).size > 0;
 }
 
-// The operators are looked at only for a path of the operator routes: a read pays nothing.
+// The operators are looked at only for a request an operator route answers: a read pays
+// nothing. Without any operator, the operator routes do not exist (404, or 405 where the
+// path has public routes too).
 function matchOf(request: HttpRequest, options: HandleOptions): PathMatch | undefined {
   if (request.match !== undefined) return request.match;
   const match = matchPath(request.path, true);
-  if (match === undefined || match.routes.some((r) => r.access !== 'operator')) return match;
-  return operatorOn(options) ? match : undefined;
+  if (match === undefined || match.public === match) return match;
+  const route = routeFor(match, request.method.toUpperCase());
+  if (route !== undefined && route.access !== 'operator') return match;
+  return operatorOn(options) ? match : match.public;
 }
 
 /**
@@ -80,7 +84,7 @@ export function admitRequest(request: HttpRequest, options: HandleOptions = {}):
     const auth = authenticate(request, registryOf(options));
     if (!auth.ok) return { ok: false, response: auth.response };
   }
-  const refused = notJson(request);
+  const refused = notJson(request, route.text === true);
   if (refused !== undefined) {
     // Answered before the handler runs: a public route's CORS headers are added here.
     return { ok: false, response: answerOf(route, refused, request, options) };

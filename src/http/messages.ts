@@ -71,6 +71,12 @@ export interface HandleResult {
    * `response` is the answer of one without.
    */
   readonly held?: { readonly op: 'list' | 'release' | 'drop'; readonly by: string } | undefined;
+  /**
+   * `POST /new_block` on the service's own port, admitted (an operator holding chain): the
+   * payload a Stacks node posted, for an adapter with a Stacks feed to take as its observer
+   * port does; `response` is the answer of one without.
+   */
+  readonly block?: { readonly payload: unknown; readonly by: string } | undefined;
 }
 
 /** Options of {@link handleRequest}. */
@@ -129,7 +135,7 @@ export type RouteParams = Readonly<Record<string, string>>;
 /** One resource and method of the service. */
 export interface Route {
   /** The method it answers; a `GET` route answers `HEAD` too (the same answer, no body). */
-  readonly method: 'GET' | 'POST' | 'DELETE';
+  readonly method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
   /**
    * The path: literal segments and `{name}` parameters (one whole segment each). It is the
    * OpenAPI document's path and the metrics' route label: never a raw path.
@@ -152,6 +158,14 @@ export interface Route {
    */
   readonly server?: 'stream' | 'metrics' | 'log' | undefined;
   /**
+   * Answered by the Stacks feed's hook outside the service's queue of changes (the held
+   * blocks, a block posted to the service's port): the feed sends its own batches through
+   * that queue, one block at a time.
+   */
+  readonly feed?: true | undefined;
+  /** Its body may also be `text/plain` (a bare string), not only `application/json`. */
+  readonly text?: true | undefined;
+  /**
    * Answers the request on `state` (a read returns `state` itself and no events); an
    * operator route gets the operator its token named.
    */
@@ -171,6 +185,11 @@ export interface PathMatch {
   readonly params: RouteParams;
   /** The methods the path answers, as an `Allow` header says them (`GET, HEAD`; `POST`). */
   readonly allow: string;
-  /** The methods its routes have (what a CORS preflight allows, with `OPTIONS`). */
+  /** The methods its public routes have (what a CORS preflight allows, with `OPTIONS`). */
   readonly methods: string;
+  /**
+   * The same path without its operator routes, for a service that has no operator (they
+   * do not exist then); `undefined` when every route of the path is an operator's.
+   */
+  readonly public: PathMatch | undefined;
 }

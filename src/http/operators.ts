@@ -125,22 +125,32 @@ export function operatorsByHash(
 
 // RFC 6750: the scheme, one space, a b64token.
 const BEARER = /^Bearer +([A-Za-z0-9\-._~+/]+=*) *$/i;
+// A token as `x-api-key` carries it (Emily's API Gateway key): the same characters.
+const API_KEY = /^ *([A-Za-z0-9\-._~+/]+=*) *$/;
 
 /**
- * Finds the operator a request's `Authorization: Bearer <token>` names: the operator, or the
- * answer (401 `invalid_token` for a missing, unknown or removed token, after the same one
- * SHA-256; 400 `bad_request` for a header that is not a bearer token).
+ * The operator token a request presents: in `Authorization: Bearer <token>` or in
+ * `x-api-key: <token>` (the header Emily's private API takes), read here for both (`''` when
+ * neither is sent); 400 `bad_request` for a header that holds no token, or for the two
+ * headers naming different tokens.
+ *
+ * @example
+ * ```ts
+ * presentedToken({ method: 'POST', path: '/limits', headers: { 'x-api-key': 'tok' } });
+ * // { ok: true, token: 'tok' }
+ * ```
  */
-export function authenticate(
+export function presentedToken(
   request: HttpRequest,
-  registry: ReadonlyMap<string, Operator>,
 ):
-  | { readonly ok: true; readonly operator: Operator }
+  | { readonly ok: true; readonly token: string }
   | { readonly ok: false; readonly response: HttpResponse } {
-  const given = header(request, 'authorization');
-  let token = '';
-  if (given !== undefined && given.trim() !== '') {
-    const m = BEARER.exec(given);
+  const bearer = header(request, 'authorization');
+  const apiKey = header(request, 'x-api-key');
+  let fromBearer: string | undefined;
+  let fromKey: string | undefined;
+  if (bearer !== undefined && bearer.trim() !== '') {
+    const m = BEARER.exec(bearer);
     if (m === null)
       return {
         ok: false,
@@ -150,8 +160,48 @@ export function authenticate(
           'the Authorization header must be "Bearer <token>" (the token as `peg-limits token` printed it)',
         ),
       };
-    token = m[1]!;
+    fromBearer = m[1]!;
   }
+  if (apiKey !== undefined && apiKey.trim() !== '') {
+    const m = API_KEY.exec(apiKey);
+    if (m === null)
+      return {
+        ok: false,
+        response: problem(
+          400,
+          'bad_request',
+          'the x-api-key header must be an operator token (as `peg-limits token` printed it)',
+        ),
+      };
+    fromKey = m[1]!;
+  }
+  if (fromBearer !== undefined && fromKey !== undefined && fromBearer !== fromKey)
+    return {
+      ok: false,
+      response: problem(
+        400,
+        'bad_request',
+        'Authorization and x-api-key carry different tokens: send one of them, or the same token in both',
+      ),
+    };
+  return { ok: true, token: fromBearer ?? fromKey ?? '' };
+}
+
+/**
+ * Finds the operator a request's token names ({@link presentedToken}: `Authorization:
+ * Bearer <token>` or `x-api-key`): the operator, or the answer (401 `invalid_token` for a
+ * missing, unknown or removed token, after the same one SHA-256; 400 `bad_request` for a
+ * header that holds no token, or two that disagree).
+ */
+export function authenticate(
+  request: HttpRequest,
+  registry: ReadonlyMap<string, Operator>,
+):
+  | { readonly ok: true; readonly operator: Operator }
+  | { readonly ok: false; readonly response: HttpResponse } {
+  const given = presentedToken(request);
+  if (!given.ok) return given;
+  const token = given.token;
   // The same work whoever calls: one hash (or one look-up of it), one lookup.
   const operator = registry.get(tokenHashOf(token));
   if (operator === undefined || token === '') return { ok: false, response: invalidToken() };
@@ -182,7 +232,7 @@ function invalidToken(): HttpResponse {
   return problem(
     401,
     'invalid_token',
-    'a valid operator token is required (Authorization: Bearer <token>)',
+    'a valid operator token is required (Authorization: Bearer <token>, or x-api-key: <token>)',
     { headers: { 'www-authenticate': 'Bearer' } },
   );
 }

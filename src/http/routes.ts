@@ -7,14 +7,16 @@
 
 import { MAX_AMOUNT } from '../core/amount.js';
 import { checkDeposit, checkWithdrawal } from '../core/checks.js';
-import { isAccountName } from '../core/limits.js';
 import { startThrottle } from '../core/start-throttle.js';
 import type { LimitsEvent, LimitsState } from '../core/state.js';
 import { getAccountLimits, windowOf } from '../core/views.js';
 import { approveRoute, cancelRoute, changesListing, eventsRoute, heldRoute } from './admin.js';
 import {
+  accountOf,
   fromError,
+  INVALID_ACCOUNT,
   json,
+  MAX_BLOCK_BODY,
   MAX_EVENTS_BODY,
   MAX_THROTTLE_BODY,
   problem,
@@ -22,6 +24,15 @@ import {
 } from './answers.js';
 import { DASHBOARD_HTML } from './documents/dashboard.js';
 import { openApiDocument } from './documents/openapi.js';
+import {
+  addThrottleKeyRoute,
+  chainstateRoute,
+  keyStateRoute,
+  MAX_EMILY_BODY,
+  newBlockRoute,
+  setAccountLimitsRoute,
+  setLimitsRoute,
+} from './emily.js';
 import type {
   HandleResult,
   HttpRequest,
@@ -38,24 +49,12 @@ const DASHBOARD_RESPONSE: HttpResponse = {
   body: DASHBOARD_HTML,
 };
 
-const INVALID_ACCOUNT =
-  'the account must be 1 to 256 characters without control characters, percent-encoded';
-
-function decodeAccount(segment: string | undefined): string | undefined {
-  try {
-    const account = decodeURIComponent(segment ?? '');
-    return isAccountName(account) ? account : undefined;
-  } catch {
-    return undefined;
-  }
-}
-
 // A route on one account: the account decoded and checked first (400 invalid_account).
 function onAccount(
   answer: (state: LimitsState, account: string, params: RouteParams) => HttpResponse,
 ): Route['handle'] {
   return (state, _request, params) => {
-    const account = decodeAccount(params.account);
+    const account = accountOf(params.account);
     return unchanged(
       state,
       account === undefined
@@ -162,6 +161,13 @@ export const ROUTES: ReadonlyArray<Route> = [
     handle: (state) => unchanged(state, limitsResponse(state)),
   },
   {
+    method: 'POST',
+    pattern: '/limits',
+    access: 'operator',
+    maxBody: MAX_EMILY_BODY,
+    handle: setLimitsRoute,
+  },
+  {
     method: 'GET',
     pattern: '/limits/{account}/withdrawals/{amount}',
     access: 'public',
@@ -216,10 +222,62 @@ export const ROUTES: ReadonlyArray<Route> = [
   },
   {
     method: 'POST',
+    pattern: '/limits/{account}',
+    access: 'operator',
+    maxBody: MAX_EMILY_BODY,
+    handle: setAccountLimitsRoute,
+  },
+  {
+    method: 'POST',
     pattern: '/start_throttle',
     access: 'public',
     maxBody: MAX_THROTTLE_BODY,
     handle: startThrottleRoute,
+  },
+  {
+    method: 'POST',
+    pattern: '/throttle',
+    access: 'operator',
+    maxBody: MAX_THROTTLE_BODY,
+    handle: addThrottleKeyRoute,
+  },
+  {
+    method: 'PATCH',
+    pattern: '/throttle/activate',
+    access: 'operator',
+    maxBody: MAX_THROTTLE_BODY,
+    text: true,
+    handle: keyStateRoute('activate'),
+  },
+  {
+    method: 'PATCH',
+    pattern: '/throttle/deactivate',
+    access: 'operator',
+    maxBody: MAX_THROTTLE_BODY,
+    text: true,
+    handle: keyStateRoute('deactivate'),
+  },
+  {
+    method: 'POST',
+    pattern: '/chainstate',
+    access: 'operator',
+    maxBody: MAX_THROTTLE_BODY,
+    handle: chainstateRoute,
+  },
+  {
+    method: 'PUT',
+    pattern: '/chainstate',
+    access: 'operator',
+    maxBody: MAX_THROTTLE_BODY,
+    handle: chainstateRoute,
+  },
+  {
+    method: 'POST',
+    pattern: '/new_block',
+    access: 'operator',
+    maxBody: MAX_BLOCK_BODY,
+    feed: true,
+    handle: newBlockRoute,
   },
   {
     method: 'POST',
@@ -277,6 +335,7 @@ export const ROUTES: ReadonlyArray<Route> = [
     access: 'operator',
     maxBody: 0,
     server: 'log',
+    feed: true,
     handle: heldRoute('list'),
   },
   {
@@ -285,6 +344,7 @@ export const ROUTES: ReadonlyArray<Route> = [
     access: 'operator',
     maxBody: 0,
     server: 'log',
+    feed: true,
     handle: heldRoute('release'),
   },
   {
@@ -293,6 +353,7 @@ export const ROUTES: ReadonlyArray<Route> = [
     access: 'operator',
     maxBody: 0,
     server: 'log',
+    feed: true,
     handle: heldRoute('drop'),
   },
   {
@@ -375,7 +436,13 @@ interface Compiled {
   readonly routes: ReadonlyArray<Route>;
   readonly allow: string;
   readonly methods: string;
+  // The routes less the operator's, when some are an operator's (`all`: none are).
+  readonly publicRoutes: ReadonlyArray<Route> | 'all';
+  readonly publicAllow: string;
 }
+
+const allowOf = (routes: ReadonlyArray<Route>) =>
+  routes.flatMap((r) => (r.method === 'GET' ? ['GET', 'HEAD'] : [r.method])).join(', ');
 
 function compile(routes: ReadonlyArray<Route>): ReadonlyArray<Compiled> {
   const byPattern = new Map<string, Route[]>();
@@ -384,32 +451,56 @@ function compile(routes: ReadonlyArray<Route>): ReadonlyArray<Compiled> {
     if (same === undefined) byPattern.set(route.pattern, [route]);
     else same.push(route);
   }
-  return [...byPattern].map(([pattern, same]) => ({
-    pattern,
-    segments: pattern.split('/').map((s) => {
-      const param = /^\{(\w+)\}$/.exec(s);
-      return param === null ? { text: s, param: false } : { text: param[1]!, param: true };
-    }),
-    routes: same,
-    allow: same.flatMap((r) => (r.method === 'GET' ? ['GET', 'HEAD'] : [r.method])).join(', '),
-    methods: same.map((r) => r.method).join(', '),
-  }));
+  return [...byPattern].map(([pattern, same]) => {
+    const publicRoutes = same.filter((r) => r.access !== 'operator');
+    return {
+      pattern,
+      segments: pattern.split('/').map((s) => {
+        const param = /^\{(\w+)\}$/.exec(s);
+        return param === null ? { text: s, param: false } : { text: param[1]!, param: true };
+      }),
+      routes: same,
+      allow: allowOf(same),
+      methods: publicRoutes.map((r) => r.method).join(', '),
+      publicRoutes: publicRoutes.length === same.length ? 'all' : publicRoutes,
+      publicAllow: allowOf(publicRoutes),
+    };
+  });
 }
 
 const COMPILED = /* @__PURE__ */ compile(ROUTES);
+
+// A path's match, with the same match less the operator routes beside it (itself when it
+// has none; undefined when all are).
+function matchOf(c: Compiled, params: RouteParams): PathMatch {
+  const { pattern, methods } = c;
+  const match: { -readonly [K in keyof PathMatch]: PathMatch[K] } = {
+    pattern,
+    routes: c.routes,
+    params,
+    allow: c.allow,
+    methods,
+    public: undefined,
+  };
+  if (c.publicRoutes === 'all') match.public = match;
+  else if (c.publicRoutes.length > 0)
+    match.public = {
+      pattern,
+      routes: c.publicRoutes,
+      params,
+      allow: c.publicAllow,
+      methods,
+      public: undefined,
+    };
+  return match;
+}
 
 // The matches of the paths without parameters (`/limits`, `/window`…), made once: the
 // most frequent requests then allocate nothing to be routed.
 const STATIC_MATCHES: ReadonlyMap<string, PathMatch> = /* @__PURE__ */ new Map(
   COMPILED.filter((c) => c.segments.every((s) => !s.param)).map((c) => [
     c.pattern,
-    Object.freeze({
-      pattern: c.pattern,
-      routes: c.routes,
-      params: Object.freeze({}),
-      allow: c.allow,
-      methods: c.methods,
-    }),
+    Object.freeze(matchOf(c, Object.freeze({}))),
   ]),
 );
 
@@ -420,11 +511,18 @@ const STATIC_MATCHES: ReadonlyMap<string, PathMatch> = /* @__PURE__ */ new Map(
  * (no operator token is configured: they do not exist).
  */
 export function matchPath(path: string, operator: boolean): PathMatch | undefined {
-  const known = STATIC_MATCHES.get(path);
-  if (known !== undefined)
-    return operator || known.routes.some((r) => r.access !== 'operator') ? known : undefined;
+  const match = STATIC_MATCHES.get(path) ?? matchParams(path);
+  return match === undefined || operator ? match : match.public;
+}
+
+function matchParams(path: string): PathMatch | undefined {
   const q = path.indexOf('?');
-  const parts = (q < 0 ? path : path.slice(0, q)).split('/');
+  const bare = q < 0 ? path : path.slice(0, q);
+  if (q >= 0) {
+    const known = STATIC_MATCHES.get(bare);
+    if (known !== undefined) return known;
+  }
+  const parts = bare.split('/');
   for (const c of COMPILED) {
     if (c.segments.length !== parts.length) continue;
     let ok = true;
@@ -436,8 +534,7 @@ export function matchPath(path: string, operator: boolean): PathMatch | undefine
     const params: Record<string, string> = {};
     for (let i = 0; i < parts.length; i++)
       if (c.segments[i]!.param) params[c.segments[i]!.text] = parts[i]!;
-    if (!operator && c.routes.every((r) => r.access === 'operator')) return undefined;
-    return { pattern: c.pattern, routes: c.routes, params, allow: c.allow, methods: c.methods };
+    return matchOf(c, params);
   }
   return undefined;
 }

@@ -25,8 +25,9 @@ import {
   type Readiness,
 } from './handler.js';
 import type { HandleOptions, HandleResult } from './messages.js';
-import type { Operator } from './operators.js';
+import { type Operator, presentedToken } from './operators.js';
 import { givenRequestId, newRequestId, withRequestId } from './request-id.js';
+import { matchPath, routeFor } from './routes.js';
 import { serialQueue } from './serial-queue.js';
 
 /** The blocks a Stacks observer holds past the chain bounds, as a service reaches them. */
@@ -39,6 +40,21 @@ export interface HeldBlocks {
    * `authorization` is the request's own header, which the release writes with.
    */
   handle(op: 'list' | 'release' | 'drop', by: string, authorization: string): Promise<HttpResponse>;
+}
+
+/** A Stacks feed, as a service hands it the blocks posted to its own port. */
+export interface StacksFeed {
+  /**
+   * Takes one `/new_block` payload (decoded from the body, or from the JSON string the
+   * body held), after every block before it, writing as the operator whose token
+   * `authorization` (`Bearer <token>`) carries; `remote` is the poster's address. Resolves
+   * with the answer for the poster.
+   */
+  newBlock(
+    payload: unknown,
+    authorization: string,
+    remote: string | undefined,
+  ): Promise<HttpResponse>;
 }
 
 /** Options of {@link createService} and {@link createFetchHandler}. */
@@ -96,6 +112,12 @@ export interface ServiceOptions {
    * of them. Without it, `/admin/held` is 404.
    */
   readonly heldBlocks?: HeldBlocks | undefined;
+  /**
+   * A Stacks feed that takes the blocks posted to `POST /new_block` on the service's own
+   * port (Emily's sidecar forwards them there), as the observer's port takes a node's.
+   * Without it, `POST /new_block` is 404.
+   */
+  readonly stacksFeed?: StacksFeed | undefined;
   /** Told of what a request refused that the operators should hear of (a jump past the chain bounds). */
   readonly onNotice?:
     | ((notice: { readonly type: string } & Readonly<Record<string, unknown>>) => void)
@@ -128,7 +150,7 @@ export interface Service {
   /** Answers a request; requests that may change the state are answered in arrival order. */
   handle(request: HttpRequest): Promise<HttpResponse>;
   /**
-   * Answers a request that cannot change the state (any method but `POST` and `DELETE`) at once, from
+   * Answers a request that cannot change the state (any method but `POST`, `PUT`, `PATCH` and `DELETE`) at once, from
    * the state reads see; what {@link Service.handle} resolves with for it.
    */
   read(request: HttpRequest): HttpResponse;
@@ -172,7 +194,6 @@ export function createService(options: ServiceOptions): Service {
   // Resolves once every change accepted so far is durable (and shown); rejects once a flush
   // has failed, until the log hands over a durable state to go on from (`adopt`).
   let allDurable: Promise<void> = Promise.resolve();
-  const held = options.heldBlocks;
   const handleOptions = { ...handleOptionsOf(options), health: healthOf(options, log) };
 
   // Runs in arrival order, one at a time; returns the answer and what it must wait for.
@@ -272,9 +293,11 @@ export function createService(options: ServiceOptions): Service {
     },
     read: (request) => handleRequest(visible, request, handleOptions).response,
     async handle(request) {
-      // The held blocks are the observer's: answered outside the queue of changes, since a
-      // release feeds its blocks through it.
-      if (HELD_PATH.test(request.path)) return heldAnswer(visible, request, handleOptions, held);
+      // The held blocks, and a block posted here, are the Stacks feed's: answered outside the
+      // queue of changes, since the feed sends its own batches through it.
+      const match = request.match ?? matchPath(request.path, true);
+      if (match !== undefined && routeFor(match, request.method.toUpperCase())?.feed === true)
+        return feedAnswer(visible, request, handleOptions, options);
       if (!isChange(request.method)) {
         const result = handleRequest(visible, request, handleOptions);
         const audit = log?.audit;
@@ -303,8 +326,6 @@ export function createService(options: ServiceOptions): Service {
     },
   };
 }
-
-const HELD_PATH = /^\/admin\/held(\/|\?|$)/;
 
 // Tells the listener what a request refused that the operators should hear of.
 function tell(options: ServiceOptions, notice: NonNullable<HandleResult['notice']>): void {
@@ -341,28 +362,28 @@ function healthOf(options: ServiceOptions, log: EventLog | undefined) {
   };
 }
 
-// `/admin/held`, admitted by the route (an operator holding chain and limits), answered by
-// the observer's hook outside the queue of changes: a release feeds its blocks through it.
-function heldAnswer(
+// `/admin/held` and `POST /new_block`, admitted by their routes, answered by the Stacks
+// feed's hooks outside the queue of changes, writing as the operator the request's token names.
+function feedAnswer(
   state: LimitsState,
   request: HttpRequest,
-  options: HandleOptions,
-  held: HeldBlocks | undefined,
+  handleOptions: HandleOptions,
+  options: ServiceOptions,
 ): Promise<HttpResponse> | HttpResponse {
-  const result = handleRequest(state, request, options);
-  if (result.held === undefined || held === undefined) return result.response;
-  return held.handle(result.held.op, result.held.by, headerOf(request, 'authorization'));
+  const result = handleRequest(state, request, handleOptions);
+  const given = presentedToken(request);
+  const authorization = given.ok ? `Bearer ${given.token}` : '';
+  if (result.held !== undefined && options.heldBlocks !== undefined)
+    return options.heldBlocks.handle(result.held.op, result.held.by, authorization);
+  if (result.block !== undefined && options.stacksFeed !== undefined)
+    return options.stacksFeed.newBlock(result.block.payload, authorization, request.remote);
+  return result.response;
 }
 
-function headerOf(request: HttpRequest, name: string): string {
-  const v = request.headers?.[name];
-  return Array.isArray(v) ? String(v[0] ?? '') : String(v ?? '');
-}
-
-/** Whether a request of `method` may change the state (POST, DELETE): it waits its turn. */
+/** Whether a request of `method` may change the state (POST, PUT, PATCH, DELETE): it waits its turn. */
 export function isChange(method: string): boolean {
   const m = method.toUpperCase();
-  return m === 'POST' || m === 'DELETE';
+  return m === 'POST' || m === 'DELETE' || m === 'PUT' || m === 'PATCH';
 }
 
 // What the handler needs of the options, with the operators read as they are now.

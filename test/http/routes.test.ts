@@ -61,6 +61,16 @@ describe('the route table', () => {
     'GET /window': [200, '', 200, ''],
     'GET /window/{account}': [404, 'window_not_found', 404, 'window_not_found'],
     'GET /limits/{account}': [404, 'account_not_found', 404, 'account_not_found'],
+    // Emily's private writes: an operator's, each with a body to read.
+    'POST /limits': [401, 'invalid_token', 415, 'unsupported_media_type'],
+    'POST /limits/{account}': [401, 'invalid_token', 415, 'unsupported_media_type'],
+    'POST /throttle': [401, 'invalid_token', 415, 'unsupported_media_type'],
+    'PATCH /throttle/activate': [401, 'invalid_token', 400, 'invalid_request'],
+    'PATCH /throttle/deactivate': [401, 'invalid_token', 400, 'invalid_request'],
+    'POST /chainstate': [401, 'invalid_token', 415, 'unsupported_media_type'],
+    'PUT /chainstate': [401, 'invalid_token', 415, 'unsupported_media_type'],
+    // Only the Stacks feed takes blocks: a handler alone says so.
+    'POST /new_block': [401, 'invalid_token', 400, 'invalid_json'],
     'POST /start_throttle': [415, 'unsupported_media_type', 415, 'unsupported_media_type'],
     'POST /admin/events': [401, 'invalid_token', 415, 'unsupported_media_type'],
     'GET /admin/changes': [401, 'invalid_token', 200, ''],
@@ -138,8 +148,15 @@ describe('HEAD and OPTIONS', () => {
 });
 
 test('a path without parameters is matched to one object made once, and operator paths only with a token', () => {
-  expect(matchPath('/limits', false)).toBe(matchPath('/limits', true));
+  expect(matchPath('/window', false)).toBe(matchPath('/window', true));
+  expect(matchPath('/limits', false)).toBe(matchPath('/limits', false));
+  expect(matchPath('/limits', true)).toBe(matchPath('/limits', true));
   expect(matchPath('/limits', false)?.params).toEqual({});
+  // A path whose operator routes stand beside public ones: without a token, they are not there.
+  expect(matchPath('/limits', true)?.allow).toBe('GET, HEAD, POST');
+  expect(matchPath('/limits', false)?.allow).toBe('GET, HEAD');
+  expect(matchPath('/limits/alice', false)?.allow).toBe('GET, HEAD');
+  expect(matchPath('/chainstate', false)).toBeUndefined();
   expect(matchPath('/admin/events', false)).toBeUndefined();
   expect(matchPath('/admin/events', true)?.pattern).toBe('/admin/events');
   expect(matchPath('/limits?x=1', false)?.pattern).toBe('/limits');

@@ -76,6 +76,63 @@ export const SCHEMAS = {
       },
     },
   },
+  LimitsInput: {
+    type: 'object',
+    additionalProperties: false,
+    description:
+      "Emily's Limits as its clients send it to POST /limits: each cap absent or null for none; availableToWithdraw is ignored (not settable); throttleModeInitiator null ends throttle mode, the current initiator keeps it; the listed account entries are replaced, the others stay.",
+    properties: {
+      availableToWithdraw: { ...int64, minimum: 0, description: 'Ignored: not settable.' },
+      ...Object.fromEntries(CAP_FIELDS.map((f) => [f, { ...int64, minimum: 0 }])),
+      throttleModeInitiator: {
+        type: ['string', 'null'],
+        description: 'null ends throttle mode; the current initiator keeps it; nothing else.',
+      },
+      accountCaps: {
+        type: 'object',
+        description: 'The account entries to replace, by account name.',
+        additionalProperties: { $ref: '#/components/schemas/AccountLimitsInput' },
+      },
+    },
+  },
+  AccountLimitsInput: {
+    type: 'object',
+    additionalProperties: false,
+    description:
+      "Emily's AccountLimits as its clients send it: the entry's six caps (absent or null for none; all null removes the entry); throttleModeInitiator null or the current initiator.",
+    properties: {
+      ...Object.fromEntries(CAP_FIELDS.map((f) => [f, { ...int64, minimum: 0 }])),
+      throttleModeInitiator: { type: ['string', 'null'] },
+    },
+  },
+  ThrottleKey: {
+    type: 'object',
+    additionalProperties: false,
+    required: ['name', 'secret'],
+    properties: {
+      name: { type: 'string', minLength: 1, maxLength: 256 },
+      secret: {
+        type: 'string',
+        minLength: 22,
+        maxLength: 1024,
+        description: 'At least 22 characters (128 bits); only its salted hash is kept.',
+      },
+    },
+  },
+  Chainstate: {
+    type: 'object',
+    additionalProperties: false,
+    required: ['stacksBlockHeight', 'stacksBlockHash', 'bitcoinBlockHeight'],
+    properties: {
+      stacksBlockHeight: { type: 'integer', minimum: 0 },
+      stacksBlockHash: { type: 'string' },
+      bitcoinBlockHeight: {
+        type: 'integer',
+        minimum: 0,
+        description: 'The tip it sets (required here, though Emily lets it be null).',
+      },
+    },
+  },
   Check: {
     type: 'object',
     additionalProperties: false,

@@ -4,15 +4,9 @@
  * `peg-limits/openapi.json`.
  */
 
+import { EMILY_PATHS, SET_ACCOUNT_LIMITS, SET_LIMITS } from './openapi-emily.js';
+import { accountParameter, OPERATOR, preflight, problem } from './openapi-parts.js';
 import { SCHEMAS } from './openapi-schemas.js';
-
-const accountParameter = {
-  name: 'account',
-  in: 'path',
-  required: true,
-  description: 'The account, percent-encoded: 1 to 256 characters, no control characters.',
-  schema: { type: 'string', minLength: 1 },
-} as const;
 
 const amountParameter = {
   name: 'amount',
@@ -28,14 +22,6 @@ const changeIdParameter = {
   required: true,
   description: 'The id of a pending change: a positive integer.',
   schema: { type: 'string', pattern: '^[1-9][0-9]{0,15}$' },
-} as const;
-
-// Every public path answers a CORS preflight (POST /admin/events never does).
-const preflight = {
-  options: {
-    summary: 'CORS preflight',
-    responses: { '204': { description: 'Allowed methods and headers for the origin.' } },
-  },
 } as const;
 
 function check(kind: 'withdrawal' | 'deposit') {
@@ -56,13 +42,6 @@ function check(kind: 'withdrawal' | 'deposit') {
       },
     },
     ...preflight,
-  };
-}
-
-function problem(description: string) {
-  return {
-    description,
-    content: { 'application/problem+json': { schema: { $ref: '#/components/schemas/Problem' } } },
   };
 }
 
@@ -119,6 +98,7 @@ export const openApiDocument = {
           },
         },
       },
+      post: SET_LIMITS,
       ...preflight,
     },
     '/limits/{account}/withdrawals/{amount}': check('withdrawal'),
@@ -181,6 +161,7 @@ export const openApiDocument = {
           '404': problem('The account has no entry: the global limits apply (account_not_found).'),
         },
       },
+      post: SET_ACCOUNT_LIMITS,
       ...preflight,
     },
     '/start_throttle': {
@@ -209,6 +190,7 @@ export const openApiDocument = {
       },
       ...preflight,
     },
+    ...EMILY_PATHS,
     '/admin/events': {
       post: {
         operationId: 'postEvents',
@@ -225,7 +207,7 @@ export const openApiDocument = {
             schema: { type: 'string', enum: ['chain-bounds'] },
           },
         ],
-        security: [{ operatorToken: [] }],
+        security: OPERATOR,
         requestBody: {
           required: true,
           content: {
@@ -271,7 +253,7 @@ export const openApiDocument = {
       get: {
         operationId: 'getChanges',
         summary: 'The pending changes (any operator)',
-        security: [{ operatorToken: [] }],
+        security: OPERATOR,
         responses: {
           '200': {
             description: 'The pending changes, oldest first.',
@@ -291,7 +273,7 @@ export const openApiDocument = {
         summary: 'The audit trail: the records of accepted batches, in order (any operator)',
         description:
           'Each record: position, at, actor ({ kind: operator | throttleKey | system, name }), requestId, remote, the events (int64 exact), settled (pending changes applied, dropped or cancelled inside the batch, by the system), and hash: the SHA-256 of the previous hash, a newline, and the record up to its hash. `peg-limits audit verify` checks the chain.',
-        security: [{ operatorToken: [] }],
+        security: OPERATOR,
         parameters: [
           {
             name: 'after',
@@ -329,7 +311,7 @@ export const openApiDocument = {
         summary: "Approve a pending change (an operator holding its events' scopes)",
         description:
           'Approving twice changes nothing. The approval that reaches the quorum applies the change at once.',
-        security: [{ operatorToken: [] }],
+        security: OPERATOR,
         parameters: [changeIdParameter],
         responses: {
           '200': {
@@ -354,7 +336,7 @@ export const openApiDocument = {
       delete: {
         operationId: 'cancelChange',
         summary: "Cancel a pending change (an operator holding its events' scopes)",
-        security: [{ operatorToken: [] }],
+        security: OPERATOR,
         parameters: [changeIdParameter],
         responses: {
           '200': {
@@ -457,7 +439,7 @@ export const openApiDocument = {
       get: {
         operationId: 'getHeldBlocks',
         summary: 'The blocks the Stacks observer holds past the chain bounds (chain and limits)',
-        security: [{ operatorToken: [] }],
+        security: OPERATOR,
         responses: {
           '200': {
             description: 'The held blocks, oldest first.',
@@ -472,7 +454,7 @@ export const openApiDocument = {
         operationId: 'dropHeldBlock',
         summary:
           'Drops the first held block (the one the bounds refused); the blocks behind it are taken again (chain and limits)',
-        security: [{ operatorToken: [] }],
+        security: OPERATOR,
         responses: {
           '200': {
             description: 'What was dropped, applied and is still held.',
@@ -501,7 +483,7 @@ export const openApiDocument = {
         operationId: 'releaseHeldBlocks',
         summary:
           'Applies the held blocks in order, each as a batch of the operator with the override (chain and limits)',
-        security: [{ operatorToken: [] }],
+        security: OPERATOR,
         responses: {
           '200': {
             description: 'How many were released, and the tip after them.',
@@ -538,7 +520,20 @@ export const openApiDocument = {
     },
   },
   components: {
-    securitySchemes: { operatorToken: { type: 'http', scheme: 'bearer' } },
+    securitySchemes: {
+      operatorToken: {
+        type: 'http',
+        scheme: 'bearer',
+        description: 'An operator token (`peg-limits token`), as `Authorization: Bearer <token>`.',
+      },
+      apiKey: {
+        type: 'apiKey',
+        in: 'header',
+        name: 'x-api-key',
+        description:
+          "The same operator token in Emily's `ApiGatewayKey` header: the same operators, the same scopes. Sent with Authorization, both must carry the same token.",
+      },
+    },
     schemas: SCHEMAS,
   },
 } as const;

@@ -13,6 +13,7 @@ import {
   type Operator,
   type Service,
   type ServiceOptions,
+  type StacksFeed,
 } from 'peg-limits';
 import { CAP_FIELDS, problem } from '../../internal.js';
 import type { RequestLine } from '../ops/index.js';
@@ -168,6 +169,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     cors: options.cors,
     onNotice: (notice) => alerts?.notify(notice),
     heldBlocks: options.stacksObserver === undefined ? undefined : heldBlocksOf(() => observer),
+    stacksFeed: options.stacksObserver === undefined ? undefined : stacksFeedOf(() => observer),
   });
   const storeUnavailable = () => !eventLog.writable;
   const limitsRequest = { method: 'GET', path: '/limits', headers: {} };
@@ -338,6 +340,18 @@ function heldBlocksOf(observer: () => StacksObserver | undefined): HeldBlocks {
       return open === undefined
         ? Promise.resolve(problem(503, 'store_unavailable', 'the Stacks observer is not open yet'))
         : open.heldBlocks(op, by, authorization);
+    },
+  };
+}
+
+// The Stacks observer's feed, for the blocks posted to the service's own port.
+function stacksFeedOf(observer: () => StacksObserver | undefined): StacksFeed {
+  return {
+    newBlock: (payload, authorization, remote) => {
+      const open = observer();
+      return open === undefined
+        ? Promise.resolve(problem(503, 'store_unavailable', 'the Stacks observer is not open yet'))
+        : open.newBlock(payload, authorization, remote);
     },
   };
 }

@@ -65,14 +65,16 @@ export interface FeedCore {
   observe(memory: BlockMemory, body: unknown, parentSupply: bigint | undefined): Observed;
   /** The supply as of the block, and its rejections checked against the node. */
   prepare(observed: Block): Promise<Block>;
-  /** Applies events as an operator (the feeder, unless `authorization` names another). */
+  /** Applies events as the operator whose token `authorization` carries (`Bearer <token>`). */
   apply(
     events: ReadonlyArray<LimitsEvent>,
     requestId: string,
     remote: string | undefined,
-    authorization?: string,
+    authorization: string,
     override?: boolean,
   ): Promise<HttpResponse>;
+  /** The credential of the operator `stacks-node`, as `apply` takes it. */
+  feeder(): string;
   /** Takes a payload now, in the turn of the block in hand (as a drop takes the blocks behind it). */
   takeNow(body: unknown): Promise<HttpResponse>;
 }

@@ -72,7 +72,8 @@ export class BlockFeed {
       prepare: (observed) => this.#prepare(observed),
       apply: (events, requestId, remote, authorization, override) =>
         this.#apply(events, requestId, remote, authorization, override),
-      takeNow: (body) => this.#newBlock(body, undefined),
+      feeder: () => this.#feeder(),
+      takeNow: (body) => this.#newBlock(body, undefined, this.#feeder()),
     };
     this.#start = new NodeStart(core);
     this.#held = new HeldBlocks(core, this.#start, this.#token);
@@ -93,9 +94,22 @@ export class BlockFeed {
     this.#held.saw(await this.#options.memory.load());
   }
 
-  /** Takes one `/new_block` payload, after every one before it. */
-  newBlock(body: unknown, remote: string | undefined): Promise<HttpResponse> {
-    return this.#serially(() => this.#newBlock(body, remote));
+  /**
+   * Takes one `/new_block` payload, after every one before it, writing as the operator
+   * `stacks-node` or, for a block posted to the service's own port, as the operator whose
+   * token `authorization` carries (`Bearer <token>`).
+   */
+  newBlock(
+    body: unknown,
+    remote: string | undefined,
+    authorization = this.#feeder(),
+  ): Promise<HttpResponse> {
+    return this.#serially(() => this.#newBlock(body, remote, authorization));
+  }
+
+  // The operator stacks-node's credential (the chain scope alone).
+  #feeder(): string {
+    return `Bearer ${this.#credentials.token}`;
   }
 
   /** An operator's request on the held blocks (`/admin/held`), `by` the operator's name. */
@@ -140,7 +154,11 @@ export class BlockFeed {
 
   // ---- a block ------------------------------------------------------------------------
 
-  async #newBlock(body: unknown, remote: string | undefined): Promise<HttpResponse> {
+  async #newBlock(
+    body: unknown,
+    remote: string | undefined,
+    authorization: string,
+  ): Promise<HttpResponse> {
     const memory = await this.#options.memory.load();
     this.#held.saw(memory);
     let observed = this.#observe(memory, body, undefined);
@@ -159,11 +177,18 @@ export class BlockFeed {
         observed.block,
         parentBurnOf(body, observed.block),
         remote,
-        false,
+        authorization,
       );
       if (started !== undefined && 'response' in started)
         return isBoundRefusal(started.response)
-          ? this.#held.refusedByBounds(memory, observed, body, started.response, remote)
+          ? this.#held.refusedByBounds(
+              memory,
+              observed,
+              body,
+              started.response,
+              remote,
+              authorization,
+            )
           : started.response;
       if (started !== undefined)
         observed = this.#observe(memory, body, observed.startsChain ? started.supply : undefined);
@@ -178,9 +203,9 @@ export class BlockFeed {
     const prepared = await this.#prepare(observed);
     const events = prefix.length === 0 ? prepared.events : mergeStart(prefix, prepared.events);
     if (events.length > 0) {
-      const response = await this.#apply(events, `stacks-block:${at}`, remote);
+      const response = await this.#apply(events, `stacks-block:${at}`, remote, authorization);
       if (isBoundRefusal(response))
-        return this.#held.refusedByBounds(memory, prepared, body, response, remote);
+        return this.#held.refusedByBounds(memory, prepared, body, response, remote, authorization);
       if (response.status !== 200) return response;
     }
     await this.#options.memory.save(prepared.memory);
@@ -263,7 +288,7 @@ export class BlockFeed {
     events: ReadonlyArray<LimitsEvent>,
     requestId: string,
     remote: string | undefined,
-    authorization = `Bearer ${this.#credentials.token}`,
+    authorization: string,
     override = false,
   ): Promise<HttpResponse> {
     let batch = events;

@@ -48,6 +48,7 @@ export class HeldBlocks {
     body: unknown,
     refusal: HttpResponse,
     remote: string | undefined,
+    authorization: string,
   ): Promise<HttpResponse> {
     const reason =
       (JSON.parse(refusal.body) as { detail?: string }).detail ?? 'past the chain bounds';
@@ -56,7 +57,7 @@ export class HeldBlocks {
         observed.block,
         parentBurnOf(body, observed.block),
         remote,
-        true,
+        'confirmed',
       );
       if (started !== undefined && !('response' in started)) {
         const again = this.#core.observe({ ...memory, blocks: [], head: '' }, body, started.supply);
@@ -66,6 +67,7 @@ export class HeldBlocks {
             prepared.events,
             `stacks-block:${prepared.block.hash}`,
             remote,
+            authorization,
           );
           if (response.status === 200) {
             await this.#core.options.memory.save(prepared.memory);

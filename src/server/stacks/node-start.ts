@@ -138,13 +138,15 @@ export class NodeStart {
   // Starts the limits from the node's state as of the block before `block` (its parent), one
   // batch on the trail; the supply as of the parent, or undefined when it failed (then the
   // history stays incomplete, and a later block tries again, no sooner than the retry time).
-  // `confirmed`: the node confirmed a jump past the chain bounds, which the batch passes.
+  // `confirmed`: the node confirmed a jump past the chain bounds, which the batch passes as
+  // the process's own confirmed operator; else it is written as `authorization` names.
   async fromNode(
     block: RememberedBlock,
     parentBurnHeight: number,
     remote: string | undefined,
-    confirmed: boolean,
+    authorization: string | 'confirmed',
   ): Promise<{ supply: bigint } | { response: HttpResponse } | undefined> {
+    const confirmed = authorization === 'confirmed';
     const rpc = this.#core.options.rpc;
     if (rpc === undefined) return undefined;
     const retry = this.#core.options.startRetryMs ?? 10_000;
@@ -184,7 +186,12 @@ export class NodeStart {
             `Bearer ${confirmedToken}`,
             true,
           )
-        : await this.#core.apply(events, `stacks-start:${block.parent}`, remote);
+        : await this.#core.apply(
+            events,
+            `stacks-start:${block.parent}`,
+            remote,
+            confirmed ? this.#core.feeder() : authorization,
+          );
     if (response.status !== 200) return { response };
     this.#core.tell.logLine?.(
       `stacks observer: started from the node's state as of block ${block.parent} (burn height ${block.burnHeight}): ${read.requests.length} withdrawal request(s) in the history, supply ${read.supply}, ${rpc.calls - callsBefore} RPC calls in ${readMs} ms, applied in ${Date.now() - began - readMs} ms`,

@@ -22,7 +22,7 @@ import {
   type Scope,
   type Service,
 } from 'peg-limits';
-import { type DecodeClarity, problem } from '../../internal.js';
+import { type DecodeClarity, MAX_BLOCK_BODY, problem } from '../../internal.js';
 import { loadPeer } from '../ops/index.js';
 import type { BlockMemoryStore } from './block-memory.js';
 import { BlockFeed } from './feed.js';
@@ -43,9 +43,6 @@ export const STACKS_NODE_CONFIRMED_OPERATOR = 'stacks-node-confirmed';
 
 /** Mainnet's sBTC registry contract. */
 export const MAINNET_REGISTRY = 'SM3VDXK3WZZSA84XXFKAFAF15NNZX32CTSG82JFQ4.sbtc-registry';
-
-/** The largest `/new_block` body read (a block's transactions come with it). */
-const MAX_BLOCK_BODY = 64 * 1024 * 1024;
 
 /** The observer listener's client limits. */
 const OBSERVER_LIMITS = {
@@ -138,6 +135,16 @@ export interface StacksObserver {
   readonly held: number;
   /** An operator's request on the held blocks (`/admin/held`). */
   heldBlocks(op: HeldOp, by: string, authorization: string): Promise<HttpResponse>;
+  /**
+   * A block posted to the service's own port (`POST /new_block` with an operator's token,
+   * as Emily's sidecar forwards it): the same feed as the observer's port, in the same
+   * order, written as that operator.
+   */
+  newBlock(
+    payload: unknown,
+    authorization: string,
+    remote: string | undefined,
+  ): Promise<HttpResponse>;
   close(): Promise<void>;
 }
 
@@ -200,6 +207,7 @@ export async function startStacksObserver(
       return feed.held;
     },
     heldBlocks: (op, by, authorization) => feed.heldBlocks(op, by, authorization),
+    newBlock: (payload, authorization, remote) => feed.newBlock(payload, remote, authorization),
     async close() {
       await new Promise<void>((resolve) => {
         server.close(() => resolve());

@@ -1,0 +1,393 @@
+/**
+ * Emily's private limits API, for the tools that write through it today (docs/operating.md,
+ * "Coming from Emily"): `POST /limits`, `POST /limits/{account}`, `POST /throttle`,
+ * `PATCH /throttle/activate|deactivate`, `POST|PUT /chainstate` and `POST /new_block`, with
+ * Emily's bodies and Emily's answers. Each request becomes an operator batch
+ * ({@link operatorBatch}): the caller's scopes, the chain bounds, a loosening that waits (202
+ * with the pending change: the one difference in kind from Emily), the trail and the alerts
+ * hold as for `POST /admin/events`. Pure.
+ */
+
+import { describe, fail, joinPath, LimitsError } from '../core/errors.js';
+import { heightFromJson, requireHeight } from '../core/heights.js';
+import { hashThrottleSecret } from '../core/keys.js';
+import {
+  CAP_FIELDS,
+  type Caps,
+  isAccountName,
+  isRecord,
+  rejectUnknownFields,
+  validateCaps,
+} from '../core/limits.js';
+import type { LimitsEvent, LimitsState } from '../core/state.js';
+import { getAccountLimits } from '../core/views.js';
+import { type BatchOutcome, operatorBatch } from './admin.js';
+import {
+  accountOf,
+  fromError,
+  INVALID_ACCOUNT,
+  json,
+  MAX_BLOCK_BODY,
+  MAX_THROTTLE_BODY,
+  notJson,
+  problem,
+  readJson,
+  readText,
+} from './answers.js';
+import type { HandleOptions, HandleResult, HttpRequest, HttpResponse, Route } from './messages.js';
+import { holds, type Operator } from './operators.js';
+import { limitsResponse, unchanged } from './reads.js';
+
+/** The largest body of Emily's writes but `/new_block` (a Limits with its account entries). */
+export const MAX_EMILY_BODY = 1024 * 1024;
+
+/** A body turned into events (and what the answer needs of it), or the answer refusing it. */
+type Read<T> =
+  | { readonly ok: true; readonly events: ReadonlyArray<LimitsEvent>; readonly data: T }
+  | { readonly ok: false; readonly response: HttpResponse };
+
+type Params = Readonly<Record<string, string>>;
+
+// A route of Emily's that writes for an operator: its body read and turned into events
+// (or refused with what is wrong, where), the batch run under the operator rules, and a
+// batch that applied answered in Emily's words.
+function emilyWrite<T>(
+  read: (state: LimitsState, request: HttpRequest, params: Params) => Read<T>,
+  answer: (after: LimitsState, data: T) => HttpResponse,
+  refusal: (outcome: BatchOutcome) => HandleResult = (o) => o.result,
+): Route['handle'] {
+  return (state, request, params, options, operator) => {
+    const r = read(state, request, params);
+    if (!r.ok) return unchanged(state, r.response);
+    const outcome = operatorBatch(state, r.events, request, options, operator!);
+    if (outcome.outcome === 'refused') return refusal(outcome);
+    if (outcome.outcome === 'waiting') return outcome.result;
+    return { ...outcome.result, response: answer(outcome.result.state, r.data) };
+  };
+}
+
+// A body read as JSON, its decoding's LimitsError turned into a 400 with the field's path.
+function fromBody<T>(
+  request: HttpRequest,
+  max: number,
+  decode: (value: unknown) => { readonly events: ReadonlyArray<LimitsEvent>; readonly data: T },
+): Read<T> {
+  const body = readJson(request, max);
+  if (!body.ok) return body;
+  try {
+    return { ok: true, ...decode(body.value) };
+  } catch (e) {
+    if (e instanceof LimitsError) return { ok: false, response: fromError(400, e) };
+    throw e;
+  }
+}
+
+const LIMITS_FIELDS = [
+  ...CAP_FIELDS,
+  'availableToWithdraw',
+  'throttleModeInitiator',
+  'accountCaps',
+] as const;
+const ACCOUNT_FIELDS = [...CAP_FIELDS, 'throttleModeInitiator'] as const;
+
+// Emily's `throttleModeInitiator` in a body: null (or absent) asks throttle mode to end (in
+// an account entry: nothing), the current initiator keeps it; any other name would start it,
+// which only a throttle key may do.
+function keepsThrottle(state: LimitsState, value: unknown, path: string): boolean {
+  if (value === undefined || value === null) return false;
+  if (typeof value === 'string' && value === state.throttleInitiator) return true;
+  return fail(
+    'invalid_request',
+    state.throttleInitiator === null
+      ? `throttle mode is off, and only a throttle key starts it (POST /start_throttle): send null, got ${describe(value)}`
+      : `throttle mode is on, started by ${JSON.stringify(state.throttleInitiator)}: send that name to keep it or null to end it, got ${describe(value)}`,
+    path,
+  );
+}
+
+function requireObject(
+  value: unknown,
+  what: string,
+  path: string,
+): Readonly<Record<string, unknown>> {
+  if (!isRecord(value))
+    fail('invalid_request', `expected ${what} (an object), got ${describe(value)}`, path);
+  return value;
+}
+
+// Emily's AccountLimits: the six caps, each absent or null for none.
+function accountCaps(state: LimitsState, value: unknown, path: string): Caps {
+  const body = requireObject(value, "Emily's AccountLimits", path);
+  rejectUnknownFields(body, ACCOUNT_FIELDS, path);
+  keepsThrottle(state, body.throttleModeInitiator, joinPath(path, 'throttleModeInitiator'));
+  return validateCaps(body, path, state.historyBlocks, ['throttleModeInitiator']);
+}
+
+/**
+ * The events of Emily's `POST /limits` body: the six global caps as given (absent or null:
+ * none; `limitsSet`, which ends throttle mode, or `limitsUpdated` when the body names the
+ * current initiator), then each listed account's entry replaced (`accountLimitsSet`).
+ * `availableToWithdraw` is not settable and is ignored, as Emily ignores it.
+ */
+function limitsBodyEvents(state: LimitsState, value: unknown): ReadonlyArray<LimitsEvent> {
+  const body = requireObject(value, "Emily's Limits", '');
+  rejectUnknownFields(body, LIMITS_FIELDS, '');
+  const available = body.availableToWithdraw;
+  if (
+    available !== undefined &&
+    available !== null &&
+    (typeof available !== 'bigint' || available < 0n)
+  )
+    fail(
+      'invalid_amount',
+      `availableToWithdraw is not settable and is ignored, but must be null or a non-negative integer, got ${describe(available)}`,
+      'availableToWithdraw',
+    );
+  const keep = keepsThrottle(state, body.throttleModeInitiator, 'throttleModeInitiator');
+  const caps = validateCaps(body, '', state.historyBlocks, [
+    'availableToWithdraw',
+    'throttleModeInitiator',
+    'accountCaps',
+  ]);
+  const entries = body.accountCaps ?? {};
+  const accounts = requireObject(entries, 'a map of account names to AccountLimits', 'accountCaps');
+  const events: LimitsEvent[] = [{ type: keep ? 'limitsUpdated' : 'limitsSet', limits: caps }];
+  for (const [name, entry] of Object.entries(accounts)) {
+    const path = `accountCaps.${name}`;
+    if (!isAccountName(name))
+      fail(
+        'invalid_account',
+        'an account name has 1 to 256 characters without control characters',
+        path,
+      );
+    events.push({
+      type: 'accountLimitsSet',
+      account: name,
+      limits: accountCaps(state, entry, path),
+    });
+  }
+  return events;
+}
+
+// An account's limits as Emily answers them: its entry, or every field null once removed.
+function accountAnswer(state: LimitsState, account: string): HttpResponse {
+  return json(
+    201,
+    getAccountLimits(state, account) ?? {
+      pegCap: null,
+      perDepositCap: null,
+      perDepositMinimum: null,
+      perWithdrawalCap: null,
+      rollingWithdrawalBlocks: null,
+      rollingWithdrawalCap: null,
+      throttleModeInitiator: state.throttleInitiator,
+    },
+  );
+}
+
+/** `POST /limits` (scope limits): the global caps and the listed entries; 201 with the Limits. */
+export const setLimitsRoute = emilyWrite(
+  (state, request) =>
+    fromBody(request, MAX_EMILY_BODY, (v) => ({ events: limitsBodyEvents(state, v), data: null })),
+  (after) => ({ ...limitsResponse(after), status: 201 }),
+);
+
+/** `POST /limits/{account}` (scope limits): the entry replaced (all null removes it); 201 with it. */
+export const setAccountLimitsRoute = emilyWrite((state, request, params) => {
+  const account = accountOf(params.account);
+  if (account === undefined)
+    return { ok: false, response: problem(400, 'invalid_account', INVALID_ACCOUNT) };
+  return fromBody(request, MAX_EMILY_BODY, (v) => ({
+    events: [{ type: 'accountLimitsSet', account, limits: accountCaps(state, v, '') }],
+    data: account,
+  }));
+}, accountAnswer);
+
+const NO_CONTENT = (status: number): HttpResponse => ({
+  status,
+  headers: { 'cache-control': 'no-store' },
+  body: '',
+});
+
+/** `POST /throttle` `{ name, secret }` (scope keys): registers a key (its salted hash is kept); 201. */
+export const addThrottleKeyRoute = emilyWrite(
+  (_state, request) =>
+    fromBody(request, MAX_THROTTLE_BODY, (value) => {
+      const body = requireObject(value, "Emily's ThrottleKey { name, secret }", '');
+      rejectUnknownFields(body, ['name', 'secret'], '');
+      if (typeof body.secret !== 'string')
+        fail(
+          'invalid_request',
+          `expected the key's secret as a string, got ${describe(body.secret)}`,
+          'secret',
+        );
+      let secretHash: string;
+      try {
+        // The one draw of chance a route makes: the salt. The event keeps the hash it made.
+        secretHash = hashThrottleSecret(body.secret);
+      } catch (e) {
+        throw new LimitsError('weak_secret', (e as Error).message, 'secret');
+      }
+      return {
+        events: [{ type: 'throttleKeyAdded', name: body.name as string, secretHash }],
+        data: null,
+      };
+    }),
+  () => NO_CONTENT(201),
+);
+
+// Emily addresses a key by its Argon2 hash, which this service never has (it keeps its own
+// salted hash): the key is named instead.
+function keyName(
+  request: HttpRequest,
+): { ok: true; name: unknown } | { ok: false; response: HttpResponse } {
+  if (notJson(request) === undefined) {
+    const body = readJson(request, MAX_THROTTLE_BODY);
+    return body.ok ? { ok: true, name: body.value } : body;
+  }
+  const text = readText(request, MAX_THROTTLE_BODY);
+  return text.ok ? { ok: true, name: text.text.trim() } : text;
+}
+
+// An unknown key is Emily's 404, not a conflict.
+function keyNotFound(outcome: BatchOutcome): HandleResult {
+  const error = outcome.error;
+  if (error?.code !== 'unknown_key') return outcome.result;
+  return { ...outcome.result, response: fromError(404, error) };
+}
+
+/**
+ * `PATCH /throttle/activate` and `/deactivate` (scope keys): the key's name (a JSON string,
+ * as Emily's client sends its body, or plain text) reactivated or revoked; 204.
+ */
+export function keyStateRoute(op: 'activate' | 'deactivate'): Route['handle'] {
+  return emilyWrite(
+    (_state, request) => {
+      const read = keyName(request);
+      if (!read.ok) return read;
+      if (typeof read.name !== 'string' || read.name === '')
+        return {
+          ok: false,
+          response: problem(
+            400,
+            'invalid_request',
+            `expected the key's name as a JSON string (this service names keys: it keeps no Argon2 hash of Emily's), got ${describe(read.name)}`,
+          ),
+        };
+      return {
+        ok: true,
+        events: [
+          {
+            type: op === 'activate' ? 'throttleKeyReactivated' : 'throttleKeyRevoked',
+            name: read.name,
+          },
+        ],
+        data: null,
+      };
+    },
+    () => NO_CONTENT(204),
+    keyNotFound,
+  );
+}
+
+const CHAINSTATE_FIELDS = ['stacksBlockHeight', 'stacksBlockHash', 'bitcoinBlockHeight'] as const;
+
+/** Emily's Chainstate as it was sent: the Stacks block and the Bitcoin height that is the tip. */
+interface Chainstate {
+  readonly stacksBlockHeight: number;
+  readonly stacksBlockHash: string;
+  readonly bitcoinBlockHeight: number;
+}
+
+function chainstateOf(value: unknown): Chainstate {
+  const body = requireObject(value, "Emily's Chainstate", '');
+  rejectUnknownFields(body, CHAINSTATE_FIELDS, '');
+  if (body.bitcoinBlockHeight === undefined || body.bitcoinBlockHeight === null)
+    fail(
+      'invalid_request',
+      'bitcoinBlockHeight is the tip this sets: it is required',
+      'bitcoinBlockHeight',
+    );
+  if (typeof body.stacksBlockHash !== 'string')
+    fail(
+      'invalid_request',
+      `expected the Stacks block's hash, got ${describe(body.stacksBlockHash)}`,
+      'stacksBlockHash',
+    );
+  return {
+    stacksBlockHeight: requireHeight(heightFromJson(body.stacksBlockHeight), 'stacksBlockHeight'),
+    stacksBlockHash: body.stacksBlockHash,
+    bitcoinBlockHeight: requireHeight(
+      heightFromJson(body.bitcoinBlockHeight),
+      'bitcoinBlockHeight',
+    ),
+  };
+}
+
+// What a Chainstate does to the tip: a block above it, a reorganization below it, nothing at it.
+function tipEvents(state: LimitsState, height: number): ReadonlyArray<LimitsEvent> {
+  if (state.tip === null || height > state.tip) return [{ type: 'blockConnected', height }];
+  if (height < state.tip) return [{ type: 'chainReorganized', height }];
+  return [];
+}
+
+/**
+ * `POST /chainstate` and `PUT /chainstate` (scope chain): `bitcoinBlockHeight` becomes the
+ * tip, under the chain bounds; 201 with the Chainstate.
+ */
+export const chainstateRoute = emilyWrite(
+  (state, request) =>
+    fromBody(request, MAX_THROTTLE_BODY, (value) => {
+      const chainstate = chainstateOf(value);
+      return { events: tipEvents(state, chainstate.bitcoinBlockHeight), data: chainstate };
+    }),
+  (_after, chainstate) => json(201, chainstate),
+);
+
+/**
+ * `POST /new_block` on the service's port (scope chain): the payload a Stacks node posts,
+ * or a JSON string holding it (as Emily's sidecar forwards it), handed to the Stacks feed
+ * (`block`); without one, 404.
+ */
+export function newBlockRoute(
+  state: LimitsState,
+  request: HttpRequest,
+  _params: Readonly<Record<string, string>>,
+  _options: HandleOptions,
+  operator: Operator | undefined,
+): HandleResult {
+  const caller = operator!;
+  if (!holds(caller, ['chain']))
+    return unchanged(
+      state,
+      problem(
+        403,
+        'scope_denied',
+        `a block needs the chain scope; the operator ${JSON.stringify(caller.name)} holds ${caller.scopes.join(', ')}`,
+      ),
+    );
+  const read = readText(request, MAX_BLOCK_BODY);
+  if (!read.ok) return unchanged(state, read.response);
+  let payload: unknown;
+  try {
+    // Plain JSON, as the node wrote it: the payload's mapping reads its numbers as numbers.
+    payload = JSON.parse(read.text);
+    if (typeof payload === 'string') payload = JSON.parse(payload);
+  } catch (e) {
+    return unchanged(
+      state,
+      problem(400, 'invalid_json', `the body is not JSON: ${(e as Error).message}`),
+    );
+  }
+  return {
+    ...unchanged(
+      state,
+      problem(
+        404,
+        'not_found',
+        'no Stacks feed here: `peg-limits serve --stacks-observer` takes blocks',
+      ),
+    ),
+    block: { payload, by: caller.name },
+  };
+}
