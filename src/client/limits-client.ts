@@ -141,6 +141,7 @@ function toWindow(value: unknown): WindowView {
     from: num(w.from),
     to: num(w.to),
     completeAt: num(w.completeAt),
+    heldFrom: num(w.heldFrom),
     sums: (w.sums as unknown[]).map(sum),
     nextRelease: w.nextRelease === null ? null : sum(w.nextRelease),
   };

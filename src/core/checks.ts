@@ -14,8 +14,8 @@ import { accountTree, heightWithin, incompleteUntil, windowSpan, withdrawnIn } f
 
 /**
  * Why a request is refused. `invalid_amount` and `invalid_account` flag malformed requests;
- * `window_incomplete` says that a window reaches below the height from which the history is
- * complete, so what it holds is unknown.
+ * `window_incomplete` says that what a window holds is unknown: it reaches below the height
+ * from which the history is complete, or blocks are held past the chain bounds.
  */
 export type VerdictReason =
   | 'above_per_withdrawal_cap'
@@ -36,7 +36,8 @@ export type VerdictReason =
  * when the request would pass: for a refusal by a window cap (`rolling_cap_exceeded`,
  * `account_rolling_cap_exceeded`), the {@link whenAvailable} height; for
  * `window_incomplete`, the tip at which the window becomes complete; `null` when there is no
- * such height (any other refusal, or a window refusal that never passes).
+ * such height (any other refusal, a window refusal that never passes, or blocks held: the
+ * height is not known until the hold ends).
  */
 export type Verdict =
   | { readonly ok: true }
@@ -101,9 +102,9 @@ function withdrawalVerdict(
   if (r.perWithdrawalCap !== null && req.amount > r.perWithdrawalCap) {
     return refuse('above_per_withdrawal_cap', r.perWithdrawalCap);
   }
-  const until = incompleteFor(state, r);
-  if (until !== null)
-    return { ok: false, reason: 'window_incomplete', limit: null, availableAt: until };
+  const incomplete = incompleteFor(state, r);
+  if (incomplete !== undefined)
+    return { ok: false, reason: 'window_incomplete', limit: null, availableAt: incomplete.at };
   if (r.rollingWithdrawalCap !== null) {
     const left = roomLeft(r.rollingWithdrawalCap, globalUsed + pending.total);
     if (req.amount > left)
@@ -120,16 +121,26 @@ function withdrawalVerdict(
   return OK;
 }
 
-// The tip from which every window that applies is complete; null when they all are now.
-function incompleteFor(state: LimitsState, r: ResolvedCaps): number | null {
+// Whether a window that applies reports no room now, and the tip from which every one is
+// complete (`at`; null while blocks are held: no tip is known); undefined when all are now.
+function incompleteFor(
+  state: LimitsState,
+  r: ResolvedCaps,
+): { readonly at: number | null } | undefined {
   let until: number | null = null;
+  let any = false;
   for (const blocks of [r.rollingWithdrawalBlocks, r.accountRollingWithdrawalBlocks]) {
     if (blocks === null) continue;
+    any = true;
     const u = incompleteUntil(state, blocks);
     if (u !== null && (until === null || u > until)) until = u;
   }
-  return until;
+  if (any && state.heldFrom !== null) return HELD;
+  return until === null ? undefined : { at: until };
 }
+
+// While blocks are held, the tip from which the windows have room again is not known.
+const HELD = { at: null } as const;
 
 function depositVerdict(state: LimitsState, req: TransferRequest, pending: Pending): Verdict {
   const bad = malformed(req);
@@ -263,7 +274,8 @@ export function admitDeposits<R extends TransferRequest>(
 /**
  * The earliest tip height (≥ the current tip) at which {@link checkWithdrawal} would admit
  * `amount` if nothing else were withdrawn; `null` when it never would (the amount is above
- * a cap) or no block is known yet. While a window is incomplete, never before it becomes
+ * a cap), no block is known yet, or blocks are held past the chain bounds (`blocksHeld`: not
+ * known until the hold ends). While a window is incomplete, never before it becomes
  * complete.
  *
  * @throws LimitsError `invalid_amount` or `invalid_account` (with its `path`) for a malformed
@@ -305,7 +317,9 @@ function availableAt(
   const { account, amount } = request;
   const r = resolvedCaps(state, account);
   if (r.perWithdrawalCap !== null && amount > r.perWithdrawalCap) return null;
-  let height = Math.max(state.tip, incompleteFor(state, r) ?? state.tip);
+  const incomplete = incompleteFor(state, r);
+  if (incomplete !== undefined && incomplete.at === null) return null;
+  let height = Math.max(state.tip, incomplete?.at ?? state.tip);
   const windows: Array<[Amount | null, Amount | null, SumNode | undefined, Amount]> = [
     [r.rollingWithdrawalBlocks, r.rollingWithdrawalCap, state.historySums, pending.total],
     [

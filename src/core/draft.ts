@@ -62,6 +62,12 @@ export interface LimitsState {
    * `null` when the history is complete (fed from the start).
    */
   readonly completeFrom: Height | null;
+  /**
+   * @internal The burn height of the first block a feed holds past the chain bounds
+   * (`blocksHeld`), or `null` when none is held: while one is, the chain has moved past what
+   * the state shows, and every window reports no room.
+   */
+  readonly heldFrom: Height | null;
   /** @internal The global pegged-in total last observed. */
   readonly peggedTotal: Amount;
   /** @internal The caps throttle mode imposes. */
@@ -187,6 +193,7 @@ function copyOf(s: StateFields, owner: Owner): Draft {
     limits: s.limits,
     entries: s.entries,
     completeFrom: s.completeFrom,
+    heldFrom: s.heldFrom,
     peggedTotal: s.peggedTotal,
     throttleProfile: s.throttleProfile,
     throttleInitiator: s.throttleInitiator,

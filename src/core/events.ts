@@ -41,6 +41,14 @@ export type LimitsEvent =
    * "A history that starts late").
    */
   | { readonly type: 'historyCompleteFrom'; readonly height: Height }
+  /**
+   * A feed holds blocks past the chain bounds, the first at burn height `height`: the chain
+   * has moved on and what the held blocks request is not counted yet, so every window reports
+   * no room until the hold ends (docs/semantics.md, "Held blocks"). A no-op while held.
+   */
+  | { readonly type: 'blocksHeld'; readonly height: Height }
+  /** The hold ended: the held blocks were released or dropped. A no-op when none is held. */
+  | { readonly type: 'blocksReleased' }
   | {
       readonly type: 'peggedTotalObserved';
       readonly total: Amount;

@@ -1,5 +1,5 @@
 /**
- * Amounts in a snapshot (version 3) as JSON keeps them: decimal strings, read back into the
+ * Amounts in a snapshot (version 3 on) as JSON keeps them: decimal strings, read back into the
  * bigints the rules check, at the places a snapshot holds amounts (caps, totals, the throttle
  * profile, withdrawals, the events of pending changes).
  */
@@ -13,7 +13,7 @@ const fail: Invalid = (path, reason) => failWith('invalid_snapshot', reason, pat
 
 const CAP_PATHS = CAP_FIELDS as ReadonlyArray<string>;
 
-// An amount of a version 3 snapshot: decimal digits, to a bigint (range and sign are
+// An amount of a snapshot of version 3 or later: decimal digits, to a bigint (range and sign are
 // checked later, by the rule its event applies).
 function amountOf(value: unknown, path: string, invalid: Invalid): unknown {
   // Missing: said by the check of the field itself.
@@ -22,7 +22,7 @@ function amountOf(value: unknown, path: string, invalid: Invalid): unknown {
   invalid(
     path,
     typeof value === 'number' || typeof value === 'bigint'
-      ? `expected the amount as a decimal string, got the number ${value}: a version 3 snapshot carries amounts as strings ("150000000"), as snapshotOf writes them`
+      ? `expected the amount as a decimal string, got the number ${value}: a snapshot of version 3 or later carries amounts as strings ("150000000"), as snapshotOf writes them`
       : `expected the amount as a decimal string ("150000000"), got ${describe(value)}`,
   );
 }
@@ -68,7 +68,7 @@ function eventOf(value: unknown, path: string, invalid: Invalid): unknown {
 }
 
 /**
- * @internal A version 3 snapshot with its amounts as bigints, as version 2 held them and
+ * @internal A snapshot of version 3 or later with its amounts as bigints, as version 2 held them and
  * the rules read them. An amount that is not decimal digits is reported to `invalid` with
  * its path (which throws); a missing one is left for the field's own check to name.
  */

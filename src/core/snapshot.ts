@@ -31,12 +31,12 @@ import { forEachWithdrawal, withdrawalWalk } from './withdrawals.js';
 /** The `format` every snapshot carries. */
 export const SNAPSHOT_FORMAT = 'peg-limits/snapshot';
 /**
- * The snapshot version this release writes. It reads this one, version 2 (amounts as
- * integers, to be read with `decodeJson`; written before a history could start late:
- * complete from the start) and version 1 (besides, written before pending changes existed:
- * it holds none).
+ * The snapshot version this release writes. It reads this one, version 3 (written before a
+ * feed could hold blocks: none held), version 2 (besides, amounts as integers, to be read
+ * with `decodeJson`; written before a history could start late: complete from the start)
+ * and version 1 (besides, written before pending changes existed: it holds none).
  */
-export const SNAPSHOT_VERSION = 3;
+export const SNAPSHOT_VERSION = 4;
 
 /** An amount in a snapshot: its decimal digits, which JSON keeps, every one of them. */
 export type AmountText = string;
@@ -80,6 +80,8 @@ export interface Snapshot {
   readonly highestTip: Height | null;
   /** The height from which the history is complete (`historyCompleteFrom`); null: from the start. */
   readonly historyCompleteFrom: Height | null;
+  /** The burn height from which a feed holds blocks past the chain bounds (`blocksHeld`); null: none held. */
+  readonly blocksHeldFrom: Height | null;
   readonly peggedTotal: AmountText;
   /** The pegged-in totals observed per account (0 is left out). */
   readonly accountPeggedTotals: Readonly<Record<string, AmountText>>;
@@ -104,6 +106,7 @@ const TOP_FIELDS = [
   'tip',
   'highestTip',
   'historyCompleteFrom',
+  'blocksHeldFrom',
   'peggedTotal',
   'accountPeggedTotals',
   'throttleKeys',
@@ -112,8 +115,9 @@ const TOP_FIELDS = [
   'changes',
   'nextChangeId',
 ];
-// What version 2 lacks, and version 1 besides.
-const V2_FIELDS = TOP_FIELDS.filter((f) => f !== 'historyCompleteFrom');
+// What version 3 lacks, version 2 besides, and version 1 besides.
+const V3_FIELDS = TOP_FIELDS.filter((f) => f !== 'blocksHeldFrom');
+const V2_FIELDS = V3_FIELDS.filter((f) => f !== 'historyCompleteFrom');
 const V1_FIELDS = V2_FIELDS.filter((f) => f !== 'changes' && f !== 'nextChangeId');
 const WITHDRAWAL_FIELDS = ['id', 'account', 'amount', 'height', 'rejected'];
 const KEY_FIELDS = ['name', 'secretHash', 'revoked'];
@@ -264,6 +268,7 @@ function snapshotHead(state: LimitsState): Snapshot {
     tip: state.tip,
     highestTip: state.highestTip,
     historyCompleteFrom: state.completeFrom,
+    blocksHeldFrom: state.heldFrom,
     peggedTotal: state.peggedTotal.toString(),
     accountPeggedTotals: sortedRecord(pegged),
     throttleKeys: keys.sort((a, b) => byKey(a.name, b.name)),
@@ -365,20 +370,26 @@ function withHint(value: unknown, reason: string): string {
   const given = isRecord(value) ? value.version : undefined;
   const version = typeof given === 'bigint' ? Number(given) : given;
   if ((version === 1 || version === 2) && /got the number/.test(reason))
-    return `${reason}: a version ${version} snapshot carries amounts as JSON integers, which JSON.parse cannot keep exact; read its text with decodeJson (this release writes version 3, amounts as decimal strings, which JSON.parse reads)`;
+    return `${reason}: a version ${version} snapshot carries amounts as JSON integers, which JSON.parse cannot keep exact; read its text with decodeJson (this release writes version ${SNAPSHOT_VERSION}, amounts as decimal strings, which JSON.parse reads)`;
   return reason;
 }
 
 function restore(input: unknown): LimitsState {
   const given = isRecord(input) ? input.version : undefined;
   const version = typeof given === 'bigint' ? Number(given) : given;
-  // A version 3 snapshot's amounts are decimal strings: read back into bigints first.
+  // From version 3 on, amounts are decimal strings: read back into bigints first.
   const value =
-    version === SNAPSHOT_VERSION && isRecord(input) ? snapshotAmounts(input, invalid) : input;
-  const s = record(value, '', version === 1 ? V1_FIELDS : version === 2 ? V2_FIELDS : TOP_FIELDS);
+    (version === 3 || version === SNAPSHOT_VERSION) && isRecord(input)
+      ? snapshotAmounts(input, invalid)
+      : input;
+  const s = record(
+    value,
+    '',
+    version === 1 ? V1_FIELDS : version === 2 ? V2_FIELDS : version === 3 ? V3_FIELDS : TOP_FIELDS,
+  );
   if (s.format !== SNAPSHOT_FORMAT)
     invalid('format', `expected "${SNAPSHOT_FORMAT}", got ${describe(s.format)}`);
-  if (version !== SNAPSHOT_VERSION && version !== 1 && version !== 2)
+  if (version !== SNAPSHOT_VERSION && version !== 1 && version !== 2 && version !== 3)
     invalid(
       'version',
       `this release reads versions 1 to ${SNAPSHOT_VERSION}, got ${describe(s.version)}`,
@@ -449,11 +460,16 @@ function restore(input: unknown): LimitsState {
   if (tip !== null && highestTip !== null && tip < highestTip)
     push({ type: 'chainReorganized', height: tip }, 'tip');
   const completeFrom =
-    version === SNAPSHOT_VERSION
+    version === 3 || version === SNAPSHOT_VERSION
       ? nullable(s.historyCompleteFrom, (v) => height(v, 'historyCompleteFrom'))
       : null;
   if (completeFrom !== null)
     push({ type: 'historyCompleteFrom', height: completeFrom }, 'historyCompleteFrom');
+  const heldFrom =
+    version === SNAPSHOT_VERSION
+      ? nullable(s.blocksHeldFrom, (v) => height(v, 'blocksHeldFrom'))
+      : null;
+  if (heldFrom !== null) push({ type: 'blocksHeld', height: heldFrom }, 'blocksHeldFrom');
   const peggedTotal = checked(() => requireCap(s.peggedTotal, 'peggedTotal'), 'peggedTotal');
   push({ type: 'peggedTotalObserved', total: peggedTotal }, 'peggedTotal');
   for (const [name, total] of Object.entries(

@@ -121,6 +121,7 @@ export function createLimitsState(options: LimitsOptions = {}): LimitsState {
     limits: NO_CAPS,
     entries: emptyMap(),
     completeFrom: null,
+    heldFrom: null,
     peggedTotal: 0n,
     throttleProfile: DEFAULT_THROTTLE_PROFILE,
     throttleInitiator: null,
@@ -292,6 +293,22 @@ function historyCompleteFrom(d: Draft, e: Record<string, unknown>): void {
   d.changed = true;
 }
 
+// A feed holds blocks past the chain bounds from `height` on: every window reports no room
+// until the hold ends (the first height held stays while more are held behind it).
+function blocksHeld(d: Draft, e: Record<string, unknown>): void {
+  const height = requireHeight(e.height, 'height');
+  if (d.heldFrom !== null) return;
+  d.heldFrom = height;
+  d.changed = true;
+}
+
+// The hold ended (the held blocks released or dropped): the windows report their room again.
+function blocksReleased(d: Draft): void {
+  if (d.heldFrom === null) return;
+  d.heldFrom = null;
+  d.changed = true;
+}
+
 function accountLimitsSet(d: Draft, e: Record<string, unknown>): void {
   const account = requireAccount(e.account, 'account');
   setEntry(d, account, validateCaps(e.limits, 'limits', d.historyBlocks));
@@ -310,6 +327,8 @@ const handlers = new Map<string, EventHandler>([
   ['withdrawalRejectionUndone', withdrawalRejectionUndone],
   ['peggedTotalObserved', peggedTotalObserved],
   ['historyCompleteFrom', historyCompleteFrom],
+  ['blocksHeld', blocksHeld],
+  ['blocksReleased', blocksReleased],
   ['throttleKeyAdded', throttleKeyAdded],
   ['throttleKeyRevoked', throttleKeyRevocation(true)],
   ['throttleKeyReactivated', throttleKeyRevocation(false)],

@@ -42,7 +42,8 @@ export interface EffectiveLimits extends ResolvedCaps {
   readonly hasEntry: boolean;
   /**
    * What the account may still withdraw in the windows that apply to it; null when none
-   * applies, or when one reaches below the height from which the history is complete.
+   * applies, when one reaches below the height from which the history is complete, or
+   * while blocks are held past the chain bounds.
    */
   readonly availableToWithdraw: Amount | null;
   /**
@@ -50,6 +51,11 @@ export interface EffectiveLimits extends ResolvedCaps {
    * `null` when they all do now (see `historyCompleteFrom`).
    */
   readonly incompleteUntil: number | null;
+  /**
+   * The burn height of the first block a feed holds past the chain bounds (`blocksHeld`), or
+   * `null`: while blocks are held, no window reports room.
+   */
+  readonly heldFrom: number | null;
   readonly peggedTotal: Amount;
   readonly accountPeggedTotal: Amount;
   readonly throttleModeInitiator: string | null;
@@ -109,7 +115,10 @@ export function getLimits(state: LimitsState): Limits {
   const cap = caps.rollingWithdrawalCap;
   return {
     availableToWithdraw:
-      blocks === null || cap === null || incompleteUntil(state, blocks) !== null
+      blocks === null ||
+      cap === null ||
+      state.heldFrom !== null ||
+      incompleteUntil(state, blocks) !== null
         ? null
         : roomLeft(cap, withdrawnIn(state, state.historySums, blocks)),
     pegCap: caps.pegCap,
@@ -180,8 +189,9 @@ export function effectiveLimits(state: LimitsState, account: string): EffectiveL
     ...resolved,
     account,
     hasEntry: rawEntry !== undefined,
-    availableToWithdraw: until === null ? available : null,
+    availableToWithdraw: until === null && state.heldFrom === null ? available : null,
     incompleteUntil: until,
+    heldFrom: state.heldFrom,
     peggedTotal: state.peggedTotal,
     accountPeggedTotal: accountPeggedTotal(state, account),
     throttleModeInitiator: state.throttleInitiator,
@@ -216,8 +226,16 @@ export interface WindowView {
    * the height from which the history is complete (`historyCompleteFrom`).
    */
   readonly complete: boolean;
-  /** The tip at which an incomplete window becomes complete; `null` when it is complete. */
+  /**
+   * The tip at which an incomplete window becomes complete; `null` when it is complete, or
+   * while blocks are held (not known until the hold ends).
+   */
   readonly completeAt: number | null;
+  /**
+   * The burn height of the first block a feed holds past the chain bounds, or `null`: while
+   * blocks are held, the chain has moved on and the window is not complete.
+   */
+  readonly heldFrom: number | null;
   /**
    * What may still be withdrawn: the cap less what is withdrawn; null without a window, and
    * while the window is incomplete (unknown).
@@ -290,9 +308,13 @@ export function windowOf(state: LimitsState, account?: string): WindowView | und
     from,
     to,
     withdrawn,
-    complete: completeAt === null,
+    complete: completeAt === null && state.heldFrom === null,
     completeAt,
-    availableToWithdraw: cap === null || completeAt !== null ? null : roomLeft(cap, withdrawn),
+    heldFrom: state.heldFrom,
+    availableToWithdraw:
+      cap === null || completeAt !== null || state.heldFrom !== null
+        ? null
+        : roomLeft(cap, withdrawn),
     sums,
     nextRelease:
       oldest === undefined || release === undefined || release > Number.MAX_SAFE_INTEGER

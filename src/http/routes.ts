@@ -34,6 +34,7 @@ import {
   setLimitsRoute,
 } from './emily.js';
 import type {
+  HandleOptions,
   HandleResult,
   HttpRequest,
   HttpResponse,
@@ -41,6 +42,7 @@ import type {
   Route,
   RouteParams,
 } from './messages.js';
+import { operatorsByHash } from './operators.js';
 import { limitsResponse, unchanged, windowResponse } from './reads.js';
 
 const DASHBOARD_RESPONSE: HttpResponse = {
@@ -48,6 +50,19 @@ const DASHBOARD_RESPONSE: HttpResponse = {
   headers: { 'content-type': 'text/html; charset=utf-8', 'cache-control': 'no-cache' },
   body: DASHBOARD_HTML,
 };
+let dashboardWithOperators: HttpResponse | undefined;
+
+// The dashboard says whether the service has operators (data-operators on its body), so that
+// the page asks an operator route only once an operator gave a token: a visitor's page load
+// makes no request that fails.
+function dashboardFor(options: HandleOptions): HttpResponse {
+  if (operatorsByHash(options.operators, options.adminToken).size === 0) return DASHBOARD_RESPONSE;
+  dashboardWithOperators ??= {
+    ...DASHBOARD_RESPONSE,
+    body: DASHBOARD_HTML.replace('<body>', '<body data-operators="true">'),
+  };
+  return dashboardWithOperators;
+}
 
 // A route on one account: the account decoded and checked first (400 invalid_account).
 function onAccount(
@@ -151,7 +166,7 @@ export const ROUTES: ReadonlyArray<Route> = [
     pattern: '/',
     access: 'public',
     maxBody: 0,
-    handle: (state) => unchanged(state, DASHBOARD_RESPONSE),
+    handle: (state, _request, _params, options) => unchanged(state, dashboardFor(options)),
   },
   {
     method: 'GET',

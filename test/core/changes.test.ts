@@ -292,7 +292,13 @@ describe('pending changes are part of the state', () => {
 
   test('a version 1 snapshot (before pending changes) still loads, with none', () => {
     const s = start();
-    const { changes: _c, nextChangeId: _n, historyCompleteFrom: _h, ...rest } = snapshotOf(s);
+    const {
+      changes: _c,
+      nextChangeId: _n,
+      historyCompleteFrom: _h,
+      blocksHeldFrom: _b,
+      ...rest
+    } = snapshotOf(s);
     const r = stateFromSnapshot(decodeJson(encodeJson({ ...snapshotAmounts(rest), version: 1 })));
     if (!r.ok) throw r.error;
     expect(pendingChanges(r.state)).toEqual([]);

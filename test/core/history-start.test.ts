@@ -142,7 +142,7 @@ describe('a window that reaches below the complete history', () => {
   });
 
   test('a version 2 snapshot (before a history could start late) loads as complete', () => {
-    const { historyCompleteFrom: _h, ...rest } = snapshotOf(lateStart());
+    const { historyCompleteFrom: _h, blocksHeldFrom: _b, ...rest } = snapshotOf(lateStart());
     const r = stateFromSnapshot(decodeJson(encodeJson({ ...snapshotAmounts(rest), version: 2 })));
     if (!r.ok) throw r.error;
     expect(getLimits(r.state).availableToWithdraw).toBe(700n);

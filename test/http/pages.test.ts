@@ -149,6 +149,7 @@ describe('window endpoints', () => {
       withdrawn: 630n,
       complete: true,
       completeAt: null,
+      heldFrom: null,
       availableToWithdraw: 370n,
       sums: [
         { height: 900n, amount: 300n },

@@ -84,6 +84,8 @@ export type Step =
   | { kind: 'update'; caps: CapsInput; fields: string[]; accounts: Record<string, CapsInput> }
   | { kind: 'pegged'; total: bigint; account: string | undefined }
   | { kind: 'completeFrom'; back: number }
+  | { kind: 'hold'; ahead: number }
+  | { kind: 'release' }
   | { kind: 'unreject'; pick: number }
   | { kind: 'throttle'; initiator: string }
   | { kind: 'unthrottle' }
@@ -266,6 +268,14 @@ export function stepArb(history: number): fc.Arbitrary<Step> {
       }),
     },
     {
+      weight: 1,
+      arbitrary: fc.record({
+        kind: fc.constant('hold' as const),
+        ahead: fc.integer({ min: 1, max: 500 }),
+      }),
+    },
+    { weight: 1, arbitrary: fc.constant({ kind: 'release' as const }) },
+    {
       weight: 2,
       arbitrary: fc.record({
         kind: fc.constant('pegged' as const),
@@ -332,6 +342,10 @@ export function toEvent(step: Step, model: NaiveModel): LimitsEvent {
     }
     case 'completeFrom':
       return { type: 'historyCompleteFrom', height: Math.max(0, at - step.back) };
+    case 'hold':
+      return { type: 'blocksHeld', height: at + step.ahead };
+    case 'release':
+      return { type: 'blocksReleased' };
     case 'throttle':
       return { type: 'throttleStarted', initiator: step.initiator };
     case 'unthrottle':

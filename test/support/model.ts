@@ -66,6 +66,8 @@ export class NaiveModel {
   pegged = 0n;
   /** The height from which every withdrawal is known; null: from the start. */
   completeFrom: number | null = null;
+  /** The burn height from which a feed holds blocks; null: none held. */
+  heldFrom: number | null = null;
   accountPegged = new Map<string, bigint>();
   throttle: string | null = null;
   keys = new Map<string, { hash: string; revoked: boolean }>();
@@ -88,6 +90,7 @@ export class NaiveModel {
     m.entries = new Map(this.entries);
     m.pegged = this.pegged;
     m.completeFrom = this.completeFrom;
+    m.heldFrom = this.heldFrom;
     m.accountPegged = new Map(this.accountPegged);
     m.throttle = this.throttle;
     m.keys = new Map([...this.keys].map(([k, v]) => [k, { ...v }]));
@@ -233,6 +236,15 @@ export class NaiveModel {
         this.completeFrom = h;
         return undefined;
       }
+      case 'blocksHeld': {
+        const h = e.height as number;
+        if (!Number.isSafeInteger(h) || h < 0) return 'invalid_height';
+        this.heldFrom ??= h;
+        return undefined;
+      }
+      case 'blocksReleased':
+        this.heldFrom = null;
+        return undefined;
       case 'peggedTotalObserved': {
         const t = e.total as bigint;
         if (typeof t !== 'bigint' || t < 0n || t > MAX) return 'invalid_amount';
@@ -437,7 +449,9 @@ export class NaiveModel {
         : g.rollingWithdrawalCap - this.withdrawn(g.rollingWithdrawalBlocks!);
     return {
       availableToWithdraw:
-        room === null || this.incomplete(g.rollingWithdrawalBlocks!) ? null : maxB(room, 0n),
+        room === null || this.heldFrom !== null || this.incomplete(g.rollingWithdrawalBlocks!)
+          ? null
+          : maxB(room, 0n),
       ...g,
       throttleModeInitiator: this.throttle,
       accountCaps,
@@ -472,6 +486,8 @@ export class NaiveModel {
     const v = this.verdictAt(account, amount, at, extra);
     if (!v.ok && v.reason === 'window_incomplete') {
       const r = this.resolved(account);
+      // While blocks are held, nobody knows when the room comes back.
+      if (this.heldFrom !== null) return { ...v, availableAt: null };
       return {
         ...v,
         availableAt: this.completeAt(
@@ -498,6 +514,11 @@ export class NaiveModel {
     if (r.perWithdrawalCap !== null && amount > r.perWithdrawalCap) {
       return { ok: false, reason: 'above_per_withdrawal_cap', limit: r.perWithdrawalCap };
     }
+    if (
+      this.heldFrom !== null &&
+      (r.global.rollingWithdrawalBlocks !== null || r.entry?.rollingWithdrawalBlocks != null)
+    )
+      return { ok: false, reason: 'window_incomplete', limit: null };
     if (
       this.incomplete(r.global.rollingWithdrawalBlocks ?? 0n, at) &&
       r.global.rollingWithdrawalBlocks !== null
@@ -566,6 +587,14 @@ export class NaiveModel {
   /** Tries every tip height from the current one upwards (with `extra` admitted before). */
   whenAvailable(account: string, amount: bigint, extra: ModelWithdrawal[] = []): number | null {
     if (this.tip === null) return null;
+    // Held blocks hold every window that applies: no tip is known at which it passes.
+    const r = this.resolved(account);
+    if (
+      this.heldFrom !== null &&
+      (r.perWithdrawalCap === null || amount <= r.perWithdrawalCap) &&
+      (r.global.rollingWithdrawalBlocks !== null || r.entry?.rollingWithdrawalBlocks != null)
+    )
+      return null;
     const limit = Math.max(this.tip, this.completeFrom ?? 0) + this.history + 1;
     for (let at = this.tip; at <= limit; at++) {
       if (this.verdictAt(account, amount, at, extra).ok)
@@ -607,9 +636,13 @@ export class NaiveModel {
       from,
       to,
       withdrawn,
-      complete: completeAt === null,
+      complete: completeAt === null && this.heldFrom === null,
       completeAt,
-      availableToWithdraw: cap === null || completeAt !== null ? null : maxB(cap - withdrawn, 0n),
+      heldFrom: this.heldFrom,
+      availableToWithdraw:
+        cap === null || completeAt !== null || this.heldFrom !== null
+          ? null
+          : maxB(cap - withdrawn, 0n),
       sums,
       nextRelease:
         sums[0] === undefined || blocks === null
@@ -649,8 +682,9 @@ export class NaiveModel {
       accountRollingWithdrawalCap: e ? e.rollingWithdrawalCap : null,
       account,
       hasEntry: this.entries.has(account),
-      availableToWithdraw: incompleteUntil === null ? available : null,
+      availableToWithdraw: incompleteUntil === null && this.heldFrom === null ? available : null,
       incompleteUntil,
+      heldFrom: this.heldFrom,
       peggedTotal: this.pegged,
       accountPeggedTotal: this.accountPegged.get(account) ?? 0n,
       throttleModeInitiator: this.throttle,

@@ -167,8 +167,14 @@ function renderWindow(w) {
   if (w.complete === false) {
     const a = $('available');
     a.dataset.value = 'null';
-    a.textContent = 'unknown until block ' + Number(w.completeAt).toLocaleString('en-US');
-    a.title = 'the window reaches below the first block the service was told of: withdrawals wait';
+    if (w.heldFrom !== null && w.heldFrom !== undefined) {
+      // Blocks held past the chain bounds: the chain moved on, and what they request is unknown.
+      a.textContent = 'unknown while blocks are held';
+      a.title = 'blocks from ' + Number(w.heldFrom).toLocaleString('en-US') + ' are held past the chain bounds until an operator releases or drops them: withdrawals wait';
+    } else {
+      a.textContent = 'unknown until block ' + Number(w.completeAt).toLocaleString('en-US');
+      a.title = 'the window reaches below the first block the service was told of: withdrawals wait';
+    }
   }
   $('tip').textContent = w.tip === null ? 'no block yet' : 'tip ' + Number(w.tip).toLocaleString('en-US');
   $('tip').dataset.value = w.tip === null ? 'null' : w.tip;
@@ -237,12 +243,22 @@ function appliesText(c) {
   return at === null ? c.delayBlocks + ' blocks after the first block' : at;
 }
 
+// Whether the service has operators: the page is served saying so (data-operators), so that a
+// visitor's page asks no operator route, and none fails in the browser's console.
+const OPERATORS = document.body.dataset.operators === 'true';
+
 async function readChanges() {
   const token = sessionStorage.getItem('peg-limits-token');
   const note = $('changesNote');
-  // Asked without a token too: a service with no operators answers 404 (nothing can wait).
+  if (!OPERATORS) { note.textContent = 'This service has no operators: nothing waits.'; $('changeCount').textContent = '0'; return; }
+  if (!token) {
+    note.textContent = 'Give an operator token to see the pending changes.';
+    $('changeCount').textContent = '—';
+    $('changes').replaceChildren();
+    return;
+  }
   const r = await fetch(new URL('admin/changes', location.href),
-    { cache: 'no-store', headers: token ? { authorization: 'Bearer ' + token } : {} });
+    { cache: 'no-store', headers: { authorization: 'Bearer ' + token } });
   const body = parseExact(await r.text());
   if (r.status === 404) { note.textContent = 'This service has no operators: nothing waits.'; $('changeCount').textContent = '0'; return; }
   if (r.status === 401) {

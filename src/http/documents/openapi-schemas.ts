@@ -184,6 +184,7 @@ export const SCHEMAS = {
       'withdrawn',
       'complete',
       'completeAt',
+      'heldFrom',
       'availableToWithdraw',
       'sums',
       'nextRelease',
@@ -206,11 +207,17 @@ export const SCHEMAS = {
       complete: {
         type: 'boolean',
         description:
-          'Whether every height of the window is known: false while it reaches below the height from which the history is complete (a feed that started mid-chain).',
+          'Whether every height of the window is known: false while it reaches below the height from which the history is complete (a feed that started mid-chain), and while blocks are held past the chain bounds.',
       },
       completeAt: {
         type: ['integer', 'null'],
-        description: 'The tip at which an incomplete window becomes complete; null when complete.',
+        description:
+          'The tip at which an incomplete window becomes complete; null when complete, or while blocks are held (not known until the hold ends).',
+      },
+      heldFrom: {
+        type: ['integer', 'null'],
+        description:
+          'The burn height of the first block a Stacks feed holds past the chain bounds; null when none is held. While one is, no room is reported.',
       },
       availableToWithdraw: {
         ...int64,
@@ -255,6 +262,8 @@ export const SCHEMAS = {
           'withdrawalRejectionUndone',
           'peggedTotalObserved',
           'historyCompleteFrom',
+          'blocksHeld',
+          'blocksReleased',
           'throttleKeyAdded',
           'throttleKeyRevoked',
           'throttleKeyReactivated',

@@ -144,6 +144,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   );
   // The Stacks event observer, opened once the server listens.
   let observer: StacksObserver | undefined;
+  const alerts = alertsOf(options);
   // Metrics (docs/operating.md, "Operating it"): on unless turned off, when prom-client is installed.
   const metrics = await metricsOf(options, {
     state: () => service.state,
@@ -152,11 +153,10 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     writeLock: () => eventLog.writeLock,
     notificationQueue: eventLog.notificationQueue,
     alertsPending: () => alerts?.pending,
-    observerSkipped:
-      options.stacksObserver === undefined ? undefined : () => observer?.skipped ?? 0,
-    observerHeld: options.stacksObserver === undefined ? undefined : () => observer?.held ?? 0,
+    alertFailures: () => alerts?.failures,
+    ready: () => eventLog.writable && !eventLog.catchingUp,
+    ...observerSources(options, () => observer),
   });
-  const alerts = alertsOf(options);
   const { feeder, confirmer } = observerOperators(options);
   const own = [feeder?.operator, confirmer?.operator].filter((o) => o !== undefined);
   const operatorsNow = operatorsWith(options.operators, own);
@@ -328,6 +328,17 @@ function operatorsWith(
       lastNow = own.length === 0 ? now : [...now, ...own];
     }
     return lastNow;
+  };
+}
+
+// What the metrics read of the Stacks observer (nothing when it is off).
+function observerSources(options: ServerOptions, observer: () => StacksObserver | undefined) {
+  if (options.stacksObserver === undefined) return {};
+  return {
+    observerSkipped: () => observer()?.skipped ?? 0,
+    observerHeld: () => observer()?.held ?? 0,
+    observerStartFailures: () => observer()?.startFailures ?? 0,
+    observerRejectionsNotShown: () => observer()?.rejectionsNotShown ?? 0,
   };
 }
 

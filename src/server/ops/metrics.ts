@@ -53,10 +53,38 @@ interface MetricsSource {
   readonly notificationQueue?: (() => Promise<number | undefined>) | undefined;
   /** Alerts waiting to be delivered, when alerts are on. */
   alertsPending?(): number | undefined;
+  /** Deliveries of alerts that failed so far, when alerts are on. */
+  alertFailures?(): number | undefined;
+  /** Whether the server is ready (GET /readyz: the state loaded, the log takes writes, not catching up). */
+  ready(): boolean;
   /** What the Stacks event observer skipped so far, when it is on. */
   readonly observerSkipped?: (() => number) | undefined;
   /** The blocks the Stacks event observer holds, when it is on. */
   readonly observerHeld?: (() => number) | undefined;
+  /** Starts from the node's state that failed, when the observer is on. */
+  readonly observerStartFailures?: (() => number) | undefined;
+  /** Rejections the node did not show (skipped), when the observer is on. */
+  readonly observerRejectionsNotShown?: (() => number) | undefined;
+}
+
+// A counter read from a running total at each scrape (absent when `read` gives undefined).
+function totalCounter(
+  prom: typeof Prom,
+  register: Prom.Registry,
+  name: string,
+  help: string,
+  read: () => number | undefined,
+): void {
+  if (read() === undefined) return;
+  new prom.Counter({
+    name,
+    help,
+    registers: [register],
+    collect() {
+      this.reset();
+      this.inc(read() ?? 0);
+    },
+  });
 }
 
 const EXACT = 'A float64: exact below 2^53 (90 million BTC in satoshis).';
@@ -91,30 +119,28 @@ function observerMetrics(
     'Blocks the Stacks event observer holds (past the chain bounds, and every block after): nothing moves until an operator releases or drops them; absent when the observer is off.',
     () => source.observerHeld?.(),
   );
+  totalCounter(
+    prom,
+    register,
+    'peg_limits_observer_start_failures_total',
+    "Starts from the Stacks node's state that failed (the RPC down, slow or answering what a node does not): the window stays incomplete until one succeeds.",
+    () => source.observerStartFailures?.(),
+  );
+  totalCounter(
+    prom,
+    register,
+    'peg_limits_observer_rejections_not_shown_total',
+    "Withdrawal rejections a block carried that the node's own state did not show (skipped: a forgery, or a node that lies).",
+    () => source.observerRejectionsNotShown?.(),
+  );
 }
 
-/**
- * Creates the metrics of one server, in a registry of their own (with prom-client's default
- * process metrics).
- *
- * @throws MetricsUnavailable when prom-client is not installed
- */
-export async function createMetrics(source: MetricsSource): Promise<ServerMetrics> {
-  const prom = await loadPromClient();
-  const register = new prom.Registry();
-  prom.collectDefaultMetrics({ register });
-  // A gauge read from the current state at each scrape; `undefined` leaves it out.
-  const gauge = (name: string, help: string, read: () => number | undefined) =>
-    new prom.Gauge({
-      name,
-      help,
-      registers: [register],
-      collect() {
-        this.reset();
-        const value = read();
-        if (value !== undefined) this.set(value);
-      },
-    });
+// The gauges read from the state reads see, at each scrape: what GET /limits and
+// GET /window answer.
+function stateGauges(
+  gauge: (name: string, help: string, read: () => number | undefined) => unknown,
+  source: MetricsSource,
+): void {
   const limits = () => getLimits(source.state());
   gauge(
     'peg_limits_available_to_withdraw',
@@ -160,9 +186,56 @@ export async function createMetrics(source: MetricsSource): Promise<ServerMetric
     () => pendingChanges(source.state()).length,
   );
   gauge(
+    'peg_limits_window_complete',
+    '1 while the global rolling window holds every height it covers, else 0 (it reaches below where the history starts, or blocks are held): then no room is reported.',
+    () => (windowOf(source.state())?.complete === false ? 0 : 1),
+  );
+  gauge(
+    'peg_limits_window_complete_at',
+    'The tip at which an incomplete global window becomes complete; absent while complete, or while blocks are held (not known).',
+    () => windowOf(source.state())?.completeAt ?? undefined,
+  );
+}
+
+/**
+ * Creates the metrics of one server, in a registry of their own (with prom-client's default
+ * process metrics).
+ *
+ * @throws MetricsUnavailable when prom-client is not installed
+ */
+export async function createMetrics(source: MetricsSource): Promise<ServerMetrics> {
+  const prom = await loadPromClient();
+  const register = new prom.Registry();
+  prom.collectDefaultMetrics({ register });
+  // A gauge read from the current state at each scrape; `undefined` leaves it out.
+  const gauge = (name: string, help: string, read: () => number | undefined) =>
+    new prom.Gauge({
+      name,
+      help,
+      registers: [register],
+      collect() {
+        this.reset();
+        const value = read();
+        if (value !== undefined) this.set(value);
+      },
+    });
+  stateGauges(gauge, source);
+  gauge(
     'peg_limits_alerts_pending',
     'Alerts read from the audit trail (or refusals told from memory) and not yet delivered, over every --alert-url; absent when alerts are off.',
     () => source.alertsPending?.(),
+  );
+  totalCounter(
+    prom,
+    register,
+    'peg_limits_alert_delivery_failures_total',
+    'Alert deliveries that failed (no answer in time, an error, or a non-2xx answer), each attempt, over every --alert-url; absent when alerts are off.',
+    () => source.alertFailures?.(),
+  );
+  gauge(
+    'peg_limits_ready',
+    '1 while GET /readyz answers 200 (the log takes writes, not catching up), else 0.',
+    () => (source.ready() ? 1 : 0),
   );
   observerMetrics(prom, register, gauge, source);
   gauge('peg_limits_store_available', '1 when changes can be written, else 0.', () =>

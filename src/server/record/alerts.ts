@@ -91,6 +91,8 @@ export interface Alerts {
   notify(alert: AlertBody): void;
   /** Alerts read but not yet delivered, over every URL. */
   readonly pending: number;
+  /** Deliveries that failed so far (each attempt), over every URL. */
+  readonly failures: number;
   /** Stops delivering (what is undelivered is resumed from the cursors at the next start). */
   close(): Promise<void>;
 }
@@ -203,6 +205,7 @@ export function createAlerts(options: AlertOptions, source: AlertSource): Alerts
   const firstDelay = options.firstDelayMs ?? 1_000;
   const maxDelay = options.maxDelayMs ?? ALERT_MAX_DELAY_MS;
   let closed = false;
+  let failures = 0;
   let wake: (() => void) | undefined;
   let woken = Promise.resolve();
   const rewake = () => {
@@ -221,6 +224,7 @@ export function createAlerts(options: AlertOptions, source: AlertSource): Alerts
     for (let delay = firstDelay, tries = 1; !closed; tries++) {
       const failure = await postAlert(url, body, id, options.secret, timeoutMs);
       if (failure === undefined) return true;
+      failures++;
       if (closed) return false;
       options.logLine?.(
         `warning: the ${type} alert ${id} to ${redactAlertUrl(url)} failed (${failure}, attempt ${tries}); retrying in ${delay} ms`,
@@ -324,6 +328,9 @@ export function createAlerts(options: AlertOptions, source: AlertSource): Alerts
         memory.set(url, list);
       }
       poke();
+    },
+    get failures() {
+      return failures;
     },
     get pending() {
       let n = 0;

@@ -49,6 +49,7 @@ export class BlockFeed {
   readonly #held: HeldBlocks;
   #queue: Promise<unknown> = Promise.resolve();
   #skipped = 0;
+  #notShown = 0;
 
   constructor(
     service: Service,
@@ -89,9 +90,21 @@ export class BlockFeed {
     return this.#held.count;
   }
 
+  /** Starts from the node's state that failed (`peg_limits_observer_start_failures_total`). */
+  get startFailures(): number {
+    return this.#start.failures;
+  }
+
+  /** Rejections skipped because the node did not show them (`peg_limits_observer_rejections_not_shown_total`). */
+  get rejectionsNotShown(): number {
+    return this.#notShown;
+  }
+
   /** Reads what is remembered (the held blocks among it) once at start. */
   async open(): Promise<void> {
-    this.#held.saw(await this.#options.memory.load());
+    const memory = await this.#options.memory.load();
+    this.#held.saw(memory);
+    await this.#held.reconcile(memory);
   }
 
   /**
@@ -116,7 +129,7 @@ export class BlockFeed {
   heldBlocks(op: HeldOp, by: string, authorization: string): Promise<HttpResponse> {
     if (op === 'list') return this.#held.list();
     return this.#serially(() =>
-      op === 'drop' ? this.#held.drop(by) : this.#held.release(by, authorization),
+      op === 'drop' ? this.#held.drop(by, authorization) : this.#held.release(by, authorization),
     );
   }
 
@@ -263,6 +276,7 @@ export class BlockFeed {
         this.#skip(
           `the rejection of withdrawal ${e.id} in block ${at}: not shown by the node as of that block (its status: ${status})`,
         );
+        this.#notShown++;
         this.#tell.notify?.({ type: 'rejectionNotShown', id: e.id, block: at, status });
       }
     }

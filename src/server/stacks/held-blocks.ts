@@ -39,6 +39,41 @@ export class HeldBlocks {
     this.#count = memory.held?.length ?? 0;
   }
 
+  /**
+   * At start: blocks remembered as held that the state does not show held (a stop between
+   * the two writes) are marked held now, so that no window reports room meanwhile.
+   */
+  async reconcile(memory: BlockMemory): Promise<void> {
+    const first = memory.held?.[0];
+    if (first !== undefined) await this.#markHeld(first);
+  }
+
+  // The state says blocks are held (no window reports room until the hold ends), written
+  // before the blocks are kept: a stop in between fails closed. A no-op once it says so.
+  async #markHeld(block: { readonly hash: string; readonly burnHeight: number }) {
+    if (windowOf(this.#core.service.state)?.heldFrom != null) return undefined;
+    const r = await this.#core.apply(
+      [{ type: 'blocksHeld', height: block.burnHeight }],
+      `stacks-hold:${block.hash}`,
+      undefined,
+      this.#core.feeder(),
+    );
+    return r.status === 200 ? undefined : r;
+  }
+
+  // The hold ended (nothing is held any more): the windows report their room again. Written
+  // as the operator who released or dropped the blocks (it needs the limits scope).
+  async #markReleased(requestId: string, authorization: string) {
+    if (windowOf(this.#core.service.state)?.heldFrom == null) return undefined;
+    const r = await this.#core.apply(
+      [{ type: 'blocksReleased' }],
+      requestId,
+      undefined,
+      authorization,
+    );
+    return r.status === 200 ? undefined : r;
+  }
+
   // The chain bounds refused the block's batch. A jump the node itself confirms (its burn
   // height at or past the block's, the block known to it) is no forgery: the state is read
   // again from the node as at a start, and the block applied on it. Anything else is held.
@@ -88,6 +123,8 @@ export class HeldBlocks {
       at: new Date().toISOString(),
       payload: payloadToKeep(body, this.#core.options.registry, this.#token),
     };
+    const marked = await this.#markHeld(held);
+    if (marked !== undefined) return marked;
     await this.#core.options.memory.save({ ...memory, held: [held] });
     this.#count = 1;
     this.#core.warn(
@@ -131,6 +168,8 @@ export class HeldBlocks {
       at: new Date().toISOString(),
       payload: payloadToKeep(body, this.#core.options.registry, this.#token),
     };
+    const marked = await this.#markHeld(held[0] ?? next);
+    if (marked !== undefined) return marked;
     await this.#core.options.memory.save({ ...memory, held: [...held, next] });
     this.#count = held.length + 1;
     this.#core.warn(
@@ -152,10 +191,13 @@ export class HeldBlocks {
 
   // Drops the first held block (the one the bounds refused: a forgery, say); the blocks
   // held behind it are then taken in order as if just posted: applied, or held again.
-  async drop(by: string): Promise<HttpResponse> {
+  async drop(by: string, authorization: string): Promise<HttpResponse> {
     const memory = await this.#core.options.memory.load();
     const [first, ...rest] = memory.held ?? [];
-    if (first === undefined) return ok({ dropped: 0, applied: 0, held: 0 });
+    if (first === undefined) {
+      const ended = await this.#markReleased('stacks-hold-end:drop', authorization);
+      return ended ?? ok({ dropped: 0, applied: 0, held: 0 });
+    }
     await this.#core.options.memory.save({ ...memory, held: [] });
     this.#count = 0;
     this.#core.warn(
@@ -167,6 +209,11 @@ export class HeldBlocks {
       const response = await this.#core.takeNow(h.payload);
       if (response.status !== 200) break;
       if (!(JSON.parse(response.body) as { held?: boolean }).held) applied++;
+    }
+    // The hold ends once nothing is held again (a block retaken may be held anew).
+    if (this.#count === 0) {
+      const ended = await this.#markReleased(`stacks-hold-end:drop:${first.hash}`, authorization);
+      if (ended !== undefined) return ended;
     }
     return ok({ dropped: 1, applied, held: this.#count });
   }
@@ -209,6 +256,8 @@ export class HeldBlocks {
       released++;
     }
     this.#count = 0;
+    const ended = await this.#markReleased('stacks-hold-end:release', authorization);
+    if (ended !== undefined) return ended;
     this.#core.tell.logLine?.(`stacks observer: ${by} released ${released} held block(s)`);
     this.#core.tell.notify?.({ type: 'heldBlocksReleased', by, blocks: released });
     return ok({ released, tip: windowOf(this.#core.service.state)?.tip ?? null });

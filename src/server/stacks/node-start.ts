@@ -106,9 +106,15 @@ export class NodeStart {
   readonly #core: FeedCore;
   // When the last try to start from the node's state failed (0: none failed).
   #failedAt = 0;
+  #failures = 0;
 
   constructor(core: FeedCore) {
     this.#core = core;
+  }
+
+  /** Starts from the node's state that failed so far (`peg_limits_observer_start_failures_total`). */
+  get failures(): number {
+    return this.#failures;
   }
 
   // Whether some heights of the retained history were never reported (a late start).
@@ -162,6 +168,7 @@ export class NodeStart {
       });
     } catch (e) {
       this.#failedAt = Date.now();
+      this.#failures++;
       this.#core.warn(
         `stacks observer: could not start from the node's state as of block ${block.parent} (${(e as Error).message}); the window stays incomplete (no room reported, withdrawals refused) until a start succeeds, tried again at a later block`,
       );

@@ -133,6 +133,10 @@ export interface StacksObserver {
   readonly skipped: number;
   /** Blocks held, as this process last saw (`peg_limits_observer_held_blocks`). */
   readonly held: number;
+  /** Starts from the node's state that failed (`peg_limits_observer_start_failures_total`). */
+  readonly startFailures: number;
+  /** Rejections the node did not show, skipped (`peg_limits_observer_rejections_not_shown_total`). */
+  readonly rejectionsNotShown: number;
   /** An operator's request on the held blocks (`/admin/held`). */
   heldBlocks(op: HeldOp, by: string, authorization: string): Promise<HttpResponse>;
   /**
@@ -205,6 +209,12 @@ export async function startStacksObserver(
     },
     get held() {
       return feed.held;
+    },
+    get startFailures() {
+      return feed.startFailures;
+    },
+    get rejectionsNotShown() {
+      return feed.rejectionsNotShown;
     },
     heldBlocks: (op, by, authorization) => feed.heldBlocks(op, by, authorization),
     newBlock: (payload, authorization, remote) => feed.newBlock(payload, remote, authorization),

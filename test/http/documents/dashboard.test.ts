@@ -196,6 +196,58 @@ describe.skipIf(CHROMIUM === undefined)('the dashboard in a real browser', () =>
     }
   });
 
+  test('a visitor’s page load fails no request and logs no error, with operators configured', async () => {
+    const page = await browser.newPage({ viewport: { width: 1000, height: 800 } });
+    const errors: string[] = [];
+    const failed: string[] = [];
+    page.on('console', (m) => {
+      if (m.type() === 'error') errors.push(m.text());
+    });
+    page.on('pageerror', (e) => errors.push(e.message));
+    page.on('requestfailed', (r) => failed.push(`${r.url()} ${r.failure()?.errorText}`));
+    page.on('response', (r) => {
+      if (r.status() >= 400) failed.push(`${r.status()} ${r.url()}`);
+    });
+    await page.goto(`${server.url}/`);
+    await page.waitForSelector('body[data-loaded="true"]', { timeout: 10_000 });
+    // A refresh comes from the stream of changes; give the page a moment to settle.
+    await page.waitForTimeout(500);
+    expect(failed).toEqual([]);
+    expect(errors).toEqual([]);
+    expect(await page.textContent('#changesNote')).toBe(
+      'Give an operator token to see the pending changes.',
+    );
+    await page.close();
+  });
+
+  test('while blocks are held, the room is shown as unknown, not as the room before them', async () => {
+    const held = applyAll(
+      createLimitsState({ limits: { rollingWithdrawalBlocks: 144n, rollingWithdrawalCap: 1000n } }),
+      [
+        { type: 'blockConnected', height: 870_000 },
+        { type: 'blocksHeld', height: 871_000 },
+      ],
+    );
+    if (!held.ok) throw held.error;
+    const s = await startServer({
+      log: await openDataLog({ dir: tempDir(), initial: held.state }),
+      port: 0,
+    });
+    try {
+      const page = await browser.newPage({ viewport: { width: 1000, height: 800 } });
+      await page.goto(`${s.url}/`);
+      await page.waitForSelector('body[data-loaded="true"]', { timeout: 10_000 });
+      expect(await page.textContent('#available')).toBe('unknown while blocks are held');
+      // Without operators, nothing asks for the changes: nothing can wait.
+      expect(await page.textContent('#changesNote')).toBe(
+        'This service has no operators: nothing waits.',
+      );
+      await page.close();
+    } finally {
+      await s.close();
+    }
+  });
+
   test('shows an operator the pending changes: what each loosens, before and after with units, where it applies, its approvals', async () => {
     const BTC = 100_000_000n;
     const begun = applyAll(

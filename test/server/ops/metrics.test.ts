@@ -2,8 +2,8 @@
  * What operators need: health, readiness and Prometheus metrics, read with a
  * parser of our own, checked by Prometheus's promtool, and scraped by Prometheus itself.
  */
-import { spawn, spawnSync } from 'node:child_process';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import {
@@ -18,7 +18,6 @@ import {
 } from '../../../src/index.js';
 import { openDataLog } from '../../../src/server/data-folder/data-log.js';
 import { type RunningServer, startServer } from '../../../src/server/node-http/serve.js';
-import { fencedBlock } from '../../support/doc-blocks.mjs';
 import { freePort, killGroup, tempDir, waitFor } from '../../support/proc.js';
 import { parseExposition, sampleOf } from '../../support/prometheus-text.js';
 import {
@@ -27,7 +26,6 @@ import {
   linesOf,
   PROMETHEUS,
   PROMETHEUS_MISSING,
-  PROMTOOL,
 } from '../../support/promtool.js';
 
 const TOKEN = 'operator-token-0123456789';
@@ -339,154 +337,4 @@ describe.skipIf(!HAVE_PROMETHEUS)('Prometheus scraping the service', () => {
       expect((await post('/admin/events', [{ type: 'throttleEnded' }])).status).toBe(200);
     }
   }, 60_000);
-});
-
-describe.skipIf(!HAVE_PROMETHEUS)('the operating page', () => {
-  const page = readFileSync('docs/operating.md', 'utf8');
-  const block = (marker: string) => fencedBlock(page, 'yaml', marker);
-  // One check of promtool's alert_rule_test: at `at`, rule `name` fires (with its severity
-  // and summary as the page's rules say them, and `labels`) or does not.
-  const alertAt = (name: string, labels: Record<string, string> = {}) => {
-    const rule = block('peg-limits-rules.yml')
-      .split('- alert: ')
-      .find((r) => r.startsWith(`${name}\n`));
-    if (rule === undefined) throw new Error(`no rule ${name} on the page`);
-    const severity = /severity: (\S+)/.exec(rule)![1]!;
-    const summary = /summary: (.+)/.exec(rule)![1]!;
-    const extra = Object.entries(labels)
-      .map(([k, v]) => `\n              ${k}: ${v}`)
-      .join('');
-    return (at: string, firing: boolean) => `      - eval_time: ${at}
-        alertname: ${name}
-        exp_alerts:${
-          firing
-            ? `
-          - exp_labels:
-              severity: ${severity}${extra}
-            exp_annotations:
-              summary: ${summary}`
-            : ' []'
-        }`;
-  };
-  // Runs `promtool test rules` on the page's rules and `tests` (the entries under
-  // `tests:`, one minute between evaluations) and expects every one to pass.
-  const testRules = (tests: string) => {
-    const dir = tempDir();
-    writeFileSync(join(dir, 'peg-limits-rules.yml'), block('peg-limits-rules.yml'));
-    writeFileSync(
-      join(dir, 'tests.yml'),
-      `rule_files:\n  - peg-limits-rules.yml\nevaluation_interval: 1m\ntests:\n${tests}\n`,
-    );
-    const run = spawnSync(PROMTOOL, ['test', 'rules', join(dir, 'tests.yml')], {
-      encoding: 'utf8',
-    });
-    expect(run.status, run.stdout + run.stderr).toBe(0);
-    expect(run.stdout).toMatch(/SUCCESS/);
-  };
-
-  test('its alert rules pass promtool check rules, and its scrape configuration promtool check config', () => {
-    const dir = tempDir();
-    writeFileSync(join(dir, 'peg-limits-rules.yml'), block('peg-limits-rules.yml'));
-    writeFileSync(join(dir, 'prometheus.yml'), block('prometheus.yml'));
-    const rules = spawnSync(PROMTOOL, ['check', 'rules', join(dir, 'peg-limits-rules.yml')], {
-      encoding: 'utf8',
-    });
-    expect(rules.status, rules.stdout + rules.stderr).toBe(0);
-    expect(rules.stdout).toMatch(/SUCCESS: 7 rules found/);
-    const config = spawnSync(PROMTOOL, ['check', 'config', join(dir, 'prometheus.yml')], {
-      encoding: 'utf8',
-    });
-    expect(config.status, config.stdout + config.stderr).toBe(0);
-  });
-
-  test('the write-lock alert fires when three replicas hold the lock 90% of the time for 10 minutes, not at 50% (promtool test rules)', () => {
-    // Three replicas' running totals, one sample a minute for 30 minutes: held 0.3 s a
-    // second each (0.9 summed) in one series set, 1/6 s each (0.5 summed) in the other.
-    const series = (job: string, perMinute: number) =>
-      [0, 1, 2]
-        .map(
-          (r) =>
-            `      - series: 'peg_limits_write_lock_held_seconds_total{job="${job}",instance="r${r}"}'\n        values: '0+${perMinute}x30'`,
-        )
-        .join('\n');
-    const alert = alertAt('PegLimitsWriteLockSaturated');
-    const test = (perMinute: number, checks: string) => `  - interval: 1m
-    input_series:
-${series('busy', perMinute)}
-    alert_rule_test:
-${checks}`;
-    testRules(
-      `${test(18, `${alert('10m', false)}\n${alert('20m', true)}`)}\n${test(10, alert('20m', false))}`,
-    );
-  });
-
-  test('the notification-queue alert fires when the queue has been over 10% full for 5 minutes, not at 5% (promtool test rules)', () => {
-    // Three replicas read the same queue; one series at 20% from minute 3 on, one at 5%.
-    const test = (usage: number, firing: boolean) => `  - interval: 1m
-    input_series:
-${[0, 1, 2]
-  .map(
-    (r) =>
-      `      - series: 'peg_limits_notification_queue_usage{job="peg-limits",instance="r${r}"}'\n        values: '0x2 ${usage}x20'`,
-  )
-  .join('\n')}
-    alert_rule_test:
-      - eval_time: 6m
-        alertname: PegLimitsNotificationQueueFilling
-        exp_alerts: []
-      - eval_time: 10m
-        alertname: PegLimitsNotificationQueueFilling
-        exp_alerts:${
-          firing
-            ? `
-          - exp_labels:
-              severity: page
-            exp_annotations:
-              summary: PostgreSQL's notification queue is over 10% full, so a session that listens is not reading (a hung replica?); when it is full every change is refused.`
-            : ' []'
-        }`;
-    testRules(`${test(0.2, true)}\n${test(0.05, false)}`);
-  });
-
-  test('the pending-change alert fires while a change waits, on any replica, and stops once it is settled (promtool test rules)', () => {
-    const alert = alertAt('PegLimitsChangePending');
-    testRules(`  - interval: 1m
-    input_series:
-      - series: 'peg_limits_pending_changes{job="peg-limits",instance="r0"}'
-        values: '0x2 1x5 0x5'
-      - series: 'peg_limits_pending_changes{job="peg-limits",instance="r1"}'
-        values: '0x12'
-    alert_rule_test:
-${alert('1m', false)}
-${alert('4m', true)}
-${alert('10m', false)}`);
-  });
-
-  test('the credentials alert fires at a burst of failures, not at a few (promtool test rules)', () => {
-    const alert = alertAt('PegLimitsCredentialFailures');
-    // /start_throttle: 2 failures a minute, then 10 a minute from minute 10; /admin/events: 1 a minute.
-    testRules(`  - interval: 1m
-    input_series:
-      - series: 'peg_limits_auth_failures_total{job="peg-limits",instance="r0",route="/start_throttle"}'
-        values: '0+2x10 20+10x10'
-      - series: 'peg_limits_auth_failures_total{job="peg-limits",instance="r0",route="/admin/events"}'
-        values: '0+1x20'
-    alert_rule_test:
-${alert('9m', false)}
-${alert('15m', true)}`);
-  });
-
-  test('the store alert fires once a server has taken no changes for 2 minutes, not for a 1-minute outage (promtool test rules)', () => {
-    // r0: out for a minute (minute 5), back; r1: out from minute 5 on.
-    const alert = alertAt('PegLimitsStoreUnavailable', { instance: 'r1', job: 'peg-limits' });
-    testRules(`  - interval: 1m
-    input_series:
-      - series: 'peg_limits_store_available{job="peg-limits",instance="r0"}'
-        values: '1x4 0 1x10'
-      - series: 'peg_limits_store_available{job="peg-limits",instance="r1"}'
-        values: '1x4 0x10'
-    alert_rule_test:
-${alert('6m', false)}
-${alert('8m', true)}`);
-  });
 });

@@ -294,6 +294,60 @@ describe('a node feeding the command', () => {
     expect(p.stderr).toMatch(/admin dropped the held block/);
   });
 
+  test('while blocks are held, no figure leaves out what they request: no room is reported, across a restart, until the hold ends', async () => {
+    const dir = tempDir();
+    const args = ['--data', dir, '--stacks-history-complete'];
+    let p = await serve(args, { PEG_LIMITS_ADMIN_TOKEN: ADMIN });
+    const limits = async () =>
+      ((await (await fetch(`${p.url}/limits`)).json()) as { availableToWithdraw: number | null })
+        .availableToWithdraw;
+    await post(`${p.observer}/new_block`, block('a', 'g', 1, 1000, [create(1, 7_700n, 1000)]));
+    expect(await limits()).toBe(10_000_000_000 - 7_700);
+    // A forged (or mistaken) jump is held; the node's real next block, requesting 300, is
+    // held behind it: the chain has that request, the window at the tip does not.
+    expect((await post(`${p.observer}/new_block`, block('forged', 'a', 2, 9_000_000))).status).toBe(
+      200,
+    );
+    expect(
+      (await post(`${p.observer}/new_block`, block('b', 'a', 2, 1001, [create(2, 300n, 1001)])))
+        .status,
+    ).toBe(200);
+    expect(await limits()).toBeNull();
+    const w = (await (await fetch(`${p.url}/window`)).json()) as Record<string, unknown>;
+    expect(w).toMatchObject({
+      tip: 1000,
+      complete: false,
+      heldFrom: 9_000_000,
+      availableToWithdraw: null,
+    });
+    const check = await (await fetch(`${p.url}/limits/bob/withdrawals/1`)).json();
+    expect(check).toEqual({
+      ok: false,
+      reason: 'window_incomplete',
+      limit: null,
+      availableAt: null,
+    });
+    // Across a restart too.
+    killGroup(p);
+    await p.exited;
+    p = await serve(args, { PEG_LIMITS_ADMIN_TOKEN: ADMIN });
+    expect(await limits()).toBeNull();
+    // The forged block dropped, the real one applies: the room counts its request, exactly.
+    const dropped = await fetch(`${p.url}/admin/held`, {
+      method: 'DELETE',
+      headers: { authorization: `Bearer ${ADMIN}` },
+    });
+    expect(await dropped.json()).toEqual({ dropped: 1, applied: 1, held: 0 });
+    expect(await limits()).toBe(10_000_000_000 - 8_000);
+    const trail = (await (
+      await fetch(`${p.url}/admin/audit`, { headers: { authorization: `Bearer ${ADMIN}` } })
+    ).json()) as Array<{ actor: { name?: string }; events: Array<{ type: string }> }>;
+    const of = (type: string) =>
+      trail.filter((r) => r.events.some((e) => e.type === type)).map((r) => r.actor.name);
+    expect(of('blocksHeld')).toEqual(['stacks-node']);
+    expect(of('blocksReleased')).toEqual(['admin']);
+  });
+
   test('a restart between two blocks of a fork keeps it exact (SIGKILL)', async () => {
     const dir = tempDir();
     const first = await serve(['--data', dir]);
@@ -406,9 +460,14 @@ describe.skipIf(!POSTGRES_AVAILABLE)('replicas on PostgreSQL', () => {
   test('held blocks are shared: held through one replica, listed and released through the other', async () => {
     const url = await db.database();
     const env = { PEG_LIMITS_STORE: url, PEG_LIMITS_ADMIN_TOKEN: ADMIN };
-    const one = await serve([], env);
-    const two = await serve([], env);
+    const one = await serve(['--stacks-history-complete'], env);
+    const two = await serve(['--stacks-history-complete'], env);
+    const room = async (p: Proc) =>
+      ((await (await fetch(`${p.url}/limits`)).json()) as { availableToWithdraw: number | null })
+        .availableToWithdraw;
     await post(`${one.observer}/new_block`, block('a', 'g', 1, 1000, [create(1, 1n, 1000)]));
+    await waitFor(async () => (await room(two)) === 10_000_000_000 - 1, 5_000);
+    expect(await room(two)).toBe(10_000_000_000 - 1);
     expect((await post(`${one.observer}/new_block`, block('far', 'a', 2, 9_000_000))).status).toBe(
       200,
     );
@@ -420,9 +479,15 @@ describe.skipIf(!POSTGRES_AVAILABLE)('replicas on PostgreSQL', () => {
       blocks: Array<{ burnHeight: number }>;
     };
     expect(listed.blocks.map((b) => b.burnHeight)).toEqual([9_000_000, 9_000_001]);
+    // Held through one replica, no room on the other either.
+    await waitFor(async () => (await room(one)) === null, 5_000);
+    expect(await room(two)).toBeNull();
     const r = await fetch(`${two.url}/admin/held/release`, { method: 'POST', headers: auth });
     expect(((await r.json()) as { released: number }).released).toBe(2);
     await waitFor(async () => (await window(one)).tip === 9_000_001, 5_000);
+    // Released: the room of the window at the new tip (the withdrawal at 1000 has left it).
+    await waitFor(async () => (await room(one)) !== null, 5_000);
+    expect(await room(one)).toBe(10_000_000_000);
     expect(await (await fetch(`${one.url}/admin/held`, { headers: auth })).json()).toEqual({
       blocks: [],
     });
