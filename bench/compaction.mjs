@@ -155,6 +155,7 @@ if (process.argv.includes('--json')) {
       loopDelay,
       slowestRead: Math.max(...readTimes),
       slowestWrite: Math.max(...writeTimes),
+      peakRss: peak / settled,
       startUp: {
         loopDelay: startHold,
         slowestRead: Math.max(...startReads),
