@@ -169,6 +169,12 @@ function toCheck(value: unknown): CheckAnswer {
   return { ...(c as unknown as CheckAnswer), availableAt: num(c.availableAt) };
 }
 
+// A read that has an answer already asks whether it changed (If-None-Match).
+function withValidator(init: RequestInit | undefined, etag: string | undefined) {
+  if (etag === undefined) return init;
+  return { ...init, headers: { ...init?.headers, 'if-none-match': etag } };
+}
+
 // Read your writes: after a change this client made, a read asks for a replica that has it.
 function readingYourWrites(init: RequestInit | undefined, seen: number): RequestInit | undefined {
   if (seen === 0) return init;
@@ -263,6 +269,9 @@ export function createLimitsClient(options: LimitsClientOptions): LimitsClient {
   const doFetch = options.fetch ?? ((input, init) => globalThis.fetch(input, init));
   // The log position of this client's last accepted change (0: none yet).
   let seen = 0;
+  // The last answers of the reads, with their ETags: an unchanged one comes back as a 304
+  // without a body, and its answer is the one parsed before (the newest 64 paths).
+  const validated = new Map<string, { etag: string; answer: Result<Answered<unknown>, Problem> }>();
 
   async function call<T>(
     path: string,
@@ -271,9 +280,15 @@ export function createLimitsClient(options: LimitsClientOptions): LimitsClient {
   ): Promise<Result<Answered<T>, Problem>> {
     let response: Response;
     let text: string;
+    const changes = init?.method === 'POST' || init?.method === 'DELETE';
+    const last = changes ? undefined : validated.get(path);
     try {
-      const changes = init?.method === 'POST' || init?.method === 'DELETE';
-      response = await doFetch(`${base}${path}`, changes ? init : readingYourWrites(init, seen));
+      const asked = changes ? init : readingYourWrites(withValidator(init, last?.etag), seen);
+      response = await doFetch(`${base}${path}`, asked);
+      if (response.status === 304 && last !== undefined) {
+        await response.body?.cancel();
+        return last.answer as Result<Answered<T>, Problem>;
+      }
       text = await response.text();
       if (changes && response.ok) {
         const at = Number(response.headers.get('peg-limits-position'));
@@ -282,7 +297,14 @@ export function createLimitsClient(options: LimitsClientOptions): LimitsClient {
     } catch (e) {
       return { ok: false, error: noAnswer(`${base}${path}`, e) };
     }
-    return answerOf(response, text, path, convert);
+    const answer = answerOf(response, text, path, convert);
+    const etag = response.headers.get('etag');
+    if (!changes && answer.ok && etag !== null) {
+      validated.delete(path);
+      validated.set(path, { etag, answer });
+      if (validated.size > 64) validated.delete(validated.keys().next().value as string);
+    }
+    return answer;
   }
 
   const same = <T>(value: unknown) => value as T;
@@ -338,67 +360,74 @@ export function createLimitsClient(options: LimitsClientOptions): LimitsClient {
         method: 'DELETE',
         headers: { authorization: `Bearer ${token}` },
       }),
-    subscribe(onLimits, onError) {
-      let stopped = false;
-      let controller: AbortController | undefined;
-      let lastId: string | undefined;
-      const take = (block: string) => {
-        const { event, data, id } = eventBlock(block);
-        if (id !== undefined) lastId = id;
-        if (event !== 'limits') return;
-        const parsed = tryDecodeJson(data);
-        if (parsed.ok && typeof parsed.value === 'object' && parsed.value !== null)
-          onLimits(parsed.value as Limits, Number(id ?? lastId ?? 0));
-        else
-          onError?.(
-            localProblem('invalid_response', 200, 'GET /events sent limits that are not JSON'),
-          );
-      };
-      const run = async () => {
-        let delay = 500;
-        while (!stopped) {
-          controller = new AbortController();
-          try {
-            const response = await doFetch(`${base}/events`, {
-              headers: lastId === undefined ? {} : { 'last-event-id': lastId },
-              signal: controller.signal,
-            });
-            if (!response.ok || response.body === null)
-              throw new PegLimitsError('network_error', `GET /events answered ${response.status}`);
-            delay = 500;
-            const reader = response.body.getReader();
-            const decoder = new TextDecoder();
-            let buffer = '';
-            for (;;) {
-              const { value, done } = await reader.read();
-              if (done) break;
-              buffer += decoder.decode(value, { stream: true }).replace(/\r\n?/g, '\n');
-              for (let end = buffer.indexOf('\n\n'); end >= 0; end = buffer.indexOf('\n\n')) {
-                take(buffer.slice(0, end));
-                buffer = buffer.slice(end + 2);
-              }
-            }
-            if (!stopped) throw new PegLimitsError('network_error', 'the stream ended');
-          } catch (e) {
-            if (stopped) return;
-            onError?.(
-              localProblem(
-                'network_error',
-                0,
-                `GET /events: ${e instanceof Error ? e.message : String(e)}`,
-              ),
-            );
+    subscribe: (onLimits, onError) => subscribeTo(base, doFetch, onLimits, onError),
+  };
+}
+
+// GET /events followed, reconnecting with back-off (0.5 s doubling to 10 s), from the last
+// event id; returns the stop function.
+function subscribeTo(
+  base: string,
+  doFetch: NonNullable<LimitsClientOptions['fetch']>,
+  onLimits: Parameters<LimitsClient['subscribe']>[0],
+  onError: Parameters<LimitsClient['subscribe']>[1],
+): () => void {
+  let stopped = false;
+  let controller: AbortController | undefined;
+  let lastId: string | undefined;
+  const take = (block: string) => {
+    const { event, data, id } = eventBlock(block);
+    if (id !== undefined) lastId = id;
+    if (event !== 'limits') return;
+    const parsed = tryDecodeJson(data);
+    if (parsed.ok && typeof parsed.value === 'object' && parsed.value !== null)
+      onLimits(parsed.value as Limits, Number(id ?? lastId ?? 0));
+    else
+      onError?.(localProblem('invalid_response', 200, 'GET /events sent limits that are not JSON'));
+  };
+  const run = async () => {
+    let delay = 500;
+    while (!stopped) {
+      controller = new AbortController();
+      try {
+        const response = await doFetch(`${base}/events`, {
+          headers: lastId === undefined ? {} : { 'last-event-id': lastId },
+          signal: controller.signal,
+        });
+        if (!response.ok || response.body === null)
+          throw new PegLimitsError('network_error', `GET /events answered ${response.status}`);
+        delay = 500;
+        const reader = response.body.getReader();
+        const decoder = new TextDecoder();
+        let buffer = '';
+        for (;;) {
+          const { value, done } = await reader.read();
+          if (done) break;
+          buffer += decoder.decode(value, { stream: true }).replace(/\r\n?/g, '\n');
+          for (let end = buffer.indexOf('\n\n'); end >= 0; end = buffer.indexOf('\n\n')) {
+            take(buffer.slice(0, end));
+            buffer = buffer.slice(end + 2);
           }
-          if (stopped) return;
-          await new Promise((r) => setTimeout(r, delay));
-          delay = Math.min(delay * 2, 10_000);
         }
-      };
-      void run();
-      return () => {
-        stopped = true;
-        controller?.abort();
-      };
-    },
+        if (!stopped) throw new PegLimitsError('network_error', 'the stream ended');
+      } catch (e) {
+        if (stopped) return;
+        onError?.(
+          localProblem(
+            'network_error',
+            0,
+            `GET /events: ${e instanceof Error ? e.message : String(e)}`,
+          ),
+        );
+      }
+      if (stopped) return;
+      await new Promise((r) => setTimeout(r, delay));
+      delay = Math.min(delay * 2, 10_000);
+    }
+  };
+  void run();
+  return () => {
+    stopped = true;
+    controller?.abort();
   };
 }

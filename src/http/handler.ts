@@ -17,6 +17,7 @@ import type {
 } from './messages.js';
 import { authenticate, type Operator, operatorsByHash } from './operators.js';
 import { matchPath, routeFor } from './routes.js';
+import { addVary, conditional, withValidators } from './validators.js';
 
 export { type HttpErrorCode, headerValue, problem } from './answers.js';
 export type {
@@ -87,7 +88,7 @@ export function admitRequest(request: HttpRequest, options: HandleOptions = {}):
   const refused = notJson(request, route.text === true);
   if (refused !== undefined) {
     // Answered before the handler runs: a public route's CORS headers are added here.
-    return { ok: false, response: answerOf(route, refused, request, options) };
+    return { ok: false, response: answerOf(route, refused, request, options, false) };
   }
   return { ok: true, maxBody: route.maxBody, match };
 }
@@ -140,7 +141,11 @@ export function handleRequest(
         method === 'OPTIONS' && first.access === 'public' && corsOf(options) !== false
           ? preflight(match.methods)
           : notAllowed(match.allow);
-      return { state, response: answerOf(first, response, request, options), events: [] };
+      return {
+        state,
+        response: answerOf(first, response, request, options, false),
+        events: [],
+      };
     }
     // An operator route checks its token again: the handler is also called without admission.
     let operator: Operator | undefined;
@@ -150,7 +155,7 @@ export function handleRequest(
       operator = auth.operator;
     }
     const result = route.handle(state, request, match.params, options, operator);
-    return { ...result, response: answerOf(route, result.response, request, options) };
+    return { ...result, response: answerOf(route, result.response, request, options, true) };
   } catch (e) {
     const message = e instanceof Error ? e.message : String(e);
     return { state, response: problem(500, 'internal_error', message), events: [] };
@@ -161,7 +166,7 @@ export function handleRequest(
 // (a client sends it back as Peg-Limits-Min-Position to read its own writes).
 const ANY_ORIGIN = {
   'access-control-allow-origin': '*',
-  'access-control-expose-headers': 'peg-limits-position',
+  'access-control-expose-headers': 'peg-limits-position, etag',
 } as const;
 
 // A public answer for any origin, made once per answer: the answers of reads are kept per
@@ -185,7 +190,7 @@ function preflight(allowed: string): HttpResponse {
     status: 204,
     headers: {
       'access-control-allow-methods': `${allowed}, OPTIONS`,
-      'access-control-allow-headers': 'content-type, peg-limits-min-position',
+      'access-control-allow-headers': 'content-type, peg-limits-min-position, if-none-match',
       'access-control-max-age': '600',
     },
     body: '',
@@ -194,8 +199,22 @@ function preflight(allowed: string): HttpResponse {
 
 // A route's answer with the CORS headers it carries for the request's origin: a public
 // route's, as configured; an operator route's never (a page on another origin must not be
-// able to send operator events).
+// able to send operator events). A public read's own answer (`own`) carries what lets an
+// HTTP cache hold it, and is a 304 when the request's validator matches.
 function answerOf(
+  route: Route,
+  response: HttpResponse,
+  request: HttpRequest,
+  options: HandleOptions,
+  own: boolean,
+): HttpResponse {
+  const cacheable = own && route.cacheable === true;
+  const read = cacheable ? withValidators(response, request, options.cacheMaxAge ?? 0) : response;
+  const answer = withCors(route, read, request, options);
+  return cacheable ? conditional(answer, request) : answer;
+}
+
+function withCors(
   route: Route,
   response: HttpResponse,
   request: HttpRequest,
@@ -205,7 +224,11 @@ function answerOf(
   if (route.access !== 'public' || cors === false) return response;
   if (cors === '*') return withAnyOrigin(response);
   const origin = header(request, 'origin');
-  const headers: Record<string, string> = { ...response.headers, vary: 'origin' };
+  // The answer differs by origin: a shared cache keys it on the request's Origin.
+  const headers: Record<string, string> = {
+    ...response.headers,
+    vary: addVary(response.headers.vary, 'origin'),
+  };
   if (origin !== undefined && cors.includes(origin)) {
     headers['access-control-allow-origin'] = origin;
     headers['access-control-expose-headers'] = ANY_ORIGIN['access-control-expose-headers'];

@@ -113,6 +113,12 @@ export interface HandleOptions {
    * service is always ready (its state is in memory).
    */
   readonly health?: (() => Readiness) | undefined;
+  /**
+   * How long, in seconds, an HTTP cache may serve a public read without asking again
+   * (`Cache-Control: public, max-age=N, stale-while-revalidate=N`); 0, the default, is
+   * `no-cache`: a cache asks each time, and an unchanged answer is a 304 without a body.
+   */
+  readonly cacheMaxAge?: number | undefined;
 }
 
 /** What `GET /readyz` answers from: ready, or why not. */
@@ -165,6 +171,12 @@ export interface Route {
   readonly feed?: true | undefined;
   /** Its body may also be `text/plain` (a bare string), not only `application/json`. */
   readonly text?: true | undefined;
+  /**
+   * A public read an HTTP cache may hold: its answers carry an `ETag` (a 2xx's),
+   * `Cache-Control` as the service's cache policy says and `Vary`; a matching
+   * `If-None-Match` is answered 304 without a body.
+   */
+  readonly cacheable?: true | undefined;
   /**
    * Answers the request on `state` (a read returns `state` itself and no events); an
    * operator route gets the operator its token named.

@@ -173,6 +173,7 @@ export const ROUTES: ReadonlyArray<Route> = [
     pattern: '/limits',
     access: 'public',
     maxBody: 0,
+    cacheable: true,
     handle: (state) => unchanged(state, limitsResponse(state)),
   },
   {
@@ -187,6 +188,7 @@ export const ROUTES: ReadonlyArray<Route> = [
     pattern: '/limits/{account}/withdrawals/{amount}',
     access: 'public',
     maxBody: 0,
+    cacheable: true,
     handle: checkRoute('withdrawals'),
   },
   {
@@ -194,6 +196,7 @@ export const ROUTES: ReadonlyArray<Route> = [
     pattern: '/limits/{account}/deposits/{amount}',
     access: 'public',
     maxBody: 0,
+    cacheable: true,
     handle: checkRoute('deposits'),
   },
   {
@@ -201,6 +204,7 @@ export const ROUTES: ReadonlyArray<Route> = [
     pattern: '/window',
     access: 'public',
     maxBody: 0,
+    cacheable: true,
     handle: (state) => unchanged(state, windowResponse(state)),
   },
   {
@@ -208,6 +212,7 @@ export const ROUTES: ReadonlyArray<Route> = [
     pattern: '/window/{account}',
     access: 'public',
     maxBody: 0,
+    cacheable: true,
     handle: onAccount((state, account) => {
       const view = windowOf(state, account);
       return view === undefined
@@ -224,6 +229,7 @@ export const ROUTES: ReadonlyArray<Route> = [
     pattern: '/limits/{account}',
     access: 'public',
     maxBody: 0,
+    cacheable: true,
     handle: onAccount((state, account) => {
       const limits = getAccountLimits(state, account);
       return limits === undefined

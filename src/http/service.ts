@@ -83,6 +83,11 @@ export interface ServiceOptions {
   /** Origins allowed to call the public endpoints (default any: `'*'`); `false` for none. */
   readonly cors?: '*' | ReadonlyArray<string> | false | undefined;
   /**
+   * Seconds an HTTP cache may serve a public read without asking again (default 0: it asks
+   * each time, and an unchanged answer is a 304); see `HandleOptions.cacheMaxAge`.
+   */
+  readonly cacheMaxAge?: number | undefined;
+  /**
    * What `GET /readyz` says; by default, with a `log`, ready while it takes writes and is
    * not catching up, and without one always ready.
    */
@@ -392,6 +397,7 @@ function handleOptionsOf(options: ServiceOptions) {
   return {
     adminToken: options.adminToken,
     cors: options.cors,
+    cacheMaxAge: options.cacheMaxAge,
     chainBounds: options.chainBounds,
     loosening: options.loosening,
     get operators() {
@@ -452,7 +458,10 @@ export function createFetchHandler(options: ServiceOptions): FetchHandler {
   const service = createService(options);
   const handleOptions = handleOptionsOf(options);
   const toResponse = (r: HttpResponse) =>
-    new Response(r.status === 204 ? null : r.body, { status: r.status, headers: r.headers });
+    new Response(r.status === 204 || r.status === 304 ? null : r.body, {
+      status: r.status,
+      headers: r.headers,
+    });
   const handler = async (request: Request): Promise<Response> => {
     const url = new URL(request.url);
     const headers: Record<string, string> = {};

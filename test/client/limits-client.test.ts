@@ -227,3 +227,52 @@ describe('the client of the pending changes', () => {
     }
   });
 });
+
+describe('the client and the validators', () => {
+  test('a read asked again sends If-None-Match, and a 304 gives the answer parsed before (no parse)', async () => {
+    const statuses: number[] = [];
+    const sent: Array<string | null> = [];
+    const counting = createLimitsClient({
+      baseUrl: server.url,
+      fetch: async (input, init) => {
+        sent.push(new Headers(init?.headers).get('if-none-match'));
+        const r = await fetch(input, init);
+        statuses.push(r.status);
+        return r;
+      },
+    });
+    const first = await counting.getWindow();
+    const second = await counting.getWindow();
+    expect(statuses).toEqual([200, 304]);
+    expect(sent[0]).toBeNull();
+    expect(sent[1]).toMatch(/^"[0-9a-z]+-[0-9a-z]+"$/);
+    // The very answer of the first read: nothing was parsed again.
+    expect(second).toBe(first);
+    // A change: the next read is a 200 with the new body.
+    await client.postEvents([{ type: 'peggedTotalObserved', total: 5n }], TOKEN);
+    await client.postEvents(
+      [{ type: 'withdrawalRequested', id: 'validated', account: 'v', amount: 1n, height: 500 }],
+      TOKEN,
+    );
+    const third = await counting.getWindow();
+    expect(statuses[2]).toBe(200);
+    expect(third).not.toBe(first);
+  });
+
+  test('subscribe still sees every change while reads are validated', async () => {
+    const seen: bigint[] = [];
+    const stop = client.subscribe((limits) => seen.push(limits.pegCap as bigint));
+    try {
+      await new Promise((r) => setTimeout(r, 200));
+      for (const pegCap of [11n, 12n, 13n]) {
+        await client.postEvents([{ type: 'limitsUpdated', limits: { pegCap } }], TOKEN);
+        await client.getLimits();
+      }
+      const until = Date.now() + 5_000;
+      while (!seen.includes(13n) && Date.now() < until) await new Promise((r) => setTimeout(r, 20));
+      expect(seen.slice(-3)).toEqual([11n, 12n, 13n]);
+    } finally {
+      stop();
+    }
+  });
+});

@@ -216,7 +216,7 @@ describe('CORS', () => {
     expect(response.headers).toMatchObject({
       'access-control-allow-origin': '*',
       'access-control-allow-methods': 'POST, OPTIONS',
-      'access-control-allow-headers': 'content-type, peg-limits-min-position',
+      'access-control-allow-headers': 'content-type, peg-limits-min-position, if-none-match',
     });
   });
 
@@ -224,10 +224,10 @@ describe('CORS', () => {
     const options = { cors: ['https://a.example', 'https://b.example'] };
     const allowed = get(state(), '/limits', '/limits', options, { origin: 'https://b.example' });
     expect(allowed.headers['access-control-allow-origin']).toBe('https://b.example');
-    expect(allowed.headers.vary).toBe('origin');
+    expect(allowed.headers.vary).toBe('peg-limits-min-position, origin');
     const other = get(state(), '/limits', '/limits', options, { origin: 'https://evil.example' });
     expect(other.headers['access-control-allow-origin']).toBeUndefined();
-    expect(other.headers.vary).toBe('origin');
+    expect(other.headers.vary).toBe('peg-limits-min-position, origin');
   });
 
   test('turned off: no CORS headers, and OPTIONS is 405 again', () => {

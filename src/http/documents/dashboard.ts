@@ -109,10 +109,19 @@ function setAmount(el, text, unset = 'none') {
   el.title = text === null ? '' : text + ' sat';
 }
 
+// The last answer of each read with its ETag: asked again with If-None-Match, an unchanged
+// one is a 304 without a body, and its value is the one parsed before.
+const lastRead = new Map();
 async function read(path) {
-  const r = await fetch(new URL(path, location.href), { cache: 'no-store' });
-  const body = parseExact(await r.text());
+  const last = lastRead.get(path);
+  const r = await fetch(new URL(path, location.href),
+    { cache: 'no-store', headers: last ? { 'if-none-match': last.etag } : {} });
+  const text = await r.text();
+  if (r.status === 304 && last) { document.body.dataset.notModified = String(Number(document.body.dataset.notModified || 0) + 1); return last.value; }
+  const body = parseExact(text);
   if (!r.ok) throw new Error((body && (body.message || body.detail)) || r.status);
+  const etag = r.headers.get('etag');
+  if (etag) lastRead.set(path, { etag, value: body });
   return body;
 }
 

@@ -38,3 +38,21 @@ export const preflight = {
     responses: { '204': { description: 'Allowed methods and headers for the origin.' } },
   },
 } as const;
+
+/** The validator of a public read, sent back to ask whether it changed. */
+export const IF_NONE_MATCH = {
+  name: 'If-None-Match',
+  in: 'header',
+  required: false,
+  description:
+    'The ETag of an answer held: a 304 without a body when it is the current one (a list, a weak form or * match too).',
+  schema: { type: 'string' },
+} as const;
+
+/** What a public read answers an If-None-Match that matches. */
+export const NOT_MODIFIED = {
+  '304': {
+    description:
+      'Not modified: the ETag given is the current one. No body; the ETag, Cache-Control and Vary as the 200 carries them.',
+  },
+} as const;

@@ -5,7 +5,14 @@
  */
 
 import { EMILY_PATHS, SET_ACCOUNT_LIMITS, SET_LIMITS } from './openapi-emily.js';
-import { accountParameter, OPERATOR, preflight, problem } from './openapi-parts.js';
+import {
+  accountParameter,
+  IF_NONE_MATCH,
+  NOT_MODIFIED,
+  OPERATOR,
+  preflight,
+  problem,
+} from './openapi-parts.js';
 import { SCHEMAS } from './openapi-schemas.js';
 
 const amountParameter = {
@@ -29,8 +36,9 @@ function check(kind: 'withdrawal' | 'deposit') {
     get: {
       operationId: kind === 'withdrawal' ? 'checkWithdrawal' : 'checkDeposit',
       summary: `Would this ${kind} be admitted now?`,
-      parameters: [accountParameter, amountParameter],
+      parameters: [accountParameter, amountParameter, IF_NONE_MATCH],
       responses: {
+        ...NOT_MODIFIED,
         '200': {
           description:
             kind === 'withdrawal'
@@ -91,7 +99,9 @@ export const openApiDocument = {
       get: {
         operationId: 'getLimits',
         summary: 'The global limits, with every account entry',
+        parameters: [IF_NONE_MATCH],
         responses: {
+          ...NOT_MODIFIED,
           '200': {
             description: 'The global limits; every field is present, null where unset.',
             content: { 'application/json': { schema: { $ref: '#/components/schemas/Limits' } } },
@@ -107,7 +117,9 @@ export const openApiDocument = {
       get: {
         operationId: 'getWindow',
         summary: 'The global rolling window as data for charts',
+        parameters: [IF_NONE_MATCH],
         responses: {
+          ...NOT_MODIFIED,
           '200': {
             description:
               'The tip, the window, its non-zero per-block sums, the cap and what is left.',
@@ -121,8 +133,9 @@ export const openApiDocument = {
       get: {
         operationId: 'getAccountWindow',
         summary: "An account's own rolling window (its entry's), counting only its withdrawals",
-        parameters: [accountParameter],
+        parameters: [accountParameter, IF_NONE_MATCH],
         responses: {
+          ...NOT_MODIFIED,
           '200': {
             description: "The account's own window.",
             content: { 'application/json': { schema: { $ref: '#/components/schemas/Window' } } },
@@ -139,17 +152,9 @@ export const openApiDocument = {
       get: {
         operationId: 'getAccountLimits',
         summary: "One account's entry",
-        parameters: [
-          {
-            name: 'account',
-            in: 'path',
-            required: true,
-            description:
-              'The account, percent-encoded: 1 to 256 characters, no control characters.',
-            schema: { type: 'string', minLength: 1 },
-          },
-        ],
+        parameters: [accountParameter, IF_NONE_MATCH],
         responses: {
+          ...NOT_MODIFIED,
           '201': {
             description:
               "The account's entry. A null per-deposit or per-withdrawal cap means the global one applies.",

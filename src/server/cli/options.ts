@@ -157,6 +157,15 @@ export const SERVE_OPTIONS: ReadonlyArray<CommandOption> = [
   },
   { name: 'no-cors', type: 'boolean', help: ['no CORS headers at all'] },
   {
+    name: 'cache-max-age',
+    type: 'string',
+    shown: 'SECONDS',
+    help: [
+      'how long an HTTP cache may serve a public read without asking',
+      'again (default 0: it asks each time, and gets a 304 when unchanged)',
+    ],
+  },
+  {
     name: 'no-metrics',
     type: 'boolean',
     help: ['no GET /metrics (it needs the prom-client package otherwise)'],

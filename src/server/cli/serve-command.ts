@@ -37,7 +37,8 @@ export interface CommandHooks {
 
 /** Runs `peg-limits serve` with its settings: returns once the server listens. */
 export async function serve(settings: Settings, hooks: CommandHooks): Promise<void> {
-  const { values, str, port, limits, cors, alertUrls, postgres, stores, adminToken } = settings;
+  const { values, str, port, limits, cors, cacheMaxAge, alertUrls, postgres, stores, adminToken } =
+    settings;
   const { configFile, observer, codec, reserved, config, alertSecret } = settings;
   const logger = await loggerFrom(values);
   const log = (line: string) => logger.message(line);
@@ -84,6 +85,7 @@ export async function serve(settings: Settings, hooks: CommandHooks): Promise<vo
       },
       connectionLimits: limits,
       cors,
+      cacheMaxAge,
       stacksObserver:
         observer === undefined || codec === undefined
           ? undefined

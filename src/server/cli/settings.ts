@@ -40,6 +40,8 @@ export interface Settings {
   readonly port: number;
   readonly limits: ServerLimits;
   readonly cors: false | '*' | ReadonlyArray<string>;
+  /** `--cache-max-age`: seconds (0: caches ask each time). */
+  readonly cacheMaxAge: number;
   readonly alertUrls: ReadonlyArray<string>;
   readonly postgres: string | undefined;
   readonly stores: { snapshotEvery: number; keepBatches: number; connectTimeoutMs: number };
@@ -65,6 +67,7 @@ export async function readSettings(rest: ReadonlyArray<string>): Promise<Setting
     fail(`--port must be 0 to 65535, got ${str('port')}`);
   const limits = connectionLimitsOf(values);
   const cors = corsFrom(values);
+  const cacheMaxAge = cacheMaxAgeFrom(str('cache-max-age'));
   const alertUrls = (values['alert-url'] as string[] | undefined) ?? [];
   for (const url of alertUrls)
     if (!isAlertUrl(url)) fail(`--alert-url takes an http(s) URL, got ${redactAlertUrl(url)}`);
@@ -110,6 +113,7 @@ export async function readSettings(rest: ReadonlyArray<string>): Promise<Setting
     port,
     limits,
     cors,
+    cacheMaxAge,
     alertUrls,
     postgres,
     stores,
@@ -220,4 +224,13 @@ export function checkAdminToken(
       'invalid_option',
       `PEG_LIMITS_ADMIN_TOKEN is the token of the operator ${JSON.stringify(same.name)} too: give each operator a token of its own`,
     );
+}
+
+// --cache-max-age: whole seconds from 0 (caches ask each time) to a day.
+function cacheMaxAgeFrom(value: string | undefined): number {
+  if (value === undefined) return 0;
+  const n = Number(value);
+  if (!/^[0-9]+$/.test(value) || n > 86_400)
+    fail(`--cache-max-age takes whole seconds from 0 to 86400, got ${value}`);
+  return n;
 }

@@ -76,7 +76,8 @@ export function createAnswers(source: AnswerSource): Answers {
     if (response !== lastResponse || position !== lastHeadPosition || storeUnavailable()) {
       const head: Array<string | number> = [];
       for (const [name, value] of Object.entries(headersOf(response))) head.push(name, value);
-      head.push('content-length', length);
+      // A 304 has no body, and a length would be read as the body's (RFC 9110 §8.6).
+      if (response.status !== 304) head.push('content-length', length);
       lastResponse = response;
       lastHeadPosition = position;
       lastHead = head;

@@ -51,7 +51,10 @@ export { MIN_POSITION_WAIT_MS } from './min-position.js';
  * and the server's.
  */
 export interface ServerOptions
-  extends Pick<ServiceOptions, 'adminToken' | 'operators' | 'chainBounds' | 'loosening' | 'cors'> {
+  extends Pick<
+    ServiceOptions,
+    'adminToken' | 'operators' | 'chainBounds' | 'loosening' | 'cors' | 'cacheMaxAge'
+  > {
   /** The event log, opened: `openDataLog` or `openPgLog`; the server closes it. */
   readonly log: EventLog;
   readonly host?: string | undefined;
@@ -161,15 +164,11 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   const own = [feeder?.operator, confirmer?.operator].filter((o) => o !== undefined);
   const operatorsNow = operatorsWith(options.operators, own);
   const service = createService({
+    ...serviceOptionsOf(options),
     log: servedLog(options, metrics, alerts),
-    adminToken: options.adminToken,
     operators: feeder === undefined ? options.operators : operatorsNow,
-    chainBounds: options.chainBounds,
-    loosening: options.loosening,
-    cors: options.cors,
     onNotice: (notice) => alerts?.notify(notice),
-    heldBlocks: options.stacksObserver === undefined ? undefined : heldBlocksOf(() => observer),
-    stacksFeed: options.stacksObserver === undefined ? undefined : stacksFeedOf(() => observer),
+    ...observerHooks(options, () => observer),
   });
   const storeUnavailable = () => !eventLog.writable;
   const limitsRequest = { method: 'GET', path: '/limits', headers: {} };
@@ -185,6 +184,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   const handleOptions = {
     adminToken: options.adminToken,
     cors: options.cors,
+    cacheMaxAge: options.cacheMaxAge,
     get operators() {
       return operatorsNow();
     },
@@ -340,6 +340,19 @@ function observerSources(options: ServerOptions, observer: () => StacksObserver 
     observerStartFailures: () => observer()?.startFailures ?? 0,
     observerRejectionsNotShown: () => observer()?.rejectionsNotShown ?? 0,
   };
+}
+
+// The service's own options, as the server was given them.
+function serviceOptionsOf(options: ServerOptions) {
+  const { adminToken, chainBounds, loosening, cors, cacheMaxAge } = options;
+  return { adminToken, chainBounds, loosening, cors, cacheMaxAge };
+}
+
+// What the service hands the Stacks observer (nothing when it is off): the held blocks, and
+// the blocks posted to the service's own port.
+function observerHooks(options: ServerOptions, observer: () => StacksObserver | undefined) {
+  if (options.stacksObserver === undefined) return {};
+  return { heldBlocks: heldBlocksOf(observer), stacksFeed: stacksFeedOf(observer) };
 }
 
 // The held blocks of the Stacks observer, once it is open.

@@ -110,6 +110,7 @@ export function createStreams(
         ...headers,
         'content-type': 'text/event-stream; charset=utf-8',
         'cache-control': 'no-store',
+        // A buffering proxy (nginx) passes the stream on as it comes, not in chunks.
         'x-accel-buffering': 'no',
       });
       // The current limits first: a new subscriber, or one that resumes (Last-Event-ID),

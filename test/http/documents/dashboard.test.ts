@@ -220,6 +220,20 @@ describe.skipIf(CHROMIUM === undefined)('the dashboard in a real browser', () =>
     await page.close();
   });
 
+  test('reading again, it asks with the ETags it has: unchanged answers are 304s, and the figures stay', async () => {
+    const page = await open(1000, 800);
+    const statuses: number[] = [];
+    page.on('response', (r) => {
+      if (/\/(limits|window)$/.test(new URL(r.url()).pathname)) statuses.push(r.status());
+    });
+    const before = await page.textContent('#available');
+    await page.evaluate('refresh()');
+    await page.waitForFunction(() => Number(document.body.dataset.notModified ?? 0) >= 2);
+    expect(statuses).toEqual([304, 304]);
+    expect(await page.textContent('#available')).toBe(before);
+    await page.close();
+  });
+
   test('while blocks are held, the room is shown as unknown, not as the room before them', async () => {
     const held = applyAll(
       createLimitsState({ limits: { rollingWithdrawalBlocks: 144n, rollingWithdrawalCap: 1000n } }),

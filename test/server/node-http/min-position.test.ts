@@ -125,7 +125,7 @@ describe('Peg-Limits-Min-Position', () => {
     expect(pre.status).toBe(204);
     expect(pre.headers.get('access-control-allow-headers')).toMatch(/peg-limits-min-position/);
     const r = await fetch(`${s.url}/limits`, { headers: { origin: 'https://bridge.example' } });
-    expect(r.headers.get('access-control-expose-headers')).toBe('peg-limits-position');
+    expect(r.headers.get('access-control-expose-headers')).toBe('peg-limits-position, etag');
   });
 
   test('createLimitsClient sends it after a change it made, with that change position', async () => {
