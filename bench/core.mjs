@@ -7,6 +7,7 @@
 import {
   apply,
   applyAll,
+  checkWithdrawal,
   createLimitsState,
   decodeJson,
   encodeJson,
@@ -272,6 +273,69 @@ function row(label, bar, times, a, b) {
     ratio: medianRatio(getTimes.scan, getTimes['100k']),
     bar: null,
   });
+}
+
+// --- a window cap set as a share of the pegged total: views, checks and applies ------------
+{
+  const accounts = 500;
+  const large = build(accounts, stream({ blocks: HISTORY, perBlock: 50, accounts }).events);
+  // The same state with the same total, one with the global window cap at 50% of it too
+  // (and the windowed accounts' own caps at 50% of their own totals).
+  const total = { type: 'peggedTotalObserved', total: 10n ** 15n };
+  const plain = applyAll(large, [total]);
+  const share = { rollingWithdrawalCapShare: 5_000n };
+  const shared = applyAll(large, [
+    total,
+    { type: 'limitsUpdated', limits: { ...share, accountCaps: { [`acct0`]: share } } },
+  ]);
+  if (!plain.ok || !shared.ok) throw new Error('the share states did not build');
+  let k = 0;
+  const views = (s) => () => {
+    for (let i = 0; i < 100; i++) {
+      getLimits(s);
+      checkWithdrawal(s, { account: `acct${(k++ % 10) * 10}`, amount: 12_345n });
+    }
+  };
+  const applies = (s) => () => {
+    for (let i = 0; i < 100; i++) {
+      const r = apply(s, {
+        type: 'withdrawalRequested',
+        id: `shared${k++}`,
+        account: `acct${k % accounts}`,
+        amount: 12_345n,
+        height: s.tip,
+      });
+      if (!r.ok) throw r.error;
+    }
+  };
+  const viewTimes = interleave(
+    [
+      { name: 'shared', run: views(shared.state) },
+      { name: 'plain', run: views(plain.state) },
+    ],
+    { rounds: ROUNDS },
+  );
+  row(
+    'getLimits and checkWithdrawal with a share set ÷ without, 100k held',
+    1.2,
+    viewTimes,
+    'shared',
+    'plain',
+  );
+  const applyTimes = interleave(
+    [
+      { name: 'shared', run: applies(shared.state) },
+      { name: 'plain', run: applies(plain.state) },
+    ],
+    { rounds: APPLY_ROUNDS },
+  );
+  row(
+    'one apply(withdrawalRequested) with a share set ÷ without, 100k held',
+    1.2,
+    applyTimes,
+    'shared',
+    'plain',
+  );
 }
 
 // --- throttle key verification --------------------------------------------------------------

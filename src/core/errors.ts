@@ -13,6 +13,7 @@ export type LimitsErrorCode =
   | 'incomplete_rolling_window'
   | 'window_exceeds_history'
   | 'minimum_above_cap'
+  | 'invalid_share'
   | 'height_not_above_tip'
   | 'height_not_below_tip'
   | 'reorg_too_deep'

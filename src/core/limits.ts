@@ -5,7 +5,7 @@
 import { type Amount, requireCap } from './amount.js';
 import { describe, fail, joinPath, type LimitsErrorCode } from './errors.js';
 
-/** The six settable limits, global or of one account; `null` means unset. */
+/** The settable limits, global or of one account; `null` means unset. */
 export interface Caps {
   readonly pegCap: Amount | null;
   readonly perDepositCap: Amount | null;
@@ -13,6 +13,12 @@ export interface Caps {
   readonly perWithdrawalCap: Amount | null;
   readonly rollingWithdrawalBlocks: Amount | null;
   readonly rollingWithdrawalCap: Amount | null;
+  /**
+   * The window cap as a share of the pegged total, in basis points (1 to 10,000): the cap in
+   * force is the lower of `rollingWithdrawalCap` and this share of the total (globally, of
+   * `peggedTotal`; in an entry, of that account's). It only tightens, and needs a window.
+   */
+  readonly rollingWithdrawalCapShare: Amount | null;
 }
 
 /** Caps as given by a caller: an absent field is `null`. */
@@ -27,8 +33,8 @@ export interface LimitsConfig extends CapsInput {
     | undefined;
 }
 
-/** The names of the six cap fields, in the order of the interface. */
-export const CAP_FIELDS = [
+/** The names of the six caps the interface reports, in its order. */
+export const REPORTED_CAP_FIELDS = [
   'pegCap',
   'perDepositCap',
   'perDepositMinimum',
@@ -36,6 +42,15 @@ export const CAP_FIELDS = [
   'rollingWithdrawalBlocks',
   'rollingWithdrawalCap',
 ] as const satisfies ReadonlyArray<keyof Caps>;
+
+/** The names of every settable field: the six of the interface, and the window's share. */
+export const CAP_FIELDS = [
+  ...REPORTED_CAP_FIELDS,
+  'rollingWithdrawalCapShare',
+] as const satisfies ReadonlyArray<keyof Caps>;
+
+/** The most a share may be: 10,000 basis points, the whole total. */
+const MAX_SHARE = 10_000n;
 
 /** Caps with every field unset. */
 export const NO_CAPS: Caps = {
@@ -45,6 +60,7 @@ export const NO_CAPS: Caps = {
   perWithdrawalCap: null,
   rollingWithdrawalBlocks: null,
   rollingWithdrawalCap: null,
+  rollingWithdrawalCapShare: null,
 };
 
 /** True when every field is unset (such an account entry does not exist). */
@@ -127,6 +143,21 @@ export function checkCaps(caps: Caps, path: string, historyBlocks: number): void
       );
     }
   }
+  const share = caps.rollingWithdrawalCapShare;
+  if (share !== null) {
+    if (share < 1n || share > MAX_SHARE)
+      fail(
+        'invalid_share',
+        `rollingWithdrawalCapShare is in basis points of the pegged total, 1 to ${MAX_SHARE} (100%), got ${share}`,
+        joinPath(path, 'rollingWithdrawalCapShare'),
+      );
+    if (blocks === null)
+      fail(
+        'incomplete_rolling_window',
+        'rollingWithdrawalCapShare needs a window to apply to: set rollingWithdrawalBlocks and rollingWithdrawalCap too',
+        joinPath(path, 'rollingWithdrawalCapShare'),
+      );
+  }
   if (
     caps.perDepositMinimum !== null &&
     caps.perDepositCap !== null &&
@@ -169,8 +200,12 @@ export interface ResolvedCaps {
   readonly perWithdrawalCap: Amount | null;
   readonly rollingWithdrawalBlocks: Amount | null;
   readonly rollingWithdrawalCap: Amount | null;
+  /** The global window cap's share of the pegged total (basis points), when set. */
+  readonly rollingWithdrawalCapShare: Amount | null;
   readonly accountRollingWithdrawalBlocks: Amount | null;
   readonly accountRollingWithdrawalCap: Amount | null;
+  /** The entry's window cap's share of the account's pegged total (basis points), when set. */
+  readonly accountRollingWithdrawalCapShare: Amount | null;
 }
 
 /**
@@ -187,8 +222,10 @@ export function resolveCaps(global: Caps, entry: Caps | undefined): ResolvedCaps
     perWithdrawalCap: entry?.perWithdrawalCap ?? global.perWithdrawalCap,
     rollingWithdrawalBlocks: global.rollingWithdrawalBlocks,
     rollingWithdrawalCap: global.rollingWithdrawalCap,
+    rollingWithdrawalCapShare: global.rollingWithdrawalCapShare,
     accountRollingWithdrawalBlocks: entry === undefined ? null : entry.rollingWithdrawalBlocks,
     accountRollingWithdrawalCap: entry === undefined ? null : entry.rollingWithdrawalCap,
+    accountRollingWithdrawalCapShare: entry === undefined ? null : entry.rollingWithdrawalCapShare,
   };
 }
 

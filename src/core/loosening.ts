@@ -5,7 +5,8 @@
  *
  * A change loosens when, globally or for an account with an entry before or after:
  * - a cap (`perWithdrawalCap`, `perDepositCap`, `pegCap`, `rollingWithdrawalCap`, an
- *   entry's own `pegCap` and window cap) is raised or removed;
+ *   entry's own `pegCap` and window cap) is raised or removed, or a window cap's share of
+ *   the pegged total (`rollingWithdrawalCapShare`, an entry's own) is raised or removed;
  * - a window (`rollingWithdrawalBlocks`, an entry's own) is shortened or removed;
  * - `perDepositMinimum` is lowered or removed;
  * - throttle mode ends, or a throttle key is revoked.
@@ -33,7 +34,9 @@ export type LoosenedField =
   | 'rollingWithdrawalBlocks'
   | 'rollingWithdrawalCap'
   | 'accountRollingWithdrawalBlocks'
-  | 'accountRollingWithdrawalCap';
+  | 'accountRollingWithdrawalCap'
+  | 'rollingWithdrawalCapShare'
+  | 'accountRollingWithdrawalCapShare';
 
 /** One way a change loosens the limits. */
 export type Loosening =
@@ -63,6 +66,8 @@ const FIELDS: ReadonlyArray<readonly [LoosenedField, 1 | -1]> = [
   ['accountPegCap', 1],
   ['rollingWithdrawalCap', 1],
   ['accountRollingWithdrawalCap', 1],
+  ['rollingWithdrawalCapShare', 1],
+  ['accountRollingWithdrawalCapShare', 1],
   ['rollingWithdrawalBlocks', -1],
   ['accountRollingWithdrawalBlocks', -1],
   ['perDepositMinimum', -1],

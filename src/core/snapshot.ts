@@ -12,7 +12,14 @@ import { describe, joinPath, LimitsError, PegLimitsError, type Result } from './
 import type { PendingChange } from './events.js';
 import { heightFromJson, requireHeight } from './heights.js';
 import { isSecretHash } from './keys.js';
-import { CAP_FIELDS, type Caps, isRecord, rejectUnknownFields, requireAccount } from './limits.js';
+import {
+  CAP_FIELDS,
+  type Caps,
+  isRecord,
+  REPORTED_CAP_FIELDS,
+  rejectUnknownFields,
+  requireAccount,
+} from './limits.js';
 import { mapForEach, mapWalk } from './pmap.js';
 import { snapshotAmounts } from './snapshot-json.js';
 import {
@@ -31,12 +38,13 @@ import { forEachWithdrawal, withdrawalWalk } from './withdrawals.js';
 /** The `format` every snapshot carries. */
 export const SNAPSHOT_FORMAT = 'peg-limits/snapshot';
 /**
- * The snapshot version this release writes. It reads this one, version 3 (written before a
- * feed could hold blocks: none held), version 2 (besides, amounts as integers, to be read
- * with `decodeJson`; written before a history could start late: complete from the start)
- * and version 1 (besides, written before pending changes existed: it holds none).
+ * The snapshot version this release writes. It reads this one, version 4 (written before a
+ * window cap could be a share of the total: its caps hold none), version 3 (besides, written
+ * before a feed could hold blocks: none held), version 2 (besides, amounts as integers, to
+ * be read with `decodeJson`; written before a history could start late: complete from the
+ * start) and version 1 (besides, written before pending changes existed: it holds none).
  */
-export const SNAPSHOT_VERSION = 4;
+export const SNAPSHOT_VERSION = 5;
 
 /** An amount in a snapshot: its decimal digits, which JSON keeps, every one of them. */
 export type AmountText = string;
@@ -379,7 +387,7 @@ function restore(input: unknown): LimitsState {
   const version = typeof given === 'bigint' ? Number(given) : given;
   // From version 3 on, amounts are decimal strings: read back into bigints first.
   const value =
-    (version === 3 || version === SNAPSHOT_VERSION) && isRecord(input)
+    (version === 3 || version === 4 || version === SNAPSHOT_VERSION) && isRecord(input)
       ? snapshotAmounts(input, invalid)
       : input;
   const s = record(
@@ -389,18 +397,25 @@ function restore(input: unknown): LimitsState {
   );
   if (s.format !== SNAPSHOT_FORMAT)
     invalid('format', `expected "${SNAPSHOT_FORMAT}", got ${describe(s.format)}`);
-  if (version !== SNAPSHOT_VERSION && version !== 1 && version !== 2 && version !== 3)
+  if (
+    typeof version !== 'number' ||
+    !Number.isInteger(version) ||
+    version < 1 ||
+    version > SNAPSHOT_VERSION
+  )
     invalid(
       'version',
       `this release reads versions 1 to ${SNAPSHOT_VERSION}, got ${describe(s.version)}`,
     );
   const historyBlocks = height(s.historyBlocks, 'historyBlocks');
-  const limits = record(s.limits, 'limits', CAP_FIELDS);
+  // Before version 5, caps held the six fields of the interface (no share).
+  const capFields = version === SNAPSHOT_VERSION ? CAP_FIELDS : REPORTED_CAP_FIELDS;
+  const limits = record(s.limits, 'limits', capFields);
   const accountCaps = record(s.accountCaps, 'accountCaps');
   for (const [name, caps] of Object.entries(accountCaps)) {
     const at = joinPath('accountCaps', name);
-    const entry = record(caps, at, CAP_FIELDS);
-    if (CAP_FIELDS.every((f) => entry[f] === null))
+    const entry = record(caps, at, capFields);
+    if (capFields.every((f) => entry[f] === null))
       invalid(at, 'an entry with no cap set does not exist; leave it out');
   }
   let state: LimitsState;
@@ -460,15 +475,11 @@ function restore(input: unknown): LimitsState {
   if (tip !== null && highestTip !== null && tip < highestTip)
     push({ type: 'chainReorganized', height: tip }, 'tip');
   const completeFrom =
-    version === 3 || version === SNAPSHOT_VERSION
-      ? nullable(s.historyCompleteFrom, (v) => height(v, 'historyCompleteFrom'))
-      : null;
+    version >= 3 ? nullable(s.historyCompleteFrom, (v) => height(v, 'historyCompleteFrom')) : null;
   if (completeFrom !== null)
     push({ type: 'historyCompleteFrom', height: completeFrom }, 'historyCompleteFrom');
   const heldFrom =
-    version === SNAPSHOT_VERSION
-      ? nullable(s.blocksHeldFrom, (v) => height(v, 'blocksHeldFrom'))
-      : null;
+    version >= 4 ? nullable(s.blocksHeldFrom, (v) => height(v, 'blocksHeldFrom')) : null;
   if (heldFrom !== null) push({ type: 'blocksHeld', height: heldFrom }, 'blocksHeldFrom');
   const peggedTotal = checked(() => requireCap(s.peggedTotal, 'peggedTotal'), 'peggedTotal');
   push({ type: 'peggedTotalObserved', total: peggedTotal }, 'peggedTotal');

@@ -7,7 +7,7 @@ import { type Caps, isAccountName, type ResolvedCaps, resolveCaps } from './limi
 import { mapForEach, mapGet } from './pmap.js';
 import type { LimitsState, PendingChange } from './state.js';
 import { forEachSum, type SumNode } from './sum-tree.js';
-import { seenEntry, seenGlobal } from './throttle.js';
+import { fixedEntry, fixedGlobal, seenEntry, seenGlobal } from './throttle.js';
 import { accountTree, incompleteUntil, windowSpan, withdrawnIn } from './window.js';
 
 /** The limits of one account entry, as `GET /limits/{account}` reports them. */
@@ -56,6 +56,13 @@ export interface EffectiveLimits extends ResolvedCaps {
    * `null`: while blocks are held, no window reports room.
    */
   readonly heldFrom: number | null;
+  /**
+   * The global window's fixed cap, beneath its share of the pegged total (throttle overlay
+   * included); `rollingWithdrawalCap` is the cap in force, the lower of the two.
+   */
+  readonly rollingWithdrawalCapFixed: Amount | null;
+  /** The entry's own window's fixed cap, beneath its share of the account's pegged total. */
+  readonly accountRollingWithdrawalCapFixed: Amount | null;
   readonly peggedTotal: Amount;
   readonly accountPeggedTotal: Amount;
   readonly throttleModeInitiator: string | null;
@@ -67,7 +74,7 @@ function entryOf(state: LimitsState, account: string): Caps | undefined {
 
 /** The caps that apply to `account` (fallback resolved, throttle overlay applied). */
 export function resolvedCaps(state: LimitsState, account: string): ResolvedCaps {
-  return resolveCaps(seenGlobal(state), seenEntry(state, entryOf(state, account)));
+  return resolveCaps(seenGlobal(state), seenEntry(state, entryOf(state, account), account));
 }
 
 /** The pegged total last observed for one account (0 when none was). */
@@ -107,7 +114,7 @@ export function getLimits(state: LimitsState): Limits {
   const accountCaps: Record<string, AccountLimits> = Object.create(null);
   for (const name of names) {
     accountCaps[name] = accountView(
-      seenEntry(state, mapGet(state.entries, name))!,
+      seenEntry(state, mapGet(state.entries, name), name)!,
       state.throttleInitiator,
     );
   }
@@ -145,7 +152,7 @@ export function getLimits(state: LimitsState): Limits {
  */
 export function getAccountLimits(state: LimitsState, account: string): AccountLimits | undefined {
   if (!isAccountName(account)) return undefined;
-  const entry = seenEntry(state, mapGet(state.entries, account));
+  const entry = seenEntry(state, mapGet(state.entries, account), account);
   return entry === undefined ? undefined : accountView(entry, state.throttleInitiator);
 }
 
@@ -163,7 +170,7 @@ export function getAccountLimits(state: LimitsState, account: string): AccountLi
  */
 export function effectiveLimits(state: LimitsState, account: string): EffectiveLimits {
   const rawEntry = entryOf(state, account);
-  const resolved = resolveCaps(seenGlobal(state), seenEntry(state, rawEntry));
+  const resolved = resolveCaps(seenGlobal(state), seenEntry(state, rawEntry, account));
   let available: Amount | null = null;
   let until: number | null = null;
   if (resolved.rollingWithdrawalBlocks !== null && resolved.rollingWithdrawalCap !== null) {
@@ -192,6 +199,8 @@ export function effectiveLimits(state: LimitsState, account: string): EffectiveL
     availableToWithdraw: until === null && state.heldFrom === null ? available : null,
     incompleteUntil: until,
     heldFrom: state.heldFrom,
+    rollingWithdrawalCapFixed: fixedGlobal(state).rollingWithdrawalCap,
+    accountRollingWithdrawalCapFixed: fixedEntry(state, rawEntry)?.rollingWithdrawalCap ?? null,
     peggedTotal: state.peggedTotal,
     accountPeggedTotal: accountPeggedTotal(state, account),
     throttleModeInitiator: state.throttleInitiator,
@@ -210,9 +219,18 @@ export interface WindowView {
   readonly account: string | null;
   /** The current tip, or `null` before any block is known. */
   readonly tip: number | null;
-  /** The window's length in blocks and its cap (throttle overlay included); null when unset. */
+  /**
+   * The window's length in blocks and its cap in force (the lower of the fixed cap and its
+   * share of the pegged total, throttle overlay included); null when unset.
+   */
   readonly rollingWithdrawalBlocks: Amount | null;
   readonly rollingWithdrawalCap: Amount | null;
+  /** The fixed cap beneath the share (throttle overlay included); null when unset. */
+  readonly rollingWithdrawalCapFixed: Amount | null;
+  /** The cap's share of the pegged total, in basis points; null when none is set. */
+  readonly rollingWithdrawalCapShare: Amount | null;
+  /** The pegged total the share is of: the global one, or the account's for its own window. */
+  readonly peggedTotal: Amount;
   /** The window's first and last height (`tip − blocks + 1 … tip`); null without a tip or a window. */
   readonly from: number | null;
   readonly to: number | null;
@@ -268,17 +286,26 @@ export interface WindowView {
 export function windowOf(state: LimitsState, account?: string): WindowView | undefined {
   let blocks: Amount | null;
   let cap: Amount | null;
+  let fixed: Amount | null;
+  let share: Amount | null;
+  let total: Amount;
   let tree: SumNode | undefined;
   if (account === undefined) {
     const caps = seenGlobal(state);
     blocks = caps.rollingWithdrawalBlocks;
     cap = caps.rollingWithdrawalCap;
+    fixed = fixedGlobal(state).rollingWithdrawalCap;
+    share = caps.rollingWithdrawalCapShare;
+    total = state.peggedTotal;
     tree = state.historySums;
   } else {
     const r = resolvedCaps(state, account);
     blocks = r.accountRollingWithdrawalBlocks;
     cap = r.accountRollingWithdrawalCap;
     if (blocks === null || cap === null) return undefined;
+    fixed = fixedEntry(state, entryOf(state, account))?.rollingWithdrawalCap ?? null;
+    share = r.accountRollingWithdrawalCapShare;
+    total = accountPeggedTotal(state, account);
     tree = accountTree(state, account);
   }
   const sums: HeightSum[] = [];
@@ -305,6 +332,9 @@ export function windowOf(state: LimitsState, account?: string): WindowView | und
     tip: state.tip,
     rollingWithdrawalBlocks: blocks,
     rollingWithdrawalCap: cap,
+    rollingWithdrawalCapFixed: fixed,
+    rollingWithdrawalCapShare: share,
+    peggedTotal: total,
     from,
     to,
     withdrawn,

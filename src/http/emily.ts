@@ -8,6 +8,7 @@
  * hold as for `POST /admin/events`. Pure.
  */
 
+import type { Amount } from '../core/amount.js';
 import { describe, fail, joinPath, LimitsError } from '../core/errors.js';
 import { heightFromJson, requireHeight } from '../core/heights.js';
 import { hashThrottleSecret } from '../core/keys.js';
@@ -20,7 +21,7 @@ import {
   validateCaps,
 } from '../core/limits.js';
 import type { LimitsEvent, LimitsState } from '../core/state.js';
-import { getAccountLimits } from '../core/views.js';
+import { getAccountLimits, windowOf } from '../core/views.js';
 import { type BatchOutcome, operatorBatch } from './admin.js';
 import {
   accountOf,
@@ -116,11 +117,20 @@ function requireObject(
 }
 
 // Emily's AccountLimits: the six caps, each absent or null for none.
-function accountCaps(state: LimitsState, value: unknown, path: string): Caps {
+function accountCaps(state: LimitsState, account: string, value: unknown, path: string): Caps {
   const body = requireObject(value, "Emily's AccountLimits", path);
   rejectUnknownFields(body, ACCOUNT_FIELDS, path);
   keepsThrottle(state, body.throttleModeInitiator, joinPath(path, 'throttleModeInitiator'));
-  return validateCaps(body, path, state.historyBlocks, ['throttleModeInitiator']);
+  const caps = validateCaps(body, path, state.historyBlocks, ['throttleModeInitiator']);
+  return keepingShare(caps, body, windowOf(state, account)?.rollingWithdrawalCapShare ?? null);
+}
+
+// `rollingWithdrawalCapShare` is this service's own field, which Emily's clients neither know
+// nor send: one left out keeps the share set (while the body keeps a window for it to apply
+// to); only an explicit null removes it. So Emily's tools never drop a share unawares.
+function keepingShare(caps: Caps, body: Readonly<Record<string, unknown>>, share: Amount | null) {
+  if ('rollingWithdrawalCapShare' in body || caps.rollingWithdrawalBlocks === null) return caps;
+  return { ...caps, rollingWithdrawalCapShare: share };
 }
 
 /**
@@ -144,11 +154,15 @@ function limitsBodyEvents(state: LimitsState, value: unknown): ReadonlyArray<Lim
       'availableToWithdraw',
     );
   const keep = keepsThrottle(state, body.throttleModeInitiator, 'throttleModeInitiator');
-  const caps = validateCaps(body, '', state.historyBlocks, [
-    'availableToWithdraw',
-    'throttleModeInitiator',
-    'accountCaps',
-  ]);
+  const caps = keepingShare(
+    validateCaps(body, '', state.historyBlocks, [
+      'availableToWithdraw',
+      'throttleModeInitiator',
+      'accountCaps',
+    ]),
+    body,
+    windowOf(state)?.rollingWithdrawalCapShare ?? null,
+  );
   const entries = body.accountCaps ?? {};
   const accounts = requireObject(entries, 'a map of account names to AccountLimits', 'accountCaps');
   const events: LimitsEvent[] = [{ type: keep ? 'limitsUpdated' : 'limitsSet', limits: caps }];
@@ -163,7 +177,7 @@ function limitsBodyEvents(state: LimitsState, value: unknown): ReadonlyArray<Lim
     events.push({
       type: 'accountLimitsSet',
       account: name,
-      limits: accountCaps(state, entry, path),
+      limits: accountCaps(state, name, entry, path),
     });
   }
   return events;
@@ -198,7 +212,7 @@ export const setAccountLimitsRoute = emilyWrite((state, request, params) => {
   if (account === undefined)
     return { ok: false, response: problem(400, 'invalid_account', INVALID_ACCOUNT) };
   return fromBody(request, MAX_EMILY_BODY, (v) => ({
-    events: [{ type: 'accountLimitsSet', account, limits: accountCaps(state, v, '') }],
+    events: [{ type: 'accountLimitsSet', account, limits: accountCaps(state, account, v, '') }],
     data: account,
   }));
 }, accountAnswer);

@@ -3,8 +3,8 @@
  * the chain bounds, the chain has moved on and what those blocks request is not counted, so
  * no window that applies reports room, and no check admits a withdrawal a window governs.
  */
+
 import { describe, expect, test } from 'vitest';
-import { snapshotAmounts } from '../../src/core/snapshot-json.js';
 import {
   applyAll,
   checkDeposit,
@@ -22,6 +22,7 @@ import {
   windowOf,
 } from '../../src/index.js';
 import { run } from '../support/helpers.js';
+import { asVersion } from '../support/old-snapshots.js';
 
 // A window of 10 blocks, cap 1,000,000; alice's own window of 20 blocks, cap 400,000; 7,700
 // withdrawn at 101 (992,300 left): the numbers of the case this reproduces.
@@ -143,16 +144,14 @@ describe('held blocks in a snapshot', () => {
   });
 
   test('a version 3 snapshot (before blocks could be held) loads with none held', () => {
-    const { blocksHeldFrom: _b, ...rest } = snapshotOf(base());
-    const r = stateFromSnapshot({ ...rest, version: 3 });
+    const r = stateFromSnapshot(asVersion(snapshotOf(base()), 3));
     if (!r.ok) throw r.error;
     expect(windowOf(r.state)?.heldFrom).toBeNull();
     expect(getLimits(r.state).availableToWithdraw).toBe(992_300n);
   });
 
   test('a version 2 snapshot loads with none held', () => {
-    const { blocksHeldFrom: _b, historyCompleteFrom: _h, ...rest } = snapshotOf(base());
-    const r = stateFromSnapshot(decodeJson(encodeJson({ ...snapshotAmounts(rest), version: 2 })));
+    const r = stateFromSnapshot(decodeJson(encodeJson(asVersion(snapshotOf(base()), 2))));
     if (!r.ok) throw r.error;
     expect(windowOf(r.state)?.heldFrom).toBeNull();
   });

@@ -4,8 +4,8 @@
  * room and admits nothing until it holds only heights the state was told of. Never a figure
  * above what the chain has.
  */
+
 import { describe, expect, test } from 'vitest';
-import { snapshotAmounts } from '../../src/core/snapshot-json.js';
 import {
   applyAll,
   checkWithdrawal,
@@ -21,6 +21,7 @@ import {
   whenAvailable,
   windowOf,
 } from '../../src/index.js';
+import { asVersion } from '../support/old-snapshots.js';
 
 function run(state: LimitsState, ...events: LimitsEvent[]): LimitsState {
   const r = applyAll(state, events);
@@ -142,8 +143,7 @@ describe('a window that reaches below the complete history', () => {
   });
 
   test('a version 2 snapshot (before a history could start late) loads as complete', () => {
-    const { historyCompleteFrom: _h, blocksHeldFrom: _b, ...rest } = snapshotOf(lateStart());
-    const r = stateFromSnapshot(decodeJson(encodeJson({ ...snapshotAmounts(rest), version: 2 })));
+    const r = stateFromSnapshot(decodeJson(encodeJson(asVersion(snapshotOf(lateStart()), 2))));
     if (!r.ok) throw r.error;
     expect(getLimits(r.state).availableToWithdraw).toBe(700n);
   });

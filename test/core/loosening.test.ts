@@ -282,6 +282,7 @@ const FIELDS = [
   'perWithdrawalCap',
   'rollingWithdrawalBlocks',
   'rollingWithdrawalCap',
+  'rollingWithdrawalCapShare',
 ] as const;
 
 /** One field of the global caps or of an entry moved up, down, removed or set: a small step. */
@@ -376,6 +377,7 @@ describe('the loosening rule against a naive comparison', () => {
     perWithdrawalCap: 301n,
     rollingWithdrawalBlocks: 2n,
     rollingWithdrawalCap: 1001n,
+    rollingWithdrawalCapShare: 6000n,
   };
   const TIGHTER: Record<keyof Caps, bigint> = {
     pegCap: 10n,
@@ -384,13 +386,19 @@ describe('the loosening rule against a naive comparison', () => {
     perWithdrawalCap: 5n,
     rollingWithdrawalBlocks: 9n,
     rollingWithdrawalCap: 3n,
+    rollingWithdrawalCapShare: 4000n,
   };
   const fieldArb = fc.constantFrom(...(Object.keys(LOOSER) as Array<keyof Caps>));
 
   test.prop([fieldArb, fieldArb, fc.boolean(), fc.boolean()], { numRuns: 200 })(
     'a batch that loosens one thing and tightens another loosens',
     (loose, tight, looseOnEntry, tightFirst) => {
-      const s = base();
+      // The window caps are shares of the total too (5,000 basis points), so that a share
+      // may be raised (loosens) or lowered (tightens) like any cap.
+      const s = run(base(), {
+        type: 'limitsUpdated',
+        limits: { rollingWithdrawalCapShare: 5000n },
+      });
       const global = { ...s.limits };
       const entry: Record<string, bigint | null> = {
         perWithdrawalCap: 100n,
@@ -399,6 +407,7 @@ describe('the loosening rule against a naive comparison', () => {
         perDepositCap: 500n,
         rollingWithdrawalBlocks: 4n,
         rollingWithdrawalCap: 1000n,
+        rollingWithdrawalCapShare: 5000n,
       };
       const start = run(s, { type: 'accountLimitsSet', account: 'alice', limits: entry });
       const g: Record<string, bigint | null> = { ...global };

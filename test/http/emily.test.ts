@@ -15,6 +15,7 @@ import {
   hashThrottleSecret,
   type LimitsState,
   startThrottle,
+  windowOf,
 } from '../../src/index.js';
 import { expectEmily } from '../support/emily.js';
 import { expectDocumented } from '../support/openapi.js';
@@ -611,3 +612,91 @@ describe('the paths without an operator, and POST /new_block without a feed', ()
     expectEmily('/new_block', 'POST', r.response);
   });
 });
+
+describe("the window cap's share through Emily's POST /limits (an extension field)", () => {
+  const shared = () =>
+    send(createLimitsState(), 'POST', '/limits', {
+      rollingWithdrawalBlocks: 10,
+      rollingWithdrawalCap: 150,
+      rollingWithdrawalCapShare: 1_000,
+    }).state;
+
+  test('sets it, and the answer stays valid against Emily’s Limits', () => {
+    const r = send(createLimitsState(), 'POST', '/limits', {
+      rollingWithdrawalBlocks: 10,
+      rollingWithdrawalCap: 150,
+      rollingWithdrawalCapShare: 1_000,
+    });
+    expect(r.response.status).toBe(201);
+    expectEmily('/limits', 'POST', r.response);
+    // No total observed yet: 10% of nothing.
+    expect(r.json).toMatchObject({ rollingWithdrawalCap: 0n, availableToWithdraw: 0n });
+  });
+
+  test("a body that leaves it out, as Emily's clients do, keeps it", () => {
+    const r = send(shared(), 'POST', '/limits', {
+      rollingWithdrawalBlocks: 10,
+      rollingWithdrawalCap: 200,
+    });
+    expect(r.response.status).toBe(201);
+    expect(windowOfState(r.state)).toMatchObject({
+      rollingWithdrawalCapFixed: 200n,
+      rollingWithdrawalCapShare: 1_000n,
+    });
+  });
+
+  test('an explicit null removes it (a loosening, which waits where loosening waits)', () => {
+    const s = shared();
+    const r = send(s, 'POST', '/limits', {
+      rollingWithdrawalBlocks: 10,
+      rollingWithdrawalCap: 150,
+      rollingWithdrawalCapShare: null,
+    });
+    expect(windowOfState(r.state).rollingWithdrawalCapShare).toBeNull();
+    const waits = send(
+      s,
+      'POST',
+      '/limits',
+      { rollingWithdrawalBlocks: 10, rollingWithdrawalCap: 150, rollingWithdrawalCapShare: null },
+      { 'x-api-key': OPS },
+      { ...options, loosening: { delayBlocks: 6, quorum: 0 } },
+    );
+    expect(waits.response.status).toBe(202);
+    expect(waits.json).toMatchObject({
+      loosens: [{ field: 'rollingWithdrawalCapShare', before: 1_000n, after: null }],
+    });
+  });
+
+  test('a share outside 1..10,000 is 400 invalid_share, naming it', () => {
+    const s = shared();
+    const r = send(s, 'POST', '/limits', {
+      rollingWithdrawalBlocks: 10,
+      rollingWithdrawalCap: 150,
+      rollingWithdrawalCapShare: 10_001,
+    });
+    expect(r.response.status).toBe(400);
+    expect(r.json).toMatchObject({ code: 'invalid_share', path: 'rollingWithdrawalCapShare' });
+    expect(r.state).toBe(s);
+  });
+
+  test("an account entry's share is kept the same way by POST /limits/{account}", () => {
+    const s = send(createLimitsState(), 'POST', '/limits/alice', {
+      rollingWithdrawalBlocks: 5,
+      rollingWithdrawalCap: 9,
+      rollingWithdrawalCapShare: 7,
+    }).state;
+    const r = send(s, 'POST', '/limits/alice', {
+      rollingWithdrawalBlocks: 5,
+      rollingWithdrawalCap: 8,
+    });
+    expect(r.response.status).toBe(201);
+    expectEmily('/limits/{account}', 'POST', r.response);
+    expect(windowOfState(r.state, 'alice')?.rollingWithdrawalCapShare).toBe(7n);
+  });
+});
+
+function windowOfState(state: LimitsState, account?: string) {
+  const w = windowOf(state, account);
+  if (w === undefined) throw new Error('no window');
+  return w;
+}

@@ -59,13 +59,24 @@ export function capsArb(history: number): fc.Arbitrary<CapsInput> {
       perWithdrawalCap: cap,
       window,
       incomplete: fc.integer({ min: 0, max: 30 }),
+      // The window cap's share of the pegged total (basis points): mostly valid, sometimes
+      // out of 1..10,000, now and then without a window to apply to.
+      share: fc.option(
+        fc.oneof(
+          { weight: 12, arbitrary: fc.bigInt({ min: 1n, max: 10_000n }) },
+          { weight: 1, arbitrary: fc.constantFrom(0n, 10_001n) },
+        ),
+        { nil: null, freq: 2 },
+      ),
     })
-    .map(({ window, incomplete, ...rest }): CapsInput => {
+    .map(({ window, incomplete, share, ...rest }): CapsInput => {
       const out: Record<string, bigint | null> = { ...rest };
       if (window !== null) {
         out.rollingWithdrawalBlocks = BigInt(window.b);
         out.rollingWithdrawalCap = window.c;
       }
+      if (share !== null && (window !== null || incomplete === 2))
+        out.rollingWithdrawalCapShare = share;
       if (incomplete === 0) out.rollingWithdrawalBlocks = 3n;
       if (incomplete === 1) out.rollingWithdrawalCap = null;
       return out as CapsInput;

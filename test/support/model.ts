@@ -29,6 +29,7 @@ const FIELDS = [
   'perWithdrawalCap',
   'rollingWithdrawalBlocks',
   'rollingWithdrawalCap',
+  'rollingWithdrawalCapShare',
 ] as const;
 
 export interface ModelChange {
@@ -115,6 +116,9 @@ export class NaiveModel {
     if ((blocks === null) !== (cap === null)) return 'incomplete_rolling_window';
     if (blocks !== null && blocks < 1n) return 'invalid_amount';
     if (blocks !== null && blocks > BigInt(this.history)) return 'window_exceeds_history';
+    const share = (c.rollingWithdrawalCapShare ?? null) as bigint | null;
+    if (share !== null && (share < 1n || share > 10_000n)) return 'invalid_share';
+    if (share !== null && blocks === null) return 'incomplete_rolling_window';
     const min = (c.perDepositMinimum ?? null) as bigint | null;
     const dcap = (c.perDepositCap ?? null) as bigint | null;
     if (min !== null && dcap !== null && min > dcap) return 'minimum_above_cap';
@@ -369,7 +373,28 @@ export class NaiveModel {
 
   // --- views ----------------------------------------------------------------------------
 
+  /** The global caps in force: the fixed ones (overlay included), the share of the total laid on. */
   seenGlobal(): Caps {
+    return this.withShare(this.fixedGlobal(), this.pegged);
+  }
+
+  /** An entry in force: its fixed caps (overlay included), its share of its own total laid on. */
+  seenEntry(account: string): Caps | undefined {
+    const e = this.fixedEntry(account);
+    return e === undefined ? e : this.withShare(e, this.accountPegged.get(account) ?? 0n);
+  }
+
+  // The window cap in force: the lower of the cap and the share of `total`, rounded down.
+  private withShare(caps: Caps, total: bigint): Caps {
+    const share = caps.rollingWithdrawalCapShare;
+    if (share === null || caps.rollingWithdrawalCap === null) return caps;
+    return {
+      ...caps,
+      rollingWithdrawalCap: minB(caps.rollingWithdrawalCap, (total * share) / 10_000n),
+    };
+  }
+
+  fixedGlobal(): Caps {
     const g = this.global;
     if (this.throttle === null) return g;
     const p = this.profile;
@@ -390,7 +415,7 @@ export class NaiveModel {
     };
   }
 
-  seenEntry(account: string): Caps | undefined {
+  fixedEntry(account: string): Caps | undefined {
     const e = this.entries.get(account);
     if (e === undefined || this.throttle === null) return e;
     const p = this.profile;
@@ -441,7 +466,9 @@ export class NaiveModel {
     const g = this.seenGlobal();
     const accountCaps: Record<string, unknown> = {};
     for (const name of [...this.entries.keys()].sort()) {
-      accountCaps[name] = { ...this.seenEntry(name), throttleModeInitiator: this.throttle };
+      // The six caps of the interface, in force; the share is reported by the window alone.
+      const { rollingWithdrawalCapShare: _s, ...shown } = this.seenEntry(name)!;
+      accountCaps[name] = { ...shown, throttleModeInitiator: this.throttle };
     }
     const room =
       g.rollingWithdrawalCap === null
@@ -452,7 +479,12 @@ export class NaiveModel {
         room === null || this.heldFrom !== null || this.incomplete(g.rollingWithdrawalBlocks!)
           ? null
           : maxB(room, 0n),
-      ...g,
+      pegCap: g.pegCap,
+      perDepositCap: g.perDepositCap,
+      perDepositMinimum: g.perDepositMinimum,
+      perWithdrawalCap: g.perWithdrawalCap,
+      rollingWithdrawalBlocks: g.rollingWithdrawalBlocks,
+      rollingWithdrawalCap: g.rollingWithdrawalCap,
       throttleModeInitiator: this.throttle,
       accountCaps,
     };
@@ -610,6 +642,7 @@ export class NaiveModel {
     const blocks = caps?.rollingWithdrawalBlocks ?? null;
     const cap = caps?.rollingWithdrawalCap ?? null;
     if (account !== undefined && blocks === null) return undefined;
+    const fixed = account === undefined ? this.fixedGlobal() : this.fixedEntry(account);
     const sums: Array<{ height: number; amount: bigint }> = [];
     let from: number | null = null;
     let to: number | null = null;
@@ -633,6 +666,9 @@ export class NaiveModel {
       tip: this.tip,
       rollingWithdrawalBlocks: blocks,
       rollingWithdrawalCap: cap,
+      rollingWithdrawalCapFixed: fixed?.rollingWithdrawalCap ?? null,
+      rollingWithdrawalCapShare: caps?.rollingWithdrawalCapShare ?? null,
+      peggedTotal: account === undefined ? this.pegged : (this.accountPegged.get(account) ?? 0n),
       from,
       to,
       withdrawn,
@@ -680,11 +716,15 @@ export class NaiveModel {
       rollingWithdrawalCap: g.rollingWithdrawalCap,
       accountRollingWithdrawalBlocks: e ? e.rollingWithdrawalBlocks : null,
       accountRollingWithdrawalCap: e ? e.rollingWithdrawalCap : null,
+      rollingWithdrawalCapShare: g.rollingWithdrawalCapShare,
+      accountRollingWithdrawalCapShare: e ? e.rollingWithdrawalCapShare : null,
       account,
       hasEntry: this.entries.has(account),
       availableToWithdraw: incompleteUntil === null && this.heldFrom === null ? available : null,
       incompleteUntil,
       heldFrom: this.heldFrom,
+      rollingWithdrawalCapFixed: this.fixedGlobal().rollingWithdrawalCap,
+      accountRollingWithdrawalCapFixed: this.fixedEntry(account)?.rollingWithdrawalCap ?? null,
       peggedTotal: this.pegged,
       accountPeggedTotal: this.accountPegged.get(account) ?? 0n,
       throttleModeInitiator: this.throttle,
@@ -699,6 +739,8 @@ const CAP_KEYS = [
   'accountPegCap',
   'rollingWithdrawalCap',
   'accountRollingWithdrawalCap',
+  'rollingWithdrawalCapShare',
+  'accountRollingWithdrawalCapShare',
 ] as const;
 const FLOOR_KEYS = [
   'rollingWithdrawalBlocks',
@@ -706,12 +748,13 @@ const FLOOR_KEYS = [
   'perDepositMinimum',
 ] as const;
 
-// Everything an account's checks read of its caps, resolved, with or without the overlay.
+// Everything an account's checks read of its caps, resolved, with or without the overlay:
+// the fixed caps and the shares as set (what a change sets; the total is chain traffic).
 function naiveResolved(m: NaiveModel, account: string | undefined, overlay: boolean) {
   const saved = m.throttle;
   if (!overlay) m.throttle = null;
-  const g = m.seenGlobal();
-  const e = account === undefined ? undefined : m.seenEntry(account);
+  const g = m.fixedGlobal();
+  const e = account === undefined ? undefined : m.fixedEntry(account);
   m.throttle = saved;
   return {
     perWithdrawalCap: e?.perWithdrawalCap ?? g.perWithdrawalCap,
@@ -723,6 +766,8 @@ function naiveResolved(m: NaiveModel, account: string | undefined, overlay: bool
     rollingWithdrawalCap: g.rollingWithdrawalCap,
     accountRollingWithdrawalBlocks: e ? e.rollingWithdrawalBlocks : null,
     accountRollingWithdrawalCap: e ? e.rollingWithdrawalCap : null,
+    rollingWithdrawalCapShare: g.rollingWithdrawalCapShare,
+    accountRollingWithdrawalCapShare: e ? e.rollingWithdrawalCapShare : null,
   };
 }
 

@@ -188,6 +188,16 @@ function renderWindow(w) {
   $('tip').textContent = w.tip === null ? 'no block yet' : 'tip ' + Number(w.tip).toLocaleString('en-US');
   $('tip').dataset.value = w.tip === null ? 'null' : w.tip;
   setAmount($('withdrawn'), w.withdrawn);
+  // A cap set as a share of the pegged total: what the cap in force is the lower of.
+  const share = $('capShare');
+  share.hidden = w.rollingWithdrawalCapShare === null || w.rollingWithdrawalCapShare === undefined;
+  if (!share.hidden) {
+    const pct = Number(w.rollingWithdrawalCapShare) / 100;
+    share.textContent = 'The cap in force is the lower of ' + btc(w.rollingWithdrawalCapFixed) + ' ' + UNIT +
+      ' and ' + pct.toLocaleString('en-US') + '% of the ' + btc(w.peggedTotal) + ' ' + UNIT + ' pegged in' +
+      (BigInt(w.peggedTotal) === 0n ? ' (no total observed yet: nothing may be withdrawn)' : '') + '.';
+    share.dataset.fixed = w.rollingWithdrawalCapFixed; share.dataset.share = w.rollingWithdrawalCapShare; share.dataset.total = w.peggedTotal;
+  }
   const cap = w.rollingWithdrawalCap === null ? 0n : BigInt(w.rollingWithdrawalCap);
   const used = BigInt(w.withdrawn);
   $('gauge').style.width = cap === 0n ? '0' : Math.min(100, Number((used * 10000n) / cap) / 100) + '%';
@@ -409,6 +419,7 @@ export const DASHBOARD_HTML = `<!doctype html>
     <dt>Window cap</dt><dd id="rollingWithdrawalCap">…</dd>
     <dt>Window</dt><dd id="rollingWithdrawalBlocks">…</dd>
   </dl>
+  <p class="note" id="capShare" hidden></p>
 </section>
 <section>
   <h2>Caps</h2>

@@ -3,7 +3,7 @@
  */
 
 import { CHANGE_FIELDS } from '../../core/changes.js';
-import { CAP_FIELDS } from '../../core/limits.js';
+import { CAP_FIELDS, REPORTED_CAP_FIELDS } from '../../core/limits.js';
 
 const int64 = { type: ['integer', 'null'], format: 'int64' } as const;
 
@@ -12,7 +12,7 @@ export const SCHEMAS = {
   AccountLimits: {
     type: 'object',
     additionalProperties: false,
-    required: [...CAP_FIELDS, 'throttleModeInitiator'],
+    required: [...REPORTED_CAP_FIELDS, 'throttleModeInitiator'],
     properties: {
       pegCap: { ...int64, description: "The account's peg cap, on its own pegged-in total." },
       perDepositCap: {
@@ -33,7 +33,8 @@ export const SCHEMAS = {
       },
       rollingWithdrawalCap: {
         ...int64,
-        description: 'Most the account may withdraw in its own window.',
+        description:
+          "Most the account may withdraw in its own window: the cap in force (the lower of the fixed cap and its share of the account's pegged total, throttle overlay included).",
       },
       throttleModeInitiator: {
         type: ['string', 'null'],
@@ -44,7 +45,12 @@ export const SCHEMAS = {
   Limits: {
     type: 'object',
     additionalProperties: false,
-    required: ['availableToWithdraw', ...CAP_FIELDS, 'throttleModeInitiator', 'accountCaps'],
+    required: [
+      'availableToWithdraw',
+      ...REPORTED_CAP_FIELDS,
+      'throttleModeInitiator',
+      'accountCaps',
+    ],
     properties: {
       availableToWithdraw: {
         ...int64,
@@ -63,7 +69,8 @@ export const SCHEMAS = {
       },
       rollingWithdrawalCap: {
         ...int64,
-        description: 'Most that may be withdrawn within the window.',
+        description:
+          'Most that may be withdrawn within the window: the cap in force (the lower of the fixed cap and its share of the pegged total, throttle overlay included). GET /window shows both.',
       },
       throttleModeInitiator: {
         type: ['string', 'null'],
@@ -84,6 +91,13 @@ export const SCHEMAS = {
     properties: {
       availableToWithdraw: { ...int64, minimum: 0, description: 'Ignored: not settable.' },
       ...Object.fromEntries(CAP_FIELDS.map((f) => [f, { ...int64, minimum: 0 }])),
+      rollingWithdrawalCapShare: {
+        ...int64,
+        minimum: 1,
+        maximum: 10_000,
+        description:
+          "This service's own: the window cap as a share of the pegged total, in basis points (the cap in force is the lower of the two). Emily's clients leave it out, which keeps the share set; null removes it.",
+      },
       throttleModeInitiator: {
         type: ['string', 'null'],
         description: 'null ends throttle mode; the current initiator keeps it; nothing else.',
@@ -102,6 +116,13 @@ export const SCHEMAS = {
       "Emily's AccountLimits as its clients send it: the entry's six caps (absent or null for none; all null removes the entry); throttleModeInitiator null or the current initiator.",
     properties: {
       ...Object.fromEntries(CAP_FIELDS.map((f) => [f, { ...int64, minimum: 0 }])),
+      rollingWithdrawalCapShare: {
+        ...int64,
+        minimum: 1,
+        maximum: 10_000,
+        description:
+          "This service's own: the window cap as a share of the pegged total, in basis points (the cap in force is the lower of the two). Emily's clients leave it out, which keeps the share set; null removes it.",
+      },
       throttleModeInitiator: { type: ['string', 'null'] },
     },
   },
@@ -179,6 +200,9 @@ export const SCHEMAS = {
       'tip',
       'rollingWithdrawalBlocks',
       'rollingWithdrawalCap',
+      'rollingWithdrawalCapFixed',
+      'rollingWithdrawalCapShare',
+      'peggedTotal',
       'from',
       'to',
       'withdrawn',
@@ -208,6 +232,21 @@ export const SCHEMAS = {
         type: 'boolean',
         description:
           'Whether every height of the window is known: false while it reaches below the height from which the history is complete (a feed that started mid-chain), and while blocks are held past the chain bounds.',
+      },
+      rollingWithdrawalCapFixed: {
+        ...int64,
+        description: 'The fixed cap beneath the share (throttle overlay included).',
+      },
+      rollingWithdrawalCapShare: {
+        ...int64,
+        description:
+          'The cap as a share of the pegged total, in basis points (1 to 10,000); null when none is set.',
+      },
+      peggedTotal: {
+        type: 'integer',
+        format: 'int64',
+        description:
+          "The pegged total the share is of: the global one, or the account's for its own window (0 before any is observed: then the share allows nothing).",
       },
       completeAt: {
         type: ['integer', 'null'],

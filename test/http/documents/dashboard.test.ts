@@ -234,6 +234,39 @@ describe.skipIf(CHROMIUM === undefined)('the dashboard in a real browser', () =>
     await page.close();
   });
 
+  test('a window cap set as a share of the total shows the fixed cap, the share and the total behind the cap in force', async () => {
+    const shared = applyAll(
+      createLimitsState({
+        limits: {
+          rollingWithdrawalBlocks: 144n,
+          rollingWithdrawalCap: 500_000_000n,
+          rollingWithdrawalCapShare: 1_000n,
+        },
+      }),
+      [
+        { type: 'blockConnected', height: 870_000 },
+        { type: 'peggedTotalObserved', total: 2_000_000_000n },
+      ],
+    );
+    if (!shared.ok) throw shared.error;
+    const s = await startServer({
+      log: await openDataLog({ dir: tempDir(), initial: shared.state }),
+      port: 0,
+    });
+    try {
+      const page = await browser.newPage({ viewport: { width: 1000, height: 800 } });
+      await page.goto(`${s.url}/`);
+      await page.waitForSelector('body[data-loaded="true"]', { timeout: 10_000 });
+      expect(await page.textContent('#rollingWithdrawalCap')).toBe('2 BTC');
+      expect(await page.textContent('#capShare')).toBe(
+        'The cap in force is the lower of 5 BTC and 10% of the 20 BTC pegged in.',
+      );
+      await page.close();
+    } finally {
+      await s.close();
+    }
+  });
+
   test('while blocks are held, the room is shown as unknown, not as the room before them', async () => {
     const held = applyAll(
       createLimitsState({ limits: { rollingWithdrawalBlocks: 144n, rollingWithdrawalCap: 1000n } }),
