@@ -16,13 +16,6 @@ export {
 export { type Amount, formatAmount, MAX_AMOUNT, MIN_AMOUNT, parseAmount } from './core/amount.js';
 export { type ChainBounds, checkChainBounds, DEFAULT_CHAIN_BOUNDS } from './core/bounds.js';
 export {
-  checkLooseningPolicy,
-  type LooseningPolicy,
-  looseningPolicyFromJson,
-  looseningWaits,
-  NO_WAITING,
-} from './core/changes.js';
-export {
   type Admission,
   admitDeposits,
   admitWithdrawals,
@@ -42,10 +35,15 @@ export {
 } from './core/keys.js';
 export type { Caps, CapsInput, LimitsConfig, ResolvedCaps } from './core/limits.js';
 export {
+  checkLooseningPolicy,
   type LoosenedField,
   type Loosening,
+  type LooseningPolicy,
+  looseningPolicyFromJson,
   loosenings,
+  looseningWaits,
   loosens,
+  NO_WAITING,
 } from './core/loosening.js';
 export { SCOPES, type Scope, scopeOf, scopesOf } from './core/scopes.js';
 export {

@@ -13,8 +13,8 @@
 export { located } from './core/errors.js';
 export { MIN_TOKEN_LENGTH } from './core/keys.js';
 export { CAP_FIELDS } from './core/limits.js';
+export { loosenedBy } from './core/loosening.js';
 export { snapshotParts } from './core/snapshot.js';
-export { loosenedBy } from './http/admin.js';
 export { MAX_BLOCK_BODY } from './http/answers.js';
 export { bodyCollector, declaredTooLarge, payloadTooLarge } from './http/body.js';
 export { decodeBatch, encodeBatch } from './http/codec.js';

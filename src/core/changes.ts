@@ -12,6 +12,7 @@ import { requireCap } from './amount.js';
 import type { Draft, LimitsState } from './draft.js';
 import { describe, fail, joinPath, LimitsError, type Result } from './errors.js';
 import type { LimitsEvent, PendingChange, SettledChange } from './events.js';
+import { heightFromJson } from './heights.js';
 import { isSecretHash } from './keys.js';
 import {
   accountCapsEntries,
@@ -22,12 +23,7 @@ import {
   requireName,
   validateCaps,
 } from './limits.js';
-import { loosens } from './loosening.js';
-
-/** The most blocks a change may wait: about nineteen years of Bitcoin blocks. */
-const MAX_DELAY_BLOCKS = 1_000_000;
-/** The largest quorum a change may ask for. */
-const MAX_QUORUM = 1_000;
+import { delayOf, loosens, quorumOf } from './loosening.js';
 
 /** The event types a pending change may hold: the limits and key events that loosen. */
 export const CHANGE_EVENT_TYPES: ReadonlySet<string> = new Set([
@@ -108,36 +104,6 @@ function plainEvent(event: Record<string, unknown>): LimitsEvent {
     ...event,
     limits: { ...limits, accountCaps: Object.fromEntries(limits.accountCaps) },
   } as unknown as LimitsEvent;
-}
-
-// A delay in blocks: null (none by time) or `min` to MAX_DELAY_BLOCKS.
-function delayOf(
-  value: unknown,
-  min: number,
-  code: 'invalid_change' | 'invalid_option',
-  path: string,
-): number | null {
-  const n = toNumber(value);
-  if (n === null) return null;
-  if (typeof n !== 'number' || !Number.isSafeInteger(n) || n < min || n > MAX_DELAY_BLOCKS)
-    fail(
-      code,
-      `expected null or a number of blocks from ${min} to ${MAX_DELAY_BLOCKS}, got ${describe(value)}`,
-      path,
-    );
-  return n;
-}
-
-// A quorum: 0 (none) or 2 to MAX_QUORUM approvals (the proposer alone is no quorum).
-function quorumOf(value: unknown, code: 'invalid_change' | 'invalid_option', path: string): number {
-  const n = toNumber(value);
-  if (typeof n !== 'number' || !Number.isSafeInteger(n) || n === 1 || n < 0 || n > MAX_QUORUM)
-    fail(
-      code,
-      `expected a quorum of 0 (none) or 2 to ${MAX_QUORUM} approvals, got ${describe(value)}`,
-      path,
-    );
-  return n;
 }
 
 // Who proposed a change and what it waits for: the rules a proposal and a change read back
@@ -282,7 +248,7 @@ export function restoreChange(
     fail('invalid_change', `expected a pending change, got ${describe(value)}`, '');
   rejectUnknownFields(value, CHANGE_FIELDS, '');
   for (const f of CHANGE_FIELDS) if (!(f in value)) fail('invalid_change', 'missing', f);
-  const id = requireChangeId(toNumber(value.id), 'id');
+  const id = requireChangeId(heightFromJson(value.id), 'id');
   const { proposedBy, delayBlocks, quorum } = checkTerms(value);
   const proposedAt = nullableHeight(value.proposedAt, 'proposedAt');
   const effectiveAt = nullableHeight(value.effectiveAt, 'effectiveAt');
@@ -339,15 +305,9 @@ export const CHANGE_FIELDS = [
 ];
 
 // Integers read back by decodeJson are bigints.
-function toNumber(value: unknown): unknown {
-  return typeof value === 'bigint' && value >= 0n && value <= BigInt(Number.MAX_SAFE_INTEGER)
-    ? Number(value)
-    : value;
-}
-
 function nullableHeight(value: unknown, path: string): number | null {
   if (value === null) return null;
-  const n = toNumber(value);
+  const n = heightFromJson(value);
   if (typeof n !== 'number' || !Number.isSafeInteger(n) || n < 0)
     fail('invalid_change', `expected null or a block height, got ${describe(value)}`, path);
   return n;
@@ -387,90 +347,6 @@ function checkEvent(event: unknown, historyBlocks: number, path: string): Limits
       );
   }
   return event as unknown as LimitsEvent;
-}
-
-/**
- * What a service makes a loosening wait for: `delayBlocks` blocks (null: no time is enough)
- * or `quorum` approvals (0: none; otherwise at least 2). `delayBlocks: 0` applies a
- * loosening at once, as every other change.
- */
-export interface LooseningPolicy {
-  readonly delayBlocks: number | null;
-  readonly quorum: number;
-}
-
-/** Loosening applies at once: the default. */
-export const NO_WAITING: LooseningPolicy = { delayBlocks: 0, quorum: 0 };
-
-/** Whether a loosening waits under `policy`. */
-export function looseningWaits(policy: LooseningPolicy): boolean {
-  return policy.delayBlocks !== 0;
-}
-
-/**
- * Reads a loosening policy as a configuration gives it: `delayBlocks` null or 0 to
- * 1,000,000, `quorum` 0 or 2 to 1,000, and one that can apply a change (not null and 0) and
- * means what it says (a quorum with `delayBlocks: 0`, which applies everything at once, is
- * refused). A missing field is 0. An error is `invalid_option`, with the field's path.
- *
- * @example
- * ```ts
- * looseningPolicyFromJson({ delayBlocks: 6, quorum: 2 }); // { ok: true, policy: { delayBlocks: 6, quorum: 2 } }
- * looseningPolicyFromJson({ quorum: 2 }).ok; // false
- * ```
- */
-export function looseningPolicyFromJson(
-  value: unknown,
-  path = 'loosening',
-): Result<{ readonly policy: LooseningPolicy }> {
-  try {
-    return { ok: true, policy: policyOf(value, path) };
-  } catch (e) {
-    if (e instanceof LimitsError) return { ok: false, error: e };
-    throw e;
-  }
-}
-
-/**
- * The policy of {@link looseningPolicyFromJson}, thrown as a LimitsError (`invalid_option`)
- * when it is not one.
- *
- * @deprecated Use {@link looseningPolicyFromJson}, which answers a result as every call that
- * reads outside input does.
- */
-export function checkLooseningPolicy(value: unknown, path = 'loosening'): LooseningPolicy {
-  return policyOf(value, path);
-}
-
-// The policy `value` gives, thrown as a LimitsError naming the field when it is not one.
-function policyOf(value: unknown, path: string): LooseningPolicy {
-  if (!isRecord(value))
-    fail('invalid_option', `expected { delayBlocks, quorum }, got ${describe(value)}`, path);
-  rejectUnknownFields(value, ['delayBlocks', 'quorum'], path);
-  const delay = delayOf(
-    value.delayBlocks === undefined ? 0 : value.delayBlocks,
-    0,
-    'invalid_option',
-    joinPath(path, 'delayBlocks'),
-  );
-  const quorum = quorumOf(
-    value.quorum === undefined ? 0 : value.quorum,
-    'invalid_option',
-    joinPath(path, 'quorum'),
-  );
-  if (delay === null && quorum === 0)
-    fail(
-      'invalid_option',
-      'with delayBlocks null a loosening waits for a quorum only: set quorum to 2 or more',
-      joinPath(path, 'quorum'),
-    );
-  if (delay === 0 && quorum !== 0)
-    fail(
-      'invalid_option',
-      'with delayBlocks 0 a loosening applies at once and no quorum is ever asked: set delayBlocks to a number of blocks, or null for a quorum only',
-      joinPath(path, 'delayBlocks'),
-    );
-  return { delayBlocks: delay, quorum };
 }
 
 // The shape of a limitsUpdated's fields (what they make together is judged when it applies).

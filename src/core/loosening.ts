@@ -1,7 +1,9 @@
 /**
- * Loosening: whether going from one state to another lets more through (docs/semantics.md,
- * "Loosening waits"). A service may make such a change wait (a delay in blocks, a quorum of
- * operators) while it applies every other change at once: tightening is never delayed.
+ * Loosening, in one place (docs/semantics.md, "Loosening waits"): whether going from one
+ * state to another lets more through, what a batch loosens, and the policy a service keeps
+ * for such a change (a delay in blocks, a quorum of operators) while it applies every other
+ * change at once: tightening is never delayed. The pending changes that wait are the state's
+ * (`changes.ts`), and the rule that a proposal must loosen something is theirs.
  *
  * A change loosens when, globally or for an account with an entry before or after:
  * - a cap (`perWithdrawalCap`, `perDepositCap`, `pegCap`, `rollingWithdrawalCap`, an
@@ -19,8 +21,11 @@
  */
 import type { Amount } from './amount.js';
 import type { LimitsState } from './draft.js';
+import { describe, fail, joinPath, LimitsError, type Result } from './errors.js';
+import type { LimitsEvent } from './events.js';
+import { heightFromJson } from './heights.js';
 import type { Caps } from './limits.js';
-import { type ResolvedCaps, resolveCaps } from './limits.js';
+import { isRecord, type ResolvedCaps, rejectUnknownFields, resolveCaps } from './limits.js';
 import { mapDiffKeys, mapForEach, mapGet } from './pmap.js';
 import { throttledEntry, throttledGlobal } from './throttle.js';
 
@@ -183,4 +188,153 @@ export function loosenings(before: LimitsState, after: LimitsState): ReadonlyArr
  */
 export function loosens(before: LimitsState, after: LimitsState): boolean {
   return loosenings(before, after).length > 0;
+}
+
+/**
+ * What `events` would loosen if they applied on `state`, field by field, before and after
+ * (none when they do not apply): what a pending change's listing, alert and record say.
+ * `applyAll` is the state's own (`state.ts` sits above this module, whose rule of loosening
+ * its pending changes read).
+ *
+ * @example
+ * ```ts
+ * loosenedBy(state, [{ type: 'limitsUpdated', limits: { perWithdrawalCap: 2000n } }], applyAll);
+ * // [{ kind: 'cap', account: null, field: 'perWithdrawalCap', before: 1000n, after: 2000n, view: 'effective' }]
+ * ```
+ */
+export function loosenedBy(
+  state: LimitsState,
+  events: ReadonlyArray<LimitsEvent>,
+  applyAll: (
+    state: LimitsState,
+    events: ReadonlyArray<LimitsEvent>,
+  ) => { readonly ok: true; readonly state: LimitsState } | { readonly ok: false },
+): ReadonlyArray<Loosening> {
+  const r = applyAll(state, events);
+  return r.ok ? loosenings(state, r.state) : [];
+}
+
+// ---- the policy: what a loosening waits for -----------------------------------------------
+
+/** The most blocks a change may wait: about nineteen years of Bitcoin blocks. */
+const MAX_DELAY_BLOCKS = 1_000_000;
+/** The largest quorum a change may ask for. */
+const MAX_QUORUM = 1_000;
+
+/** A delay in blocks: null (none by time) or `min` to 1,000,000 (a change's, or a policy's). */
+export function delayOf(
+  value: unknown,
+  min: number,
+  code: 'invalid_change' | 'invalid_option',
+  path: string,
+): number | null {
+  const n = heightFromJson(value);
+  if (n === null) return null;
+  if (typeof n !== 'number' || !Number.isSafeInteger(n) || n < min || n > MAX_DELAY_BLOCKS)
+    fail(
+      code,
+      `expected null or a number of blocks from ${min} to ${MAX_DELAY_BLOCKS}, got ${describe(value)}`,
+      path,
+    );
+  return n;
+}
+
+/** A quorum: 0 (none) or 2 to 1,000 approvals (the proposer alone is no quorum). */
+export function quorumOf(
+  value: unknown,
+  code: 'invalid_change' | 'invalid_option',
+  path: string,
+): number {
+  const n = heightFromJson(value);
+  if (typeof n !== 'number' || !Number.isSafeInteger(n) || n === 1 || n < 0 || n > MAX_QUORUM)
+    fail(
+      code,
+      `expected a quorum of 0 (none) or 2 to ${MAX_QUORUM} approvals, got ${describe(value)}`,
+      path,
+    );
+  return n;
+}
+
+/**
+ * What a service makes a loosening wait for: `delayBlocks` blocks (null: no time is enough)
+ * or `quorum` approvals (0: none; otherwise at least 2). `delayBlocks: 0` applies a
+ * loosening at once, as every other change.
+ */
+export interface LooseningPolicy {
+  readonly delayBlocks: number | null;
+  readonly quorum: number;
+}
+
+/** Loosening applies at once: the default. */
+export const NO_WAITING: LooseningPolicy = { delayBlocks: 0, quorum: 0 };
+
+/** Whether a loosening waits under `policy`. */
+export function looseningWaits(policy: LooseningPolicy): boolean {
+  return policy.delayBlocks !== 0;
+}
+
+/**
+ * Reads a loosening policy as a configuration gives it: `delayBlocks` null or 0 to
+ * 1,000,000, `quorum` 0 or 2 to 1,000, and one that can apply a change (not null and 0) and
+ * means what it says (a quorum with `delayBlocks: 0`, which applies everything at once, is
+ * refused). A missing field is 0. An error is `invalid_option`, with the field's path.
+ *
+ * @example
+ * ```ts
+ * looseningPolicyFromJson({ delayBlocks: 6, quorum: 2 }); // { ok: true, policy: { delayBlocks: 6, quorum: 2 } }
+ * looseningPolicyFromJson({ quorum: 2 }).ok; // false
+ * ```
+ */
+export function looseningPolicyFromJson(
+  value: unknown,
+  path = 'loosening',
+): Result<{ readonly policy: LooseningPolicy }> {
+  try {
+    return { ok: true, policy: policyOf(value, path) };
+  } catch (e) {
+    if (e instanceof LimitsError) return { ok: false, error: e };
+    throw e;
+  }
+}
+
+/**
+ * The policy of {@link looseningPolicyFromJson}, thrown as a LimitsError (`invalid_option`)
+ * when it is not one.
+ *
+ * @deprecated Use {@link looseningPolicyFromJson}, which answers a result as every call that
+ * reads outside input does.
+ */
+export function checkLooseningPolicy(value: unknown, path = 'loosening'): LooseningPolicy {
+  return policyOf(value, path);
+}
+
+// The policy `value` gives, thrown as a LimitsError naming the field when it is not one.
+function policyOf(value: unknown, path: string): LooseningPolicy {
+  if (!isRecord(value))
+    fail('invalid_option', `expected { delayBlocks, quorum }, got ${describe(value)}`, path);
+  rejectUnknownFields(value, ['delayBlocks', 'quorum'], path);
+  const delay = delayOf(
+    value.delayBlocks === undefined ? 0 : value.delayBlocks,
+    0,
+    'invalid_option',
+    joinPath(path, 'delayBlocks'),
+  );
+  const quorum = quorumOf(
+    value.quorum === undefined ? 0 : value.quorum,
+    'invalid_option',
+    joinPath(path, 'quorum'),
+  );
+  if (delay === null && quorum === 0)
+    fail(
+      'invalid_option',
+      'with delayBlocks null a loosening waits for a quorum only: set quorum to 2 or more',
+      joinPath(path, 'quorum'),
+    );
+  if (delay === 0 && quorum !== 0)
+    fail(
+      'invalid_option',
+      'with delayBlocks 0 a loosening applies at once and no quorum is ever asked: set delayBlocks to a number of blocks, or null for a quorum only',
+      joinPath(path, 'delayBlocks'),
+    );
+  return { delayBlocks: delay, quorum };
 }

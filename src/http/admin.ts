@@ -5,9 +5,9 @@
  * changes, listed, approved and cancelled. The handler has authenticated the caller. Pure.
  */
 import { checkChainBounds } from '../core/bounds.js';
-import { CHANGE_EVENT_TYPES, looseningWaits, NO_WAITING } from '../core/changes.js';
+import { CHANGE_EVENT_TYPES } from '../core/changes.js';
 import { type LimitsError, located } from '../core/errors.js';
-import { type Loosening, loosenings, loosens } from '../core/loosening.js';
+import { loosenedBy, loosenings, looseningWaits, loosens, NO_WAITING } from '../core/loosening.js';
 import { type Scope, scopeOf, scopesOf } from '../core/scopes.js';
 import { applyAll, type LimitsEvent, type LimitsState, type PendingChange } from '../core/state.js';
 import {
@@ -355,21 +355,12 @@ export function heldRoute(op: 'list' | 'release' | 'drop'): Route['handle'] {
 }
 
 /**
- * What `events` would loosen if they applied on `state`, field by field, before and after
- * (none when they do not apply): what a pending change's listing, alert and record say.
- */
-export function loosenedBy(
-  state: LimitsState,
-  events: ReadonlyArray<LimitsEvent>,
-): ReadonlyArray<Loosening> {
-  const r = applyAll(state, events);
-  return r.ok ? loosenings(state, r.state) : [];
-}
-
-/**
  * The pending changes as `GET /admin/changes` lists them: each with what it would loosen if
  * it applied on the state now, field by field (`loosens`).
  */
 export function changesListing(state: LimitsState): ReadonlyArray<unknown> {
-  return state.changes.map((change) => ({ ...change, loosens: loosenedBy(state, change.events) }));
+  return state.changes.map((change) => ({
+    ...change,
+    loosens: loosenedBy(state, change.events, applyAll),
+  }));
 }

@@ -6,7 +6,7 @@
  */
 
 import type { ChainBounds } from '../core/bounds.js';
-import type { LooseningPolicy } from '../core/changes.js';
+import type { LooseningPolicy } from '../core/loosening.js';
 import type { Scope } from '../core/scopes.js';
 import type { LimitsEvent, LimitsState } from '../core/state.js';
 import type { AuditActor } from './event-log.js';

@@ -5,8 +5,8 @@
  */
 
 import type { ChainBounds } from '../core/bounds.js';
-import type { LooseningPolicy } from '../core/changes.js';
 import { LimitsError } from '../core/errors.js';
+import type { LooseningPolicy } from '../core/loosening.js';
 import type { LimitsEvent, LimitsState } from '../core/state.js';
 import { declaredTooLarge, payloadTooLarge, readBody } from './body.js';
 import {

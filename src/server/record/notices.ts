@@ -5,6 +5,7 @@
  * restart resumes it) and tell exactly what was true then. Node-only.
  */
 import {
+  applyAll,
   getLimits,
   type LimitsEvent,
   type LimitsState,
@@ -56,7 +57,7 @@ export function noticesOf(
           effectiveAt: change?.effectiveAt ?? null,
           quorum: e.quorum,
           // What it would loosen, field by field, before and after: whoever approves reads it.
-          loosens: loosenedBy(base, e.events),
+          loosens: loosenedBy(base, e.events, applyAll),
         });
         break;
       }
