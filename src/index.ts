@@ -101,6 +101,7 @@ export {
   type WriteLockFigures,
 } from './http/event-log.js';
 export {
+  type BatchRefusal,
   type HandleOptions,
   type HandleResult,
   type HttpErrorCode,

@@ -12,6 +12,7 @@ import { type Scope, scopeOf, scopesOf } from '../core/scopes.js';
 import { applyAll, type LimitsEvent, type LimitsState, type PendingChange } from '../core/state.js';
 import {
   CONFLICTS,
+  detailOf,
   fromError,
   header,
   json,
@@ -32,9 +33,16 @@ import type {
 import { holds, type Operator } from './operators.js';
 import { limitsResponse, unchanged } from './reads.js';
 
-// What a failed batch answers: a conflict with the state is 409, a malformed event 400.
+// What a failed batch answers: a conflict with the state is 409, a malformed event 400; and,
+// for the service's in-process callers, which event it was, as data.
 function refused(state: LimitsState, error: LimitsError): HandleResult {
-  return unchanged(state, fromError(CONFLICTS.has(error.code) ? 409 : 400, error));
+  const response = fromError(CONFLICTS.has(error.code) ? 409 : 400, error);
+  const event = /^\[(\d+)\]/.exec(error.path ?? '')?.[1];
+  if (event === undefined) return unchanged(state, response);
+  return unchanged(state, {
+    ...response,
+    refused: { event: Number(event), code: error.code, detail: detailOf(error) },
+  });
 }
 
 const OVERRIDE = 'chain-bounds';

@@ -129,7 +129,12 @@ export function problem(
 }
 
 export function fromError(status: number, error: LimitsError): HttpResponse {
-  return problem(status, error.code, inJsonWords(located(error)), { path: error.path });
+  return problem(status, error.code, detailOf(error), { path: error.path });
+}
+
+/** What a problem says of an error: where and what, in a JSON client's words. */
+export function detailOf(error: LimitsError): string {
+  return inJsonWords(located(error));
 }
 
 /**

@@ -21,6 +21,7 @@ import { addVary, conditional, withValidators } from './validators.js';
 
 export { type HttpErrorCode, headerValue, problem } from './answers.js';
 export type {
+  BatchRefusal,
   HandleOptions,
   HandleResult,
   HttpRequest,

@@ -42,8 +42,11 @@ export interface HeldBlocks {
   handle(op: 'list' | 'release' | 'drop', by: string, authorization: string): Promise<HttpResponse>;
 }
 
-/** A Stacks feed, as a service hands it the blocks posted to its own port. */
-export interface StacksFeed {
+/**
+ * A Stacks feed, as a service reaches it: the blocks it holds past the chain bounds
+ * (`/admin/held`), and the blocks posted to the service's own port (`POST /new_block`).
+ */
+export interface StacksFeed extends HeldBlocks {
   /**
    * Takes one `/new_block` payload (decoded from the body, or from the JSON string the
    * body held), after every block before it, writing as the operator whose token
@@ -113,14 +116,16 @@ export interface ServiceOptions {
       ) => void | Promise<undefined | Persisted> | Promise<void>)
     | undefined;
   /**
-   * The blocks a Stacks observer holds (`/admin/held`): how many, and what an operator asks
-   * of them. Without it, `/admin/held` is 404.
+   * The blocks a Stacks observer holds (`/admin/held`), alone.
+   *
+   * @deprecated Give `stacksFeed`, which holds them. Still taken when `stacksFeed` is not given.
    */
   readonly heldBlocks?: HeldBlocks | undefined;
   /**
-   * A Stacks feed that takes the blocks posted to `POST /new_block` on the service's own
-   * port (Emily's sidecar forwards them there), as the observer's port takes a node's.
-   * Without it, `POST /new_block` is 404.
+   * A Stacks feed: the blocks it holds past the chain bounds (`/admin/held`: how many, and
+   * what an operator asks of them), and the blocks posted to `POST /new_block` on the
+   * service's own port (Emily's sidecar forwards them there), which it takes as the
+   * observer's port takes a node's. Without it, both are 404.
    */
   readonly stacksFeed?: StacksFeed | undefined;
   /** Told of what a request refused that the operators should hear of (a jump past the chain bounds). */
@@ -358,7 +363,7 @@ function writeConflict(attempts: number): HttpResponse {
 // What GET /readyz reads: the log's readiness (or the one given), with the held blocks.
 function healthOf(options: ServiceOptions, log: EventLog | undefined) {
   const health = options.health ?? (log === undefined ? undefined : () => readinessOf(log));
-  const held = options.heldBlocks;
+  const held = options.stacksFeed ?? options.heldBlocks;
   if (held === undefined || health === undefined) return health;
   return (): Readiness => {
     const r = health();
@@ -378,8 +383,9 @@ function feedAnswer(
   const result = handleRequest(state, request, handleOptions);
   const given = presentedToken(request);
   const authorization = given.ok ? `Bearer ${given.token}` : '';
-  if (result.held !== undefined && options.heldBlocks !== undefined)
-    return options.heldBlocks.handle(result.held.op, result.held.by, authorization);
+  const held = options.stacksFeed ?? options.heldBlocks;
+  if (result.held !== undefined && held !== undefined)
+    return held.handle(result.held.op, result.held.by, authorization);
   if (result.block !== undefined && options.stacksFeed !== undefined)
     return options.stacksFeed.newBlock(result.block.payload, authorization, request.remote);
   return result.response;

@@ -8,7 +8,6 @@ import type { AddressInfo } from 'node:net';
 import {
   createService,
   type EventLog,
-  type HeldBlocks,
   LimitsError,
   type Operator,
   type Service,
@@ -348,35 +347,22 @@ function serviceOptionsOf(options: ServerOptions) {
   return { adminToken, chainBounds, loosening, cors, cacheMaxAge };
 }
 
-// What the service hands the Stacks observer (nothing when it is off): the held blocks, and
-// the blocks posted to the service's own port.
+// What the service hands the Stacks observer (nothing when it is off): its feed.
 function observerHooks(options: ServerOptions, observer: () => StacksObserver | undefined) {
   if (options.stacksObserver === undefined) return {};
-  return { heldBlocks: heldBlocksOf(observer), stacksFeed: stacksFeedOf(observer) };
+  return { stacksFeed: stacksFeedOf(observer) };
 }
 
-// The held blocks of the Stacks observer, once it is open.
-function heldBlocksOf(observer: () => StacksObserver | undefined): HeldBlocks {
+// The Stacks observer's feed, once it is open: its held blocks, and the blocks posted to the
+// service's own port.
+function stacksFeedOf(observer: () => StacksObserver | undefined): StacksFeed {
+  const notOpen = () =>
+    Promise.resolve(problem(503, 'store_unavailable', 'the Stacks observer is not open yet'));
   return {
     count: () => observer()?.held ?? 0,
-    handle: (op, by, authorization) => {
-      const open = observer();
-      return open === undefined
-        ? Promise.resolve(problem(503, 'store_unavailable', 'the Stacks observer is not open yet'))
-        : open.heldBlocks(op, by, authorization);
-    },
-  };
-}
-
-// The Stacks observer's feed, for the blocks posted to the service's own port.
-function stacksFeedOf(observer: () => StacksObserver | undefined): StacksFeed {
-  return {
-    newBlock: (payload, authorization, remote) => {
-      const open = observer();
-      return open === undefined
-        ? Promise.resolve(problem(503, 'store_unavailable', 'the Stacks observer is not open yet'))
-        : open.newBlock(payload, authorization, remote);
-    },
+    handle: (op, by, authorization) => observer()?.heldBlocks(op, by, authorization) ?? notOpen(),
+    newBlock: (payload, authorization, remote) =>
+      observer()?.newBlock(payload, authorization, remote) ?? notOpen(),
   };
 }
 

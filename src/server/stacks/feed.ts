@@ -320,18 +320,16 @@ export class BlockFeed {
         remote,
       });
       if (response.status === 200) return response;
-      const p = JSON.parse(response.body) as { code?: string; path?: string; detail?: string };
-      const index = /^\[(\d+)\]/.exec(p.path ?? '')?.[1];
-      const event = index === undefined ? undefined : batch[Number(index)];
+      // The service says which event the state refused, as data.
+      const refused = response.refused;
+      const event = refused === undefined ? undefined : batch[refused.event];
       const droppable =
-        (response.status === 400 || response.status === 409) &&
-        p.code !== 'chain_bound_exceeded' &&
-        (event?.type === 'withdrawalRequested' ||
-          event?.type === 'withdrawalRejected' ||
-          event?.type === 'withdrawalRejectionUndone');
-      if (!droppable) return response;
-      this.#skip(`event ${index} of ${requestId} (${p.code}): ${p.detail ?? ''}`);
-      batch = batch.filter((_, i) => i !== Number(index));
+        event?.type === 'withdrawalRequested' ||
+        event?.type === 'withdrawalRejected' ||
+        event?.type === 'withdrawalRejectionUndone';
+      if (refused === undefined || !droppable) return response;
+      this.#skip(`event ${refused.event} of ${requestId} (${refused.code}): ${refused.detail}`);
+      batch = batch.filter((_, i) => i !== refused.event);
       if (batch.length === 0) return ok({ ok: true });
     }
   }
