@@ -21,7 +21,7 @@ export { decodeBatch, encodeBatch } from './http/codec.js';
 export { admitRequest, problem } from './http/handler.js';
 export type { PathMatch } from './http/messages.js';
 export { ADMIN_OPERATOR, validateOperators } from './http/operators.js';
-export { matchPath, routeFor } from './http/routes.js';
+export { matchPath, routeFor } from './http/route-match.js';
 export { serialQueue } from './http/serial-queue.js';
 export { isChange } from './http/service.js';
 export {

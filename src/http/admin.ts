@@ -372,3 +372,55 @@ export function changesListing(state: LimitsState): ReadonlyArray<unknown> {
     loosens: loosenedBy(state, change.events, applyAll),
   }));
 }
+
+/** The most records one `GET /admin/audit` answers with, and how many it gives unasked. */
+const MAX_AUDIT_LIMIT = 10_000;
+const DEFAULT_AUDIT_LIMIT = 1_000;
+
+// `after` (default 0: from the first record) and `limit` of GET /admin/audit.
+function auditQuery(
+  path: string,
+): { ok: true; after: number; limit: number } | { ok: false; response: HttpResponse } {
+  const q = path.indexOf('?');
+  const params = new URLSearchParams(q < 0 ? '' : path.slice(q + 1));
+  const read = (name: string, fallback: number, max: number) => {
+    const text = params.get(name);
+    if (text === null) return fallback;
+    return /^[0-9]{1,16}$/.test(text) && Number(text) <= max ? Number(text) : undefined;
+  };
+  const after = read('after', 0, Number.MAX_SAFE_INTEGER);
+  const limit = read('limit', DEFAULT_AUDIT_LIMIT, MAX_AUDIT_LIMIT);
+  if (after === undefined || limit === undefined) {
+    // Only what was sent and is wrong is named.
+    const wrong = [
+      after === undefined
+        ? `after must be a non-negative integer (a log position), got ${JSON.stringify(params.get('after')?.slice(0, 20))}`
+        : undefined,
+      limit === undefined
+        ? `limit must be an integer from 0 to ${MAX_AUDIT_LIMIT}, got ${JSON.stringify(params.get('limit')?.slice(0, 20))}`
+        : undefined,
+    ].filter((w) => w !== undefined);
+    return { ok: false, response: problem(400, 'bad_request', wrong.join('; ')) };
+  }
+  return { ok: true, after, limit };
+}
+
+/**
+ * `GET /admin/audit`, admitted: the records asked for (`audit`), for an adapter whose log
+ * keeps a trail; the answer of one that keeps none.
+ */
+export const auditRoute: Route['handle'] = (state, request) => {
+  const query = auditQuery(request.path);
+  if (!query.ok) return unchanged(state, query.response);
+  return {
+    ...unchanged(
+      state,
+      problem(
+        404,
+        'not_found',
+        'no audit trail here: this service keeps none (`peg-limits serve` keeps one)',
+      ),
+    ),
+    audit: query,
+  };
+};

@@ -16,7 +16,7 @@ import type {
   Route,
 } from './messages.js';
 import { authenticate, type Operator, operatorsByHash } from './operators.js';
-import { matchPath, routeFor } from './routes.js';
+import { matchPath, routeFor } from './route-match.js';
 import { addVary, conditional, withValidators } from './validators.js';
 
 export { type HttpErrorCode, headerValue, problem } from './answers.js';

@@ -1,11 +1,14 @@
 /**
- * The answers of reads: a read changes nothing, and its body is encoded once per state (a
- * state is immutable). Shared by the route table and the operator's routes. Pure.
+ * The reads of the limits: `GET /limits` and `GET /window` (their bodies encoded once per
+ * state: a state is immutable), an account's limits and window, and the checks of a
+ * withdrawal or a deposit. A read changes nothing. Pure.
  */
+import { MAX_AMOUNT } from '../core/amount.js';
+import { checkDeposit, checkWithdrawal } from '../core/checks.js';
 import type { LimitsState } from '../core/state.js';
-import { getLimits, windowOf } from '../core/views.js';
-import { json } from './answers.js';
-import type { HandleResult, HttpResponse } from './messages.js';
+import { getAccountLimits, getLimits, windowOf } from '../core/views.js';
+import { accountOf, INVALID_ACCOUNT, json, problem } from './answers.js';
+import type { HandleResult, HttpResponse, Route, RouteParams } from './messages.js';
 
 /** An answer that leaves the state as it is and journals nothing. */
 export const unchanged = (state: LimitsState, response: HttpResponse): HandleResult => ({
@@ -32,3 +35,68 @@ function perState(view: (state: LimitsState) => unknown): (state: LimitsState) =
 export const limitsResponse = perState(getLimits);
 /** `GET /window` of a state, made once per state. */
 export const windowResponse = perState((state) => windowOf(state));
+
+// A route on one account: the account decoded and checked first (400 invalid_account).
+function onAccount(
+  answer: (state: LimitsState, account: string, params: RouteParams) => HttpResponse,
+): Route['handle'] {
+  return (state, _request, params) => {
+    const account = accountOf(params.account);
+    return unchanged(
+      state,
+      account === undefined
+        ? problem(400, 'invalid_account', INVALID_ACCOUNT)
+        : answer(state, account, params),
+    );
+  };
+}
+
+const AMOUNT_TEXT = /^[0-9]{1,19}$/;
+
+// GET /limits/{account}/withdrawals/{amount} and …/deposits/{amount}: the verdict as data.
+export function checkRoute(kind: 'withdrawals' | 'deposits'): Route['handle'] {
+  return onAccount((state, account, params) => {
+    const text = params.amount ?? '';
+    const amount = AMOUNT_TEXT.test(text) ? BigInt(text) : undefined;
+    if (amount === undefined || amount < 1n || amount > MAX_AMOUNT) {
+      return problem(
+        400,
+        'invalid_amount',
+        `the amount must be an integer from 1 to 2^63−1 in the smallest unit, got ${JSON.stringify(text.slice(0, 40))}`,
+      );
+    }
+    const request = { account, amount };
+    const v =
+      kind === 'withdrawals' ? checkWithdrawal(state, request) : checkDeposit(state, request);
+    return json(
+      200,
+      v.ok
+        ? { ok: true, reason: null, limit: null, availableAt: null }
+        : { ok: false, reason: v.reason, limit: v.limit, availableAt: v.availableAt },
+    );
+  });
+}
+
+/** `GET /window/{account}`: the account's own window (404 when its entry sets none). */
+export const accountWindowRoute: Route['handle'] = onAccount((state, account) => {
+  const view = windowOf(state, account);
+  return view === undefined
+    ? problem(
+        404,
+        'window_not_found',
+        `${JSON.stringify(account)} has no window of its own: the global window applies`,
+      )
+    : json(200, view);
+});
+
+/** `GET /limits/{account}`: the account's entry (201, as Emily answers; 404 without one). */
+export const accountLimitsRoute: Route['handle'] = onAccount((state, account) => {
+  const limits = getAccountLimits(state, account);
+  return limits === undefined
+    ? problem(
+        404,
+        'account_not_found',
+        `${JSON.stringify(account)} has no entry of its own: the global limits apply`,
+      )
+    : json(201, limits);
+});

@@ -27,7 +27,7 @@ import {
 import type { HandleOptions, HandleResult } from './messages.js';
 import { type Operator, presentedToken } from './operators.js';
 import { givenRequestId, newRequestId, withRequestId } from './request-id.js';
-import { matchPath, routeFor } from './routes.js';
+import { matchPath, routeFor } from './route-match.js';
 import { serialQueue } from './serial-queue.js';
 
 /** The blocks a Stacks observer holds past the chain bounds, as a service reaches them. */
