@@ -100,6 +100,7 @@ export {
   LogUnavailable,
   type WriteLockFigures,
 } from './http/event-log.js';
+export { createFetchHandler, type FetchHandler } from './http/fetch-adapter.js';
 export {
   type BatchRefusal,
   type HandleOptions,
@@ -113,9 +114,7 @@ export {
 export { decodeJson, encodeJson, tryDecodeJson } from './http/json.js';
 export type { Operator } from './http/operators.js';
 export {
-  createFetchHandler,
   createService,
-  type FetchHandler,
   type HeldBlocks,
   type Persisted,
   type Refresh,

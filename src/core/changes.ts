@@ -10,7 +10,7 @@
 
 import { requireCap } from './amount.js';
 import type { Draft, LimitsState } from './draft.js';
-import { describe, fail, joinPath, LimitsError, type Result } from './errors.js';
+import { describe, fail, joinPath, LimitsError } from './errors.js';
 import type { LimitsEvent, PendingChange, SettledChange } from './events.js';
 import { heightFromJson } from './heights.js';
 import { isSecretHash } from './keys.js';

@@ -8,7 +8,6 @@ import type { ChainBounds } from '../core/bounds.js';
 import { LimitsError } from '../core/errors.js';
 import type { LooseningPolicy } from '../core/loosening.js';
 import type { LimitsEvent, LimitsState } from '../core/state.js';
-import { declaredTooLarge, payloadTooLarge, readBody } from './body.js';
 import {
   type BatchMeta,
   type EventLog,
@@ -17,7 +16,6 @@ import {
   LogUnavailable,
 } from './event-log.js';
 import {
-  admitRequest,
   type HttpRequest,
   type HttpResponse,
   handleRequest,
@@ -397,8 +395,8 @@ export function isChange(method: string): boolean {
   return m === 'POST' || m === 'DELETE' || m === 'PUT' || m === 'PATCH';
 }
 
-// What the handler needs of the options, with the operators read as they are now.
-function handleOptionsOf(options: ServiceOptions) {
+/** What the handler needs of a service's options, with the operators read as they are now. */
+export function handleOptionsOf(options: ServiceOptions) {
   const operators = options.operators;
   return {
     adminToken: options.adminToken,
@@ -440,57 +438,4 @@ function failed(e: unknown): HttpResponse {
 // Other writers held the log's write lock too long: try again.
 function busy(e: LogBusy): HttpResponse {
   return problem(503, 'write_conflict', e.message, { headers: { 'retry-after': '1' } });
-}
-
-/** A Fetch-API handler with the service's current state. */
-export interface FetchHandler {
-  (request: Request): Promise<Response>;
-  readonly state: LimitsState;
-}
-
-/**
- * Serves the interface from any Fetch-style framework (Hono, Bun.serve, Deno.serve,
- * Cloudflare Workers, Next.js route handlers…).
- *
- * @example
- * ```ts
- * const handler = createFetchHandler({ state: createLimitsState() });
- * Deno.serve(handler);                        // or: export default { fetch: handler }
- * const r = await handler(new Request('http://x/limits'));
- * r.status; // 200
- * ```
- */
-export function createFetchHandler(options: ServiceOptions): FetchHandler {
-  const service = createService(options);
-  const handleOptions = handleOptionsOf(options);
-  const toResponse = (r: HttpResponse) =>
-    new Response(r.status === 204 || r.status === 304 ? null : r.body, {
-      status: r.status,
-      headers: r.headers,
-    });
-  const handler = async (request: Request): Promise<Response> => {
-    const url = new URL(request.url);
-    const headers: Record<string, string> = {};
-    request.headers.forEach((value, key) => {
-      headers[key] = value;
-    });
-    const head = { method: request.method, path: url.pathname, headers };
-    // Admitted first, as the node:http server does: route, method, token and media type
-    // decide before a byte of the body is read, and no more than the route takes is read.
-    const admitted = admitRequest(head, handleOptions);
-    if (!admitted.ok) return toResponse(admitted.response);
-    let body: Uint8Array | undefined;
-    if (admitted.maxBody > 0) {
-      if (declaredTooLarge(headers, admitted.maxBody)) {
-        request.body?.cancel().catch(() => undefined);
-        return toResponse(payloadTooLarge(admitted.maxBody));
-      }
-      const read = await readBody(request.body, admitted.maxBody);
-      if (!read.ok) return toResponse(read.response);
-      body = read.body;
-    }
-    return toResponse(await service.handle({ ...head, body, match: admitted.match }));
-  };
-  Object.defineProperty(handler, 'state', { get: () => service.state });
-  return handler as FetchHandler;
 }
