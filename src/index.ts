@@ -56,8 +56,8 @@ export {
   type SnapshotProfile,
   type SnapshotWithdrawal,
   snapshotOf,
-  stateFromSnapshot,
 } from './core/snapshot.js';
+export { stateFromSnapshot } from './core/snapshot-reading.js';
 export { startThrottle, type ThrottleStarted } from './core/start-throttle.js';
 export {
   type Applied,

@@ -7,15 +7,15 @@ import { describe, fail as failWith, joinPath } from './errors.js';
 import { CAP_FIELDS, isRecord } from './limits.js';
 
 /** Reports a field at fault, with its path; never returns. */
-type Invalid = (path: string, reason: string) => never;
+type ReportInvalid = (path: string, reason: string) => never;
 
-const fail: Invalid = (path, reason) => failWith('invalid_snapshot', reason, path);
+const fail: ReportInvalid = (path, reason) => failWith('invalid_snapshot', reason, path);
 
 const CAP_PATHS = CAP_FIELDS as ReadonlyArray<string>;
 
 // An amount of a snapshot of version 3 or later: decimal digits, to a bigint (range and sign are
 // checked later, by the rule its event applies).
-function amountOf(value: unknown, path: string, invalid: Invalid): unknown {
+function amountOf(value: unknown, path: string, invalid: ReportInvalid): unknown {
   // Missing: said by the check of the field itself.
   if (value === undefined) return value;
   if (typeof value === 'string' && /^-?\d{1,30}$/.test(value)) return BigInt(value);
@@ -27,7 +27,7 @@ function amountOf(value: unknown, path: string, invalid: Invalid): unknown {
   );
 }
 
-function capsOf(value: unknown, path: string, invalid: Invalid): unknown {
+function capsOf(value: unknown, path: string, invalid: ReportInvalid): unknown {
   if (!isRecord(value)) return value;
   const out: Record<string, unknown> = { ...value };
   for (const f of CAP_PATHS)
@@ -35,7 +35,7 @@ function capsOf(value: unknown, path: string, invalid: Invalid): unknown {
   return out;
 }
 
-function eventOf(value: unknown, path: string, invalid: Invalid): unknown {
+function eventOf(value: unknown, path: string, invalid: ReportInvalid): unknown {
   const capsAt = (v: unknown, p: string) => capsOf(v, p, invalid);
   const amountAt = (v: unknown, p: string) => amountOf(v, p, invalid);
   if (!isRecord(value)) return value;
@@ -74,7 +74,7 @@ function eventOf(value: unknown, path: string, invalid: Invalid): unknown {
  */
 export function snapshotAmounts(
   s: Record<string, unknown>,
-  invalid: Invalid = fail,
+  invalid: ReportInvalid = fail,
 ): Record<string, unknown> {
   const amountAt = (value: unknown, path: string) => amountOf(value, path, invalid);
   const out: Record<string, unknown> = { ...s };

@@ -1,0 +1,306 @@
+/**
+ * A snapshot read back into a state (docs/design.md, "Snapshots"): a snapshot is input, so
+ * every rule of the caps and the events is checked, each error at the snapshot's path, and
+ * the versions an older release wrote are read as they were written. Writing one is
+ * `snapshot.ts`.
+ */
+
+import { type Amount, requireCap, requirePositive } from './amount.js';
+import { requireId } from './chain.js';
+import { restoreChange } from './changes.js';
+import { asState, draftOf, stateFieldsOf } from './draft.js';
+import { describe, joinPath, LimitsError, PegLimitsError, type Result } from './errors.js';
+import type { PendingChange } from './events.js';
+import { heightFromJson, requireHeight } from './heights.js';
+import { isSecretHash } from './keys.js';
+import {
+  CAP_FIELDS,
+  type Caps,
+  isRecord,
+  REPORTED_CAP_FIELDS,
+  rejectUnknownFields,
+  requireAccount,
+} from './limits.js';
+import { SNAPSHOT_FORMAT, SNAPSHOT_VERSION, TOP_FIELDS } from './snapshot.js';
+import { snapshotAmounts } from './snapshot-json.js';
+import {
+  applyAll,
+  createLimitsState,
+  type Height,
+  type LimitsEvent,
+  type LimitsState,
+  type ThrottleProfile,
+} from './state.js';
+import { requireKeyName } from './throttle.js';
+
+// What version 3 lacks, version 2 besides, and version 1 besides.
+const V3_FIELDS = TOP_FIELDS.filter((f) => f !== 'blocksHeldFrom');
+const V2_FIELDS = V3_FIELDS.filter((f) => f !== 'historyCompleteFrom');
+const V1_FIELDS = V2_FIELDS.filter((f) => f !== 'changes' && f !== 'nextChangeId');
+const WITHDRAWAL_FIELDS = ['id', 'account', 'amount', 'height', 'rejected'];
+const KEY_FIELDS = ['name', 'secretHash', 'revoked'];
+const PROFILE_FIELDS = ['perWithdrawalCap', 'rollingWithdrawalBlocks', 'rollingWithdrawalCap'];
+
+// Thrown inside stateFromSnapshot, caught at its boundary.
+class Invalid extends PegLimitsError {
+  constructor(
+    readonly at: string,
+    readonly reason: string,
+  ) {
+    super('invalid_snapshot', reason);
+  }
+}
+
+function invalid(path: string, reason: string): never {
+  throw new Invalid(path, reason);
+}
+
+function record(
+  value: unknown,
+  path: string,
+  fields?: ReadonlyArray<string>,
+): Record<string, unknown> {
+  if (!isRecord(value)) invalid(path, `expected an object, got ${describe(value)}`);
+  if (fields !== undefined) {
+    checked(() => rejectUnknownFields(value, fields, path), path);
+    for (const f of fields) if (!(f in value)) invalid(joinPath(path, f), 'missing');
+  }
+  return value as Record<string, unknown>;
+}
+
+function list(value: unknown, path: string): ReadonlyArray<unknown> {
+  if (!Array.isArray(value)) invalid(path, `expected an array, got ${describe(value)}`);
+  return value;
+}
+
+// A field read by the core's own rule, its error put at the snapshot's path: the rule's
+// LimitsError carries the path and the reason apart, so nothing is read out of a message.
+function checked<T>(read: () => T, path: string): T {
+  try {
+    return read();
+  } catch (e) {
+    if (e instanceof LimitsError) invalid(e.path ?? path, e.message);
+    throw e;
+  }
+}
+
+// Heights are numbers in a state and may be bigints after decodeJson.
+function height(value: unknown, path: string): Height {
+  return checked(() => requireHeight(heightFromJson(value), path), path);
+}
+
+function nullable<T>(value: unknown, read: (v: unknown) => T): T | null {
+  return value === null ? null : read(value);
+}
+
+/**
+ * Restores a state from a snapshot (as {@link snapshotOf} made it, or as `decodeJson` read
+ * it back). A snapshot is input: every rule of caps and events is checked, and a malformed,
+ * inconsistent or unknown-version snapshot gets `invalid_snapshot` with the `path` of the
+ * field at fault. Never throws.
+ *
+ * The restored state answers every view, check, admission and `whenAvailable` as the
+ * original did, and accepts or refuses every later event as the original would.
+ *
+ * @example
+ * ```ts
+ * const r = stateFromSnapshot(decodeJson(readFileSync('snapshot.json', 'utf8')));
+ * if (!r.ok) console.error(r.error.code, r.error.path); // 'invalid_snapshot' 'withdrawals[3].amount'
+ * ```
+ */
+export function stateFromSnapshot(value: unknown): Result<{ readonly state: LimitsState }> {
+  try {
+    return { ok: true, state: restore(value) };
+  } catch (e) {
+    const error =
+      e instanceof Invalid
+        ? new LimitsError('invalid_snapshot', withHint(value, e.reason), e.at)
+        : new LimitsError(
+            'invalid_snapshot',
+            `the snapshot could not be read: ${e instanceof Error ? e.message : String(e)}`,
+          );
+    return { ok: false, error };
+  }
+}
+
+// A number where a version 1 or 2 snapshot has an amount: it was read with JSON.parse.
+function withHint(value: unknown, reason: string): string {
+  const given = isRecord(value) ? value.version : undefined;
+  const version = typeof given === 'bigint' ? Number(given) : given;
+  if ((version === 1 || version === 2) && /got the number/.test(reason))
+    return `${reason}: a version ${version} snapshot carries amounts as JSON integers, which JSON.parse cannot keep exact; read its text with decodeJson (this release writes version ${SNAPSHOT_VERSION}, amounts as decimal strings, which JSON.parse reads)`;
+  return reason;
+}
+
+function restore(input: unknown): LimitsState {
+  const given = isRecord(input) ? input.version : undefined;
+  const version = typeof given === 'bigint' ? Number(given) : given;
+  // From version 3 on, amounts are decimal strings: read back into bigints first.
+  const value =
+    (version === 3 || version === 4 || version === SNAPSHOT_VERSION) && isRecord(input)
+      ? snapshotAmounts(input, invalid)
+      : input;
+  const s = record(
+    value,
+    '',
+    version === 1 ? V1_FIELDS : version === 2 ? V2_FIELDS : version === 3 ? V3_FIELDS : TOP_FIELDS,
+  );
+  if (s.format !== SNAPSHOT_FORMAT)
+    invalid('format', `expected "${SNAPSHOT_FORMAT}", got ${describe(s.format)}`);
+  if (
+    typeof version !== 'number' ||
+    !Number.isInteger(version) ||
+    version < 1 ||
+    version > SNAPSHOT_VERSION
+  )
+    invalid(
+      'version',
+      `this release reads versions 1 to ${SNAPSHOT_VERSION}, got ${describe(s.version)}`,
+    );
+  const historyBlocks = height(s.historyBlocks, 'historyBlocks');
+  // Before version 5, caps held the six fields of the interface (no share).
+  const capFields = version === SNAPSHOT_VERSION ? CAP_FIELDS : REPORTED_CAP_FIELDS;
+  const limits = record(s.limits, 'limits', capFields);
+  const accountCaps = record(s.accountCaps, 'accountCaps');
+  for (const [name, caps] of Object.entries(accountCaps)) {
+    const at = joinPath('accountCaps', name);
+    const entry = record(caps, at, capFields);
+    if (capFields.every((f) => entry[f] === null))
+      invalid(at, 'an entry with no cap set does not exist; leave it out');
+  }
+  let state: LimitsState;
+  try {
+    state = createLimitsState({
+      historyBlocks,
+      throttleProfile: record(
+        s.throttleProfile,
+        'throttleProfile',
+        PROFILE_FIELDS,
+      ) as unknown as ThrottleProfile,
+      limits: { ...(limits as Partial<Caps>), accountCaps: accountCaps as Record<string, Caps> },
+    });
+  } catch (e) {
+    if (!(e instanceof LimitsError)) throw e;
+    const path = (e.path ?? '').replace(/^limits\.accountCaps\./, 'accountCaps.');
+    invalid(path, e.message);
+  }
+
+  const tip = nullable(s.tip, (v) => height(v, 'tip'));
+  const highestTip = nullable(s.highestTip, (v) => height(v, 'highestTip'));
+  if ((tip === null) !== (highestTip === null))
+    invalid('tip', 'tip and highestTip are both null (no block known) or both heights');
+  if (tip !== null && highestTip !== null && tip > highestTip)
+    invalid('tip', `the tip ${tip} is above the highest tip ${highestTip}`);
+  const oldest = highestTip === null ? 0 : Math.max(0, highestTip - historyBlocks + 1);
+
+  // Each field is checked where it stands, by the rule its event would apply; the rest is
+  // replayed as events, so the state's own rules check what spans entries (a key named
+  // twice, an initiator), each event carrying the snapshot path it comes from.
+  const events: LimitsEvent[] = [];
+  const paths: string[] = [];
+  const push = (event: LimitsEvent, path: string) => {
+    events.push(event);
+    paths.push(path);
+  };
+  if (highestTip !== null) push({ type: 'blockConnected', height: highestTip }, 'highestTip');
+  const ids = new Set<string>();
+  for (const [i, item] of list(s.withdrawals, 'withdrawals').entries()) {
+    const at = `withdrawals[${i}]`;
+    const w = record(item, at, WITHDRAWAL_FIELDS);
+    const h = height(w.height, `${at}.height`);
+    if (tip === null || h > tip)
+      invalid(`${at}.height`, `a withdrawal held must be at or below the tip ${tip}, got ${h}`);
+    if (h < oldest)
+      invalid(`${at}.height`, `height ${h} is older than the retained history (${oldest}…)`);
+    if (typeof w.rejected !== 'boolean')
+      invalid(`${at}.rejected`, `expected true or false, got ${describe(w.rejected)}`);
+    const id = checked(() => requireId(w.id, `${at}.id`), `${at}.id`);
+    if (ids.has(id)) invalid(`${at}.id`, `the id ${JSON.stringify(id)} appears twice`);
+    ids.add(id);
+    const account = checked(() => requireAccount(w.account, `${at}.account`), `${at}.account`);
+    const amount = checked(() => requirePositive(w.amount, `${at}.amount`), `${at}.amount`);
+    push({ type: 'withdrawalRequested', id, account, amount, height: h }, at);
+    if (w.rejected) push({ type: 'withdrawalRejected', id }, at);
+  }
+  if (tip !== null && highestTip !== null && tip < highestTip)
+    push({ type: 'chainReorganized', height: tip }, 'tip');
+  const completeFrom =
+    version >= 3 ? nullable(s.historyCompleteFrom, (v) => height(v, 'historyCompleteFrom')) : null;
+  if (completeFrom !== null)
+    push({ type: 'historyCompleteFrom', height: completeFrom }, 'historyCompleteFrom');
+  const heldFrom =
+    version >= 4 ? nullable(s.blocksHeldFrom, (v) => height(v, 'blocksHeldFrom')) : null;
+  if (heldFrom !== null) push({ type: 'blocksHeld', height: heldFrom }, 'blocksHeldFrom');
+  const peggedTotal = checked(() => requireCap(s.peggedTotal, 'peggedTotal'), 'peggedTotal');
+  push({ type: 'peggedTotalObserved', total: peggedTotal }, 'peggedTotal');
+  for (const [name, total] of Object.entries(
+    record(s.accountPeggedTotals, 'accountPeggedTotals'),
+  )) {
+    const at = joinPath('accountPeggedTotals', name);
+    checked(() => requireAccount(name, at), at);
+    if (checked(() => requireCap(total, at), at) === 0n) invalid(at, 'a total of 0 is left out');
+    push({ type: 'peggedTotalObserved', account: name, total: total as Amount }, at);
+  }
+  for (const [i, item] of list(s.throttleKeys, 'throttleKeys').entries()) {
+    const at = `throttleKeys[${i}]`;
+    const k = record(item, at, KEY_FIELDS);
+    const name = checked(() => requireKeyName(k.name, `${at}.name`), `${at}.name`);
+    if (!isSecretHash(k.secretHash))
+      invalid(
+        `${at}.secretHash`,
+        'expected a secret hash made by hashThrottleSecret (sha256:<salt>:<digest>)',
+      );
+    if (typeof k.revoked !== 'boolean')
+      invalid(`${at}.revoked`, `expected true or false, got ${describe(k.revoked)}`);
+    push({ type: 'throttleKeyAdded', name, secretHash: k.secretHash }, at);
+    if (k.revoked) push({ type: 'throttleKeyRevoked', name }, at);
+  }
+  if (s.throttleInitiator !== null) {
+    const initiator = checked(
+      () => requireKeyName(s.throttleInitiator, 'throttleInitiator'),
+      'throttleInitiator',
+    );
+    push({ type: 'throttleStarted', initiator }, 'throttleInitiator');
+  }
+
+  const r = applyAll(state, events);
+  if (r.ok) return withChanges(r.state, s, version === 1);
+  const m = /^\[(\d+)\](?:\.(.*))?$/.exec(r.error.path ?? '');
+  const base = m === null ? '' : (paths[Number(m[1])] ?? '');
+  const field = m?.[2];
+  // Where the event stands for one snapshot field, that field is at fault; where it stands
+  // for a snapshot entry (a withdrawal, a key), the entry's field of the same name.
+  const path = field === undefined || !/\]$/.test(base) ? base : `${base}.${field}`;
+  invalid(path, r.error.message);
+}
+
+// The pending changes, put in place once the rest is restored (they are not replayed: the
+// state they were proposed on is gone; each is validated again when it applies).
+function withChanges(state: LimitsState, s: Record<string, unknown>, v1: boolean): LimitsState {
+  if (v1) return state;
+  const next = height(s.nextChangeId, 'nextChangeId');
+  if (next < 1) invalid('nextChangeId', 'expected a positive integer');
+  const changes: PendingChange[] = [];
+  for (const [i, item] of list(s.changes, 'changes').entries()) {
+    const at = `changes[${i}]`;
+    let change: PendingChange;
+    try {
+      change = restoreChange(item, state.historyBlocks, state.tip);
+    } catch (e) {
+      if (!(e instanceof LimitsError)) throw e;
+      const path = e.path === undefined || e.path === '' ? at : `${at}.${e.path}`;
+      invalid(path, e.message);
+    }
+    const last = changes[changes.length - 1];
+    if (last !== undefined && change.id <= last.id)
+      invalid(`${at}.id`, 'changes are listed by id, each once');
+    if (change.id >= next)
+      invalid(`${at}.id`, `the id ${change.id} is not below nextChangeId ${next}`);
+    changes.push(change);
+  }
+  // A copy with the changes in place, made as every state is, so it has every state's shape.
+  const d = draftOf(state);
+  d.changes = changes;
+  d.nextChangeId = next;
+  return asState(stateFieldsOf(d));
+}
