@@ -24,15 +24,13 @@ export { ADMIN_OPERATOR, validateOperators } from './http/operators.js';
 export { matchPath, routeFor } from './http/route-match.js';
 export { serialQueue } from './http/serial-queue.js';
 export { isChange } from './http/service.js';
+export { type ClarityValue, type DecodeClarity, payloadToKeep } from './stacks/block-payload.js';
 export {
   type BlockMemory,
-  type ClarityValue,
-  type DecodeClarity,
   EMPTY_MEMORY,
   type HeldBlock,
   type Observed,
   observeBlock,
-  payloadToKeep,
   type RememberedBlock,
   withSupply,
 } from './stacks/blocks.js';

@@ -17,19 +17,19 @@
  *
  * The memory keeps the blocks of the last `keepBurnBlocks` burn heights: a fork deeper than
  * that would be a reorganization past the chain bounds, which the service refuses anyway.
- * Pure and browser-safe: the Clarity decoder (`@stacks/transactions`' `hexToCV`) is passed in.
+ * Reading the payload itself is `block-payload.ts`'s. Pure and browser-safe.
  */
 import type { Height, LimitsEvent } from '../core/events.js';
 import { isRecord } from '../core/limits.js';
-
-/** A Clarity value as `hexToCV` gives it: only what the mapping reads. */
-export interface ClarityValue {
-  readonly type: string;
-  readonly value?: unknown;
-}
-
-/** Decodes hex-encoded Clarity (`raw_value`); throws on anything else. */
-export type DecodeClarity = (hex: string) => ClarityValue;
+import {
+  type BlockEvents,
+  eventsOf,
+  heightOf,
+  hexOf,
+  MAX_UINT64,
+  type PayloadReading,
+  type SkippedEvent,
+} from './block-payload.js';
 
 /** A block the observer remembers. */
 export interface RememberedBlock {
@@ -77,55 +77,12 @@ export interface BlockMemory {
 /** The memory before the first block. */
 export const EMPTY_MEMORY: BlockMemory = { blocks: [], head: '' };
 
-/**
- * A `/new_block` payload cut to what {@link observeBlock} reads: the block's hashes and
- * heights, and its committed events of the registry and the token (not its transactions),
- * so that a held block takes little room.
- */
-export function payloadToKeep(
-  payload: unknown,
-  registry: string,
-  token: string | undefined,
-): unknown {
-  if (!isRecord(payload)) return payload;
-  const keep: Record<string, unknown> = {};
-  for (const k of [
-    'index_block_hash',
-    'parent_index_block_hash',
-    'block_height',
-    'burn_block_height',
-    'burn_block_hash',
-    'parent_burn_block_height',
-  ])
-    if (k in payload) keep[k] = payload[k];
-  const events = Array.isArray(payload.events) ? payload.events : [];
-  keep.events = events.filter((e: unknown) => {
-    if (!isRecord(e) || e.committed !== true) return false;
-    if (e.type === 'contract_event')
-      return isRecord(e.contract_event) && e.contract_event.contract_identifier === registry;
-    if ((e.type === 'ft_mint_event' || e.type === 'ft_burn_event') && token !== undefined) {
-      const body = e[e.type];
-      return isRecord(body) && String(body.asset_identifier).startsWith(`${token}::`);
-    }
-    return false;
-  });
-  return keep;
-}
-
 /** What {@link observeBlock} needs besides the memory and the payload. */
-export interface ObserveOptions {
-  /** The registry contract (`SM3…​.sbtc-registry`): only its print events are read. */
-  readonly registry: string;
-  readonly decode: DecodeClarity;
+export interface ObserveOptions extends PayloadReading {
   /** The state's tip: a block above it connects its burn height first. */
   readonly tip: Height | null;
   /** How many burn heights of blocks below the newest are remembered. */
   readonly keepBurnBlocks: number;
-  /**
-   * The token contract (`SM3…​.sbtc-token`): its assets' mint and burn events change the
-   * supply. Without it, supply changes are not read from asset events.
-   */
-  readonly token?: string | undefined;
   /** The supply before the block when its parent is not remembered (a first block), if known. */
   readonly parentSupply?: bigint | undefined;
   /**
@@ -133,13 +90,6 @@ export interface ObserveOptions {
    * than from the asset events, which anyone who reaches the observer port could forge.
    */
   readonly supplyFromRpc?: boolean | undefined;
-}
-
-/** An event of the payload that was not read, and why. */
-interface SkippedEvent {
-  /** Its index in the payload's `events`. */
-  readonly index: number;
-  readonly reason: string;
 }
 
 /** What one payload gives. */
@@ -170,144 +120,6 @@ export type Observed =
   | { readonly kind: 'known' }
   /** A payload that is not a block (it is logged and answered 200: the node would retry it for ever). */
   | { readonly kind: 'unusable'; readonly reason: string };
-
-const MAX_UINT64 = 2n ** 63n - 1n;
-
-function hexOf(value: unknown): string | undefined {
-  return typeof value === 'string' && /^(0x)?[0-9a-fA-F]{1,128}$/.test(value)
-    ? value.toLowerCase().replace(/^0x/, '')
-    : undefined;
-}
-
-function heightOf(value: unknown): number | undefined {
-  return typeof value === 'number' && Number.isSafeInteger(value) && value >= 0 ? value : undefined;
-}
-
-// A uint field of a print tuple, within int64.
-function uintOf(tuple: Readonly<Record<string, ClarityValue>>, key: string): bigint | undefined {
-  const v = tuple[key];
-  if (v === undefined || v.type !== 'uint') return undefined;
-  const n =
-    typeof v.value === 'bigint'
-      ? v.value
-      : typeof v.value === 'string'
-        ? BigInt(v.value)
-        : undefined;
-  return n !== undefined && n >= 0n && n <= MAX_UINT64 ? n : undefined;
-}
-
-/**
- * The limits event one registry print gives, `null` for a print that means nothing here (a
- * tuple of another topic), or why it cannot be read (not a tuple, fields that do not fit).
- */
-function eventOfPrint(value: ClarityValue): LimitsEvent | null | { readonly skip: string } {
-  if (value.type !== 'tuple' || !isRecord(value.value)) return { skip: 'the print is not a tuple' };
-  const tuple = value.value as Readonly<Record<string, ClarityValue>>;
-  const topic = tuple.topic;
-  if (topic === undefined || topic.type !== 'ascii') return null;
-  if (topic.value === 'withdrawal-create') {
-    const id = uintOf(tuple, 'request-id');
-    const amount = uintOf(tuple, 'amount');
-    const height = uintOf(tuple, 'block-height');
-    const sender = tuple.sender;
-    if (id === undefined) return { skip: 'request-id is not a uint within int64' };
-    if (amount === undefined || amount === 0n)
-      return { skip: 'amount is not a positive uint within int64' };
-    if (height === undefined || height > BigInt(Number.MAX_SAFE_INTEGER))
-      return { skip: 'block-height is not a height' };
-    if (sender === undefined || (sender.type !== 'address' && sender.type !== 'contract'))
-      return { skip: 'sender is not a principal' };
-    return {
-      type: 'withdrawalRequested',
-      id: String(id),
-      account: String(sender.value),
-      amount,
-      height: Number(height),
-    };
-  }
-  if (topic.value === 'withdrawal-reject') {
-    const id = uintOf(tuple, 'request-id');
-    if (id === undefined) return { skip: 'request-id is not a uint within int64' };
-    return { type: 'withdrawalRejected', id: String(id) };
-  }
-  return null;
-}
-
-// Registry prints that change the supply: a deposit mints, an accepted withdrawal burns.
-const SUPPLY_TOPICS = new Set(['completed-deposit', 'withdrawal-accept']);
-
-// The topic of a print tuple, or undefined.
-function topicOf(value: ClarityValue): string | undefined {
-  if (value.type !== 'tuple' || !isRecord(value.value)) return undefined;
-  const topic = (value.value as Readonly<Record<string, ClarityValue>>).topic;
-  return topic?.type === 'ascii' && typeof topic.value === 'string' ? topic.value : undefined;
-}
-
-// A mint (+) or burn (−) of one of the token's assets, in the smallest unit, or undefined.
-function assetChange(e: Readonly<Record<string, unknown>>, token: string): bigint | undefined {
-  const kind = e.type === 'ft_mint_event' ? 1n : e.type === 'ft_burn_event' ? -1n : 0n;
-  if (kind === 0n) return undefined;
-  const body = e[e.type as string];
-  if (!isRecord(body)) return undefined;
-  const asset = body.asset_identifier;
-  if (asset !== `${token}::sbtc-token` && asset !== `${token}::sbtc-token-locked`) return undefined;
-  const amount =
-    typeof body.amount === 'string' && /^\d{1,20}$/.test(body.amount)
-      ? BigInt(body.amount)
-      : undefined;
-  return amount === undefined || amount > MAX_UINT64 ? undefined : kind * amount;
-}
-
-interface BlockEvents {
-  events: LimitsEvent[];
-  skipped: SkippedEvent[];
-  /** The net mint less burn of the token's assets, when the block carries any. */
-  supplyDelta: bigint | undefined;
-  /** Whether anything in the block changes the supply. */
-  supplyTouched: boolean;
-}
-
-// The limits events of a block's committed registry prints, what changes the supply, and
-// what was skipped.
-function eventsOf(events: unknown, options: ObserveOptions): BlockEvents {
-  const out: LimitsEvent[] = [];
-  const skipped: SkippedEvent[] = [];
-  const read: BlockEvents = { events: out, skipped, supplyDelta: undefined, supplyTouched: false };
-  if (!Array.isArray(events)) return read;
-  events.forEach((e: unknown, index) => {
-    if (!isRecord(e) || e.committed !== true) return;
-    if (options.token !== undefined && (e.type === 'ft_mint_event' || e.type === 'ft_burn_event')) {
-      const change = assetChange(e, options.token);
-      if (change !== undefined) {
-        read.supplyDelta = (read.supplyDelta ?? 0n) + change;
-        read.supplyTouched = true;
-      }
-      return;
-    }
-    if (e.type !== 'contract_event') return;
-    const c = e.contract_event;
-    if (!isRecord(c) || c.contract_identifier !== options.registry || c.topic !== 'print') return;
-    const raw = c.raw_value;
-    if (typeof raw !== 'string' || !/^(0x)?([0-9a-fA-F]{2})+$/.test(raw)) {
-      skipped.push({ index, reason: 'raw_value is not hex' });
-      return;
-    }
-    let value: ClarityValue;
-    try {
-      value = options.decode(raw.replace(/^0x/, ''));
-    } catch (err) {
-      skipped.push({ index, reason: `raw_value is not Clarity: ${String(err)}` });
-      return;
-    }
-    const topic = topicOf(value);
-    if (topic !== undefined && SUPPLY_TOPICS.has(topic)) read.supplyTouched = true;
-    const event = eventOfPrint(value);
-    if (event === null) return;
-    if ('skip' in event) skipped.push({ index, reason: event.skip });
-    else out.push(event);
-  });
-  return read;
-}
 
 // The canonical chain ending at `hash`, oldest first (as far back as the memory goes).
 function chainTo(byHash: ReadonlyMap<string, RememberedBlock>, hash: string): RememberedBlock[] {

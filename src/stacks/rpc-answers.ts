@@ -11,7 +11,7 @@ import type { Amount } from '../core/amount.js';
 import { PegLimitsError } from '../core/errors.js';
 import type { Height, LimitsEvent } from '../core/events.js';
 import { isRecord } from '../core/limits.js';
-import type { ClarityValue } from './blocks.js';
+import type { ClarityValue } from './block-payload.js';
 
 /** A withdrawal request as the registry holds it. */
 export interface RegistryRequest {
