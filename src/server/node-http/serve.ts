@@ -3,8 +3,6 @@
  * folder or PostgreSQL, which the caller opens), with limits that keep slow and hostile
  * clients from holding it. Node-only.
  */
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import {
   createService,
   type EventLog,
@@ -12,9 +10,8 @@ import {
   type Operator,
   type Service,
   type ServiceOptions,
-  type StacksFeed,
 } from 'peg-limits';
-import { CAP_FIELDS, problem } from '../../internal.js';
+import { CAP_FIELDS } from '../../internal.js';
 import type { RequestLine } from '../ops/index.js';
 import { createMetrics, MetricsUnavailable, type ServerMetrics } from '../ops/index.js';
 import {
@@ -25,10 +22,8 @@ import {
   recordChanges,
 } from '../record/index.js';
 import {
-  STACKS_NODE_CONFIRMED_OPERATOR,
   type StacksObserver,
   type StacksObserverOptions,
-  stacksNodeOperator,
   startStacksObserver,
 } from '../stacks/index.js';
 import { createAnswers } from './answer-writer.js';
@@ -36,8 +31,10 @@ import { DEFAULT_SERVER_LIMITS, limitsInForce, type ServerLimits } from './clien
 import { guardConnections } from './connection-policy.js';
 import { connectionGate } from './connections.js';
 import { isLingering } from './linger.js';
+import { closeListener, listen, listener } from './listener.js';
 import { RequestHandler } from './request-handler.js';
 import { createRequestLog } from './request-log.js';
+import { observerHooks, observerOperators, observerSources } from './serve-observer.js';
 import { createStreams } from './streams.js';
 
 export { DEFAULT_SERVER_LIMITS, type ServerLimits } from './client-limits.js';
@@ -127,7 +124,7 @@ export interface RunningServer {
   close(): Promise<void>;
 }
 
-// Requests waiting for their answers, per connection.
+// No operators given.
 const NO_OPERATORS: ReadonlyArray<Operator> = [];
 
 const CAP_NAMES = new Set<string>([...CAP_FIELDS, 'accountCaps']);
@@ -330,82 +327,10 @@ function operatorsWith(
   };
 }
 
-// What the metrics read of the Stacks observer (nothing when it is off).
-function observerSources(options: ServerOptions, observer: () => StacksObserver | undefined) {
-  if (options.stacksObserver === undefined) return {};
-  return {
-    observerSkipped: () => observer()?.skipped ?? 0,
-    observerHeld: () => observer()?.held ?? 0,
-    observerStartFailures: () => observer()?.startFailures ?? 0,
-    observerRejectionsNotShown: () => observer()?.rejectionsNotShown ?? 0,
-  };
-}
-
 // The service's own options, as the server was given them.
 function serviceOptionsOf(options: ServerOptions) {
   const { adminToken, chainBounds, loosening, cors, cacheMaxAge } = options;
   return { adminToken, chainBounds, loosening, cors, cacheMaxAge };
-}
-
-// What the service hands the Stacks observer (nothing when it is off): its feed.
-function observerHooks(options: ServerOptions, observer: () => StacksObserver | undefined) {
-  if (options.stacksObserver === undefined) return {};
-  return { stacksFeed: stacksFeedOf(observer) };
-}
-
-// The Stacks observer's feed, once it is open: its held blocks, and the blocks posted to the
-// service's own port.
-function stacksFeedOf(observer: () => StacksObserver | undefined): StacksFeed {
-  const notOpen = () =>
-    Promise.resolve(problem(503, 'store_unavailable', 'the Stacks observer is not open yet'));
-  return {
-    count: () => observer()?.held ?? 0,
-    handle: (op, by, authorization) => observer()?.heldBlocks(op, by, authorization) ?? notOpen(),
-    newBlock: (payload, authorization, remote) =>
-      observer()?.newBlock(payload, authorization, remote) ?? notOpen(),
-  };
-}
-
-// Stops listening; kept-alive connections turn idle once their request is answered, and are
-// closed then rather than at their time-out.
-function closeListener(server: Server, stopGuard: () => void): Promise<void> {
-  return new Promise<void>((resolve) => {
-    const sweep = setInterval(() => server.closeIdleConnections(), 50);
-    server.close(() => {
-      clearInterval(sweep);
-      stopGuard();
-      resolve();
-    });
-    server.closeIdleConnections();
-  });
-}
-
-// The node:http server, with the limits on clients it enforces itself.
-function listener(limits: ServerLimits, handler: RequestHandler): Server {
-  const server = createServer(
-    {
-      headersTimeout: limits.headersTimeoutMs,
-      requestTimeout: limits.requestTimeoutMs,
-      keepAliveTimeout: limits.keepAliveTimeoutMs,
-      connectionsCheckingInterval: limits.checkIntervalMs,
-      maxHeaderSize: limits.maxHeaderBytes,
-    },
-    handler.onRequest,
-  );
-  // Admission comes before 100 Continue: a refused client is told so instead of sending.
-  server.on('checkContinue', handler.onRequest);
-  return server;
-}
-
-// Listens on `host`:`port`; resolves with the URL it listens at.
-async function listen(server: Server, port: number, host: string): Promise<string> {
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(port, host, () => resolve());
-  });
-  const address = server.address() as AddressInfo;
-  const at = address.family === 'IPv6' ? `[${address.address}]` : address.address;
-  return `http://${at}:${address.port}`;
 }
 
 // Alerts for every change that is not chain traffic, delivered from the audit trail.
@@ -435,17 +360,4 @@ function servedLog(
   const say = options.warn ?? requestTextOf(options);
   if (say !== undefined) served = recordChanges(served, say);
   return served;
-}
-
-// The observer acts as an operator of its own, with the chain scope alone; with the node's
-// RPC, a jump it confirms passes the chain bounds: an operator of the process alone holds
-// chain and limits for that.
-function observerOperators(options: ServerOptions) {
-  return {
-    feeder: options.stacksObserver === undefined ? undefined : stacksNodeOperator(),
-    confirmer:
-      options.stacksObserver?.rpc === undefined
-        ? undefined
-        : stacksNodeOperator(STACKS_NODE_CONFIRMED_OPERATOR, ['chain', 'limits']),
-  };
 }
