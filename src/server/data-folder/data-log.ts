@@ -4,7 +4,7 @@
  * writer (`journal.ts`), and compacted beside the appends: a new snapshot, the records the
  * journal lets go of archived under `audit/`, then a fresh journal. Node-only.
  */
-import { type FileHandle, open } from 'node:fs/promises';
+import { open } from 'node:fs/promises';
 import { join } from 'node:path';
 import {
   type Appended,
@@ -13,12 +13,11 @@ import {
   type LimitsEvent,
   type LimitsState,
   LogConflict,
-  PegLimitsError,
 } from 'peg-limits';
 import { serialQueue } from '../../internal.js';
 
-import { makeRecord, recordPosition, ZERO_HASH } from '../record/index.js';
-import { archive, archivedLines } from './archive.js';
+import { makeRecord, ZERO_HASH } from '../record/index.js';
+import { archiveJournal, readTrail } from './compaction.js';
 import { readRange, SNAPSHOT_FILE, writeAtomically, writeSnapshot } from './files.js';
 import {
   type FlushError,
@@ -37,21 +36,6 @@ export {
   openNodeJournalFile,
 } from './journal.js';
 export { JOURNAL_FILE } from './replay.js';
-
-// How much of the journal one step of the archive reads and writes.
-const ARCHIVE_SLICE = 1 << 20;
-
-// Up to `length` bytes of a file from `from` (fewer at its end).
-async function readAt(handle: FileHandle, from: number, length: number): Promise<Buffer> {
-  const data = Buffer.alloc(length);
-  let done = 0;
-  while (done < length) {
-    const r = await handle.read(data, done, length - done, from + done);
-    if (r.bytesRead === 0) break;
-    done += r.bytesRead;
-  }
-  return done === length ? data : data.subarray(0, done);
-}
 
 /** Journaled events between two compactions, unless configured. */
 export const DEFAULT_SNAPSHOT_EVERY = 100_000;
@@ -332,24 +316,7 @@ class DataFolderLog implements DataLog {
         journalAfter: this.#journalAfter,
       };
     });
-    const out: string[] = [];
-    try {
-      for await (const { text } of archivedLines(this.#dir, after)) {
-        if (out.length >= limit) return out;
-        const position = recordPosition(text);
-        if (position > after && position <= at.journalAfter) out.push(text);
-      }
-      const bytes = Buffer.alloc(at.end - at.headerBytes);
-      await at.handle.read(bytes, 0, bytes.length, at.headerBytes);
-      for (const line of bytes.toString('utf8').split('\n')) {
-        if (out.length >= limit) break;
-        if (!line.startsWith('{')) continue;
-        if (recordPosition(line) > after) out.push(line);
-      }
-    } finally {
-      await at.handle.close();
-    }
-    return out;
+    return readTrail(this.#dir, at, after, limit);
   }
 
   async compactions(): Promise<void> {
@@ -442,58 +409,14 @@ class DataFolderLog implements DataLog {
   }
 
   // Copies the journal's records up to byte `offset` (position `last`) that the archive does
-  // not hold yet into an archive file of their own. The journal's bytes are durable already
-  // (a compaction waits for them), and nothing but the switch rewrites the journal. Streamed
-  // a slice at a time, as the bytes stand (each line was checked when it was read at start or
-  // written since): the event loop is never held for the whole of it.
+  // not hold yet into an archive file of their own (compaction.ts).
   async #archiveRecords(offset: number, last: number): Promise<void> {
-    const handle = await open(this.#path, 'r');
-    try {
-      const from = await this.#firstUnarchived(handle, offset);
-      if (from === undefined) return;
-      await archive(this.#dir, from.position, last, async (put) => {
-        for (let at = from.byte; at < offset; ) {
-          const chunk = await readAt(handle, at, Math.min(ARCHIVE_SLICE, offset - at));
-          await put(chunk);
-          at += chunk.length;
-        }
-      });
-      this.#archivedUpTo = last;
-    } finally {
-      await handle.close();
-    }
-  }
-
-  // Where the records the archive does not hold yet begin, before byte `offset` (after a
-  // crash between an archive and the journal's switch, the first are archived already).
-  async #firstUnarchived(
-    handle: FileHandle,
-    offset: number,
-  ): Promise<{ byte: number; position: number } | undefined> {
-    let from = this.#headerBytes;
-    while (from < offset) {
-      const chunk = await readAt(handle, from, Math.min(ARCHIVE_SLICE, offset - from));
-      let lineStart = 0;
-      for (;;) {
-        const nl = chunk.indexOf(10, lineStart);
-        if (nl < 0) break;
-        const line = chunk.toString('utf8', lineStart, nl);
-        const position = recordPosition(line);
-        if (line.startsWith('{') && position === 0)
-          throw new PegLimitsError(
-            'archive_unreadable',
-            `${this.#path}: a record cannot be read back at byte ${from + lineStart}`,
-          );
-        if (position > this.#archivedUpTo) return { byte: from + lineStart, position };
-        lineStart = nl + 1;
-      }
-      if (lineStart === 0)
-        throw new PegLimitsError(
-          'archive_unreadable',
-          `${this.#path}: a line longer than ${ARCHIVE_SLICE} bytes at byte ${from}`,
-        );
-      from += lineStart;
-    }
-    return undefined;
+    const archived = await archiveJournal(this.#dir, this.#path, {
+      headerBytes: this.#headerBytes,
+      archivedUpTo: this.#archivedUpTo,
+      offset,
+      last,
+    });
+    if (archived) this.#archivedUpTo = last;
   }
 }
