@@ -1,8 +1,10 @@
 /**
  * One replica's view of the log on PostgreSQL (`openPgLog` opens it): the state in memory,
- * the rows it applies as the others commit them (woken by `LISTEN`, and by a short poll), the
- * write transaction it opens under the write lock for the changes it takes (group commit),
- * the reconnection after a lost connection, and the snapshot rows it writes. Node-only.
+ * the rows it applies as the others commit them (woken by `LISTEN`, and by a short poll), and
+ * the write transaction it opens under the write lock for the changes it takes (group
+ * commit). Its connections and their reconnection are `replica-connection.ts`'s, the lock
+ * and the transaction's rows `write-transaction.ts`'s, the snapshot rows it writes
+ * `replica-snapshots.ts`'s. Node-only.
  */
 import {
   applyAll,
@@ -10,31 +12,38 @@ import {
   type EventLog,
   type LimitsEvent,
   type LimitsState,
-  LogBusy,
   LogConflict,
   LogUnavailable,
   PegLimitsError,
   type WriteLockFigures,
 } from 'peg-limits';
 import type pg from 'pg';
-import { encodeBatch, located, serialQueue } from '../../internal.js';
-import { makeRecord, ZERO_HASH } from '../record/index.js';
-import { connectClient, PgLogError } from './connect.js';
+import { located, serialQueue } from '../../internal.js';
+import { ZERO_HASH } from '../record/index.js';
+import { PgLogError } from './connect.js';
+import { ReplicaConnection } from './replica-connection.js';
+import { SnapshotWriter } from './replica-snapshots.js';
 import {
-  announced,
   type BatchRow,
   commitStatement,
-  following,
   NEWEST_SEQ,
+  NotifiedRows,
   queueUsage,
   READ_ROWS,
   readAfter,
+  rowsOfNotification,
 } from './rows.js';
-import { CHANNEL, connectionLost, loadSnapshot, parseBatch, writeSnapshotRows } from './tables.js';
-import { NEWEST_RECORD } from './trail.js';
+import { connectionLost, newerSnapshot, parseBatch } from './tables.js';
+import { auditRows } from './trail.js';
+import {
+  addRow,
+  beginStatement,
+  LockSpending,
+  newTransaction,
+  type Transaction,
+} from './write-transaction.js';
 
-/** The key of the advisory lock a replica holds from catching up to committing its rows. */
-export const WRITE_LOCK = 7_417_003;
+export { WRITE_LOCK } from './write-transaction.js';
 
 /** What a replica is opened with (`PgLogOptions` with their defaults). */
 interface ReplicaSettings {
@@ -46,37 +55,6 @@ interface ReplicaSettings {
   readonly log: ((line: string) => void) | undefined;
 }
 
-// The write transaction: open from taking the lock until its commit settles. The rows
-// appended under it, with the state after each; `done` settles with the commit.
-interface Transaction {
-  readonly rows: Array<{
-    seq: number;
-    text: string;
-    state: LimitsState;
-    /** The batch's audit record, and its hash. */
-    record: string;
-    hash: string;
-  }>;
-  /** The newest record's hash, as this transaction's rows move it on. */
-  hash: string;
-  /** When the lock's answer came (`performance.now()`). */
-  readonly locked: number;
-  readonly done: Promise<void>;
-  resolve(): void;
-  reject(e: Error): void;
-}
-
-function newTransaction(hash: string, locked: number): Transaction {
-  let resolve!: () => void;
-  let reject!: (e: Error) => void;
-  const done = new Promise<void>((res, rej) => {
-    resolve = res;
-    reject = rej;
-  });
-  done.catch(() => undefined);
-  return { rows: [], hash, locked, done, resolve, reject };
-}
-
 /** A replica of the log on PostgreSQL, from a snapshot at `position` read on `client`. */
 export class PgReplica implements EventLog {
   readonly #settings: ReplicaSettings;
@@ -85,15 +63,12 @@ export class PgReplica implements EventLog {
   // Appends, catch-ups and snapshots change or read `state` and `position`: one at a time.
   readonly #lane = serialQueue();
   // What this replica has spent on the write lock (for the metrics).
-  readonly #lock = { transactions: 0, waitedSeconds: 0, heldSeconds: 0, timeouts: 0 };
-  #client: pg.Client | undefined;
-  #listener: pg.Client | undefined;
-  #connected = false;
+  readonly #lock = new LockSpending();
+  readonly #db: ReplicaConnection;
+  readonly #snapshots: SnapshotWriter;
   // From a reconnection until the rows written meanwhile are applied.
   #catching = false;
   #closing = false;
-  #backoff = 100;
-  #reconnectTimer: ReturnType<typeof setTimeout> | undefined;
   #poll: ReturnType<typeof setInterval> | undefined;
   #state: LimitsState;
   #position: number;
@@ -107,22 +82,31 @@ export class PgReplica implements EventLog {
   #halted: string | undefined;
   #started = false;
   // Notifications that arrive while a catch-up waits its turn are served by it: one query
-  // for any number of them, or none when each carried its rows and those follow on from this
-  // replica's position without a gap. `#read`: a notification that named a position only
-  // (or the poll, or a reconnection) asks for a query.
-  #followWaiting = false;
-  #carried: BatchRow[] = [];
-  #read = false;
+  // for any number of them, or none when each carried its rows and those follow on from
+  // this replica's position without a gap.
+  #catchUpQueued = false;
+  readonly #notified = new NotifiedRows();
   // The newest audit record's hash, read under the write lock with the rows before it.
   #newestHash = ZERO_HASH;
   #txn: Transaction | undefined;
   // Past a break (--audit-repair): the next record starts a new chain that says where and why.
   #repair: { after: number; reason: string } | undefined;
-  #snapshotting: Promise<void> = Promise.resolve();
 
   constructor(settings: ReplicaSettings, client: pg.Client, state: LimitsState, position: number) {
     this.#settings = settings;
-    this.#client = client;
+    this.#db = new ReplicaConnection(settings.url, client, {
+      notified: (payload) => this.#follow(rowsOfNotification(payload)),
+      failed: (e) => this.#lost(e),
+      attached: (c) => this.#checkNotBehind(c),
+      back: () => {
+        this.#catching = true;
+        this.#settings.log?.(
+          `the database connection is back; catching up from position ${this.#position}`,
+        );
+        this.#follow();
+      },
+    });
+    this.#snapshots = new SnapshotWriter(settings);
     this.#state = state;
     this.#position = position;
     this.#committedState = state;
@@ -140,13 +124,14 @@ export class PgReplica implements EventLog {
     check: (client: pg.Client) => Promise<{ after: number; reason: string } | undefined>,
   ): Promise<void> {
     try {
-      await this.#attach();
+      await this.#db.attach();
       await this.#lane.run(() => this.#apply());
-      this.#repair = await check(this.#client!);
+      this.#repair = await check(this.#db.client!);
     } catch (e) {
       // Not started (a row that cannot be applied, say): nothing is left open.
       this.#closing = true;
-      for (const c of [this.#client, this.#listener]) await c?.end().catch(() => undefined);
+      this.#db.stop();
+      await this.#db.end();
       throw e;
     }
     this.#started = true;
@@ -171,20 +156,20 @@ export class PgReplica implements EventLog {
   }
 
   get writable(): boolean {
-    return this.#connected && this.#halted === undefined;
+    return this.#db.connected && this.#halted === undefined;
   }
 
   get unavailable(): string | undefined {
     if (this.#halted !== undefined) return this.#halted;
-    return this.#connected ? undefined : 'the database is out of reach';
+    return this.#db.connected ? undefined : 'the database is out of reach';
   }
 
   get catchingUp(): boolean {
-    return this.#connected && this.#catching;
+    return this.#db.connected && this.#catching;
   }
 
   get writeLock(): WriteLockFigures {
-    return { ...this.#lock };
+    return this.#lock.figures;
   }
 
   positionOf(state: LimitsState): number | undefined {
@@ -197,18 +182,14 @@ export class PgReplica implements EventLog {
    * may be inside a write transaction); a scrape waits for it at most a second.
    */
   readonly notificationQueue = (): Promise<number | undefined> =>
-    this.#connected ? queueUsage(this.#listener) : Promise.resolve(undefined);
+    this.#db.connected ? queueUsage(this.#db.listener) : Promise.resolve(undefined);
 
   readonly audit = (after: number, limit: number): Promise<ReadonlyArray<string>> =>
     this.#lane.run(async () => {
-      const c = this.#client;
-      if (c === undefined || !this.#connected)
+      const c = this.#db.client;
+      if (c === undefined || !this.#db.connected)
         throw new LogUnavailable('the database is out of reach: the audit trail cannot be read');
-      const { rows } = await c.query(
-        'SELECT record FROM peg_limits_audit WHERE seq > $1 ORDER BY seq LIMIT $2',
-        [after, limit],
-      );
-      return rows.map((r) => String(r.record));
+      return auditRows(c, after, limit);
     });
 
   append(
@@ -226,24 +207,8 @@ export class PgReplica implements EventLog {
       if (base !== this.#state)
         throw new LogConflict(this.#state, 'the log moved on before this change');
       const seq = this.#position + 1;
-      const repair = this.#repair;
-      const record = makeRecord(
-        repair === undefined ? t.hash : ZERO_HASH,
-        seq,
-        events,
-        meta,
-        { base, next },
-        repair === undefined ? {} : { repair },
-      );
+      addRow(t, { seq, events, meta, base, next, repair: this.#repair });
       this.#repair = undefined;
-      t.rows.push({
-        seq,
-        text: encodeBatch(events),
-        state: next,
-        record: record.line,
-        hash: record.hash,
-      });
-      t.hash = record.hash;
       this.#state = next;
       this.#position = seq;
       this.#positions.set(next, seq);
@@ -272,20 +237,20 @@ export class PgReplica implements EventLog {
   }
 
   async snapshot(): Promise<void> {
-    if (!this.#connected) throw new LogUnavailable('the database is out of reach');
-    await this.#snapshotAt(this.#committedState, this.#committedPosition);
+    if (!this.#db.connected) throw new LogUnavailable('the database is out of reach');
+    await this.#snapshots.write(this.#committedState, this.#committedPosition);
   }
 
   async close(): Promise<void> {
     this.#closing = true;
     clearInterval(this.#poll);
-    if (this.#reconnectTimer !== undefined) clearTimeout(this.#reconnectTimer);
+    this.#db.stop();
     await this.#lane.idle();
     // A transaction still open commits first (its commit is queued behind the lane).
     await this.#txn?.done.catch(() => undefined);
     await this.#lane.idle();
-    await this.#snapshotting;
-    for (const c of [this.#client, this.#listener]) await c?.end().catch(() => undefined);
+    await this.#snapshots.settled();
+    await this.#db.end();
   }
 
   #halt(reason: string, until = 'until it runs a release that reads that row'): void {
@@ -298,8 +263,8 @@ export class PgReplica implements EventLog {
   // it would need were pruned. `first`: the answer of that query already (`readAfter`). The
   // rows applied before a failure (a row that does not apply, a lost connection) are kept.
   async #apply(first?: ReadonlyArray<BatchRow>): Promise<boolean> {
-    const c = this.#client;
-    if (c === undefined || !this.#connected || this.#halted !== undefined) return false;
+    const c = this.#db.client;
+    if (c === undefined || !this.#db.connected || this.#halted !== undefined) return false;
     const before = this.#position;
     try {
       for (let read = first; ; read = undefined) {
@@ -335,33 +300,24 @@ export class PgReplica implements EventLog {
 
   // The rows after `position` were pruned: the newest snapshot past it holds them.
   async #loadNewerSnapshot(c: pg.Client): Promise<void> {
-    const snap = await c.query(
-      'SELECT seq, snapshot, parts FROM peg_limits_snapshots WHERE seq > $1 ORDER BY seq DESC LIMIT 1',
-      [this.#position],
-    );
-    if (snap.rows.length === 0)
+    const newer = await newerSnapshot(c, this.#position);
+    if (newer === undefined)
       throw new PgLogError(
         `rows after ${this.#position} are missing and no newer snapshot holds them`,
       );
-    this.#state = await loadSnapshot(c, snap.rows[0]);
-    this.#position = Number(snap.rows[0].seq);
+    this.#state = newer.state;
+    this.#position = newer.position;
   }
 
   #follow(rows?: ReadonlyArray<BatchRow>): void {
-    if (this.#closing || !this.#connected) return;
-    if (rows === undefined || this.#carried.length + rows.length > READ_ROWS) {
-      this.#read = true;
-      this.#carried = [];
-    } else this.#carried.push(...rows);
-    if (this.#followWaiting) return;
-    this.#followWaiting = true;
+    if (this.#closing || !this.#db.connected) return;
+    this.#notified.add(rows);
+    if (this.#catchUpQueued) return;
+    this.#catchUpQueued = true;
     this.#lane
       .run(() => {
-        this.#followWaiting = false;
-        const got = this.#carried.filter((r) => Number(r.seq) > this.#position);
-        const query = this.#read || !following(got, this.#position);
-        this.#carried = [];
-        this.#read = false;
+        this.#catchUpQueued = false;
+        const { rows: got, query } = this.#notified.take(this.#position);
         // Under the write lock this replica is the newest already, and no one else commits.
         if (this.#txn !== undefined) return false;
         // Rows it has already (its own commits' among them): nothing to read.
@@ -376,32 +332,30 @@ export class PgReplica implements EventLog {
   // what other replicas committed before it. Runs in the lane; the commit is scheduled at
   // once, so a transaction lives only as long as the changes queued behind it take.
   async #begin(): Promise<void> {
-    const c = this.#client;
+    const c = this.#db.client;
     const lock = this.#lock;
     const { lockWaitMs } = this.#settings;
     if (this.#halted !== undefined) throw new LogUnavailable(this.#halted);
-    if (c === undefined || !this.#connected)
+    if (c === undefined || !this.#db.connected)
       throw new LogUnavailable(
         'the database is out of reach: changes are refused until it is back (reads go on)',
       );
-    lock.transactions++;
+    lock.asked();
     const asked = performance.now();
     let lockedAt: number | undefined;
     try {
-      // One round trip: the lock (its wait bounded by lock_timeout, SQLSTATE 55P03), then the
-      // rows after this replica's position, read by a statement of its own after the lock
-      // was granted (read committed: it sees every row committed before).
+      // One round trip: the lock, the rows after this replica's position, the newest record.
       const results = (await c.query(
-        `BEGIN; SET LOCAL lock_timeout = ${lockWaitMs}; SELECT pg_advisory_xact_lock(${WRITE_LOCK}); ${readAfter(this.#position)}; ${NEWEST_RECORD}`,
+        beginStatement(lockWaitMs, this.#position),
       )) as unknown as pg.QueryResult[];
       lockedAt = performance.now();
-      lock.waitedSeconds += (lockedAt - asked) / 1000;
+      lock.waited((lockedAt - asked) / 1000);
       await this.#apply(results[3]!.rows as BatchRow[]);
       this.#newestHash = (results[4]!.rows[0]?.hash as string | undefined) ?? ZERO_HASH;
     } catch (e) {
-      if (lockedAt === undefined) lock.waitedSeconds += (performance.now() - asked) / 1000;
+      if (lockedAt === undefined) lock.waited((performance.now() - asked) / 1000);
       await c.query('ROLLBACK').catch(() => undefined);
-      if (lockedAt !== undefined) lock.heldSeconds += (performance.now() - lockedAt) / 1000;
+      if (lockedAt !== undefined) lock.held((performance.now() - lockedAt) / 1000);
       throw this.#refused(e);
     }
     const t = newTransaction(this.#newestHash, lockedAt);
@@ -415,13 +369,8 @@ export class PgReplica implements EventLog {
 
   // Why the write lock could not be taken, as the service answers it.
   #refused(e: unknown): Error {
-    const { lockWaitMs } = this.#settings;
-    if ((e as { code?: string }).code === '55P03') {
-      this.#lock.timeouts++;
-      return new LogBusy(
-        `other replicas held the write lock for over ${lockWaitMs / 1000} s; try again`,
-      );
-    }
+    const busy = this.#lock.busy(e, this.#settings.lockWaitMs);
+    if (busy !== undefined) return busy;
     if (connectionLost(e)) this.#lost(e);
     if (this.#halted !== undefined) return new LogUnavailable(this.#halted);
     return new LogUnavailable(
@@ -432,14 +381,14 @@ export class PgReplica implements EventLog {
   // Inserts the transaction's rows, notifies the other replicas and commits (releasing the
   // lock); on a failure rolls back to what is committed, and no row of it is acknowledged.
   async #commit(t: Transaction): Promise<void> {
-    const c = this.#client;
+    const c = this.#db.client;
     try {
-      if (c === undefined || !this.#connected)
+      if (c === undefined || !this.#db.connected)
         throw new PegLimitsError('connection_lost', 'the database connection was lost');
       await c.query(commitStatement(c, t.rows));
     } catch (e) {
       await c?.query('ROLLBACK').catch(() => undefined);
-      this.#released(t);
+      this.#lock.released(t);
       for (const r of t.rows) this.#positions.delete(r.state);
       this.#state = this.#committedState;
       this.#position = this.#committedPosition;
@@ -454,21 +403,18 @@ export class PgReplica implements EventLog {
       );
       return;
     }
-    this.#released(t);
+    this.#lock.released(t);
     this.#committedState = this.#state;
     this.#committedPosition = this.#position;
     this.#txn = undefined;
     t.resolve();
     for (const r of t.rows)
       if (r.seq % this.#settings.snapshotEvery === 0)
-        this.#snapshotAt(r.state, r.seq).catch((e: unknown) =>
-          this.#settings.log?.(`warning: snapshot ${r.seq} failed: ${(e as Error).message}`),
-        );
-  }
-
-  // The lock went with the commit or the rollback (counted before anyone is answered).
-  #released(t: Transaction): void {
-    this.#lock.heldSeconds += (performance.now() - t.locked) / 1000;
+        this.#snapshots
+          .write(r.state, r.seq)
+          .catch((e: unknown) =>
+            this.#settings.log?.(`warning: snapshot ${r.seq} failed: ${(e as Error).message}`),
+          );
   }
 
   #lost(e: unknown): void {
@@ -478,85 +424,22 @@ export class PgReplica implements EventLog {
       log?.(`warning: ${(e as Error).message}`);
       return;
     }
-    if (this.#connected)
+    if (this.#db.connected)
       log?.(
         `warning: the database connection was lost (${(e as Error).message}); reads go on from position ${this.#position}, changes are refused until it is back`,
       );
-    this.#disconnect();
-    this.#reconnectTimer ??= setTimeout(() => this.#reconnect(), this.#backoff);
+    this.#db.lose();
   }
 
-  #disconnect(): void {
-    this.#connected = false;
-    for (const c of [this.#client, this.#listener]) c?.end().catch(() => undefined);
-    this.#client = undefined;
-    this.#listener = undefined;
-  }
-
-  async #reconnect(): Promise<void> {
-    this.#reconnectTimer = undefined;
-    if (this.#closing) return;
-    try {
-      await this.#attach();
-      this.#catching = true;
-      this.#backoff = 100;
-      this.#settings.log?.(
-        `the database connection is back; catching up from position ${this.#position}`,
-      );
-      this.#follow();
-    } catch {
-      this.#backoff = Math.min(this.#backoff * 2, 5_000);
-      this.#disconnect();
-      if (!this.#closing) this.#reconnectTimer = setTimeout(() => this.#reconnect(), this.#backoff);
-    }
-  }
-
-  // (Re)connects both clients and listens for new rows.
-  async #attach(): Promise<void> {
-    const { url } = this.#settings;
-    this.#client ??= await connectClient(url);
-    const client = this.#client;
-    const listener = await connectClient(url);
-    this.#listener = listener;
-    for (const c of [client, listener]) {
-      c.removeAllListeners('error');
-      c.on('error', (e) => this.#lost(e));
-      c.on('end', () =>
-        this.#lost(Object.assign(new Error('Connection terminated'), { code: '08006' })),
-      );
-    }
-    listener.on('notification', (n) => this.#follow(announced(n.payload)));
-    await listener.query(`LISTEN ${CHANNEL}`);
-    // A database whose newest row is older than what this replica applied has lost commits
-    // (a failover to a standby that did not have them): writing on would leave a gap in the
-    // log and a state that no replica started from the database can have.
+  // A database whose newest row is older than what this replica applied has lost commits
+  // (a failover to a standby that did not have them): writing on would leave a gap in the
+  // log and a state that no replica started from the database can have.
+  async #checkNotBehind(client: pg.Client): Promise<void> {
     const newest = Number((await client.query(NEWEST_SEQ)).rows[0].newest);
     if (newest < this.#committedPosition)
       this.#halt(
         `the database's newest row is ${newest}, behind this replica's position ${this.#committedPosition} (commits it applied are not in the database, as after a failover to a standby that did not have them)`,
         'until it is restarted, to start from what the database holds',
       );
-    this.#connected = true;
-  }
-
-  // Any replica writes a snapshot every `snapshotEvery` batches, then prunes what lies far
-  // enough behind it. It is written on a connection of its own, in slices, beside the
-  // appends (the state cannot change under it); one at a time.
-  #snapshotAt(at: LimitsState, seq: number): Promise<void> {
-    const { url, slice, keepBatches, log } = this.#settings;
-    const run = this.#snapshotting.then(async () => {
-      const c = await connectClient(url);
-      try {
-        const bytes = await writeSnapshotRows(c, seq, at, slice);
-        await c.query('DELETE FROM peg_limits_batches WHERE seq <= $1', [seq - keepBatches]);
-        await c.query('DELETE FROM peg_limits_snapshot_parts WHERE seq <= $1', [seq - keepBatches]);
-        await c.query('DELETE FROM peg_limits_snapshots WHERE seq <= $1', [seq - keepBatches]);
-        if (bytes > 0) log?.(`snapshot ${seq} written (${bytes} bytes)`);
-      } finally {
-        await c.end().catch(() => undefined);
-      }
-    });
-    this.#snapshotting = run.catch(() => undefined);
-    return run;
   }
 }

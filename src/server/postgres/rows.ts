@@ -40,7 +40,7 @@ function announcement(rows: ReadonlyArray<{ seq: number; text: string }>): strin
 
 // The rows a notification carries, or undefined when it names a position only (as every
 // notification of a release before this one does).
-export function announced(payload: string | undefined): BatchRow[] | undefined {
+export function rowsOfNotification(payload: string | undefined): BatchRow[] | undefined {
   if (payload === undefined) return undefined;
   const lines = payload.split('\n');
   const first = Number(lines[0]);
@@ -49,8 +49,38 @@ export function announced(payload: string | undefined): BatchRow[] | undefined {
 }
 
 // Whether `rows` (none, or some) are the rows right after `position`, in order, without a gap.
-export function following(rows: ReadonlyArray<BatchRow>, position: number): boolean {
+function rowsFollowOn(rows: ReadonlyArray<BatchRow>, position: number): boolean {
   return rows.every((r, i) => Number(r.seq) === position + 1 + i);
+}
+
+/**
+ * The rows the notifications carried since a catch-up last took them, and whether it must
+ * query instead: a notification that named a position only (or the poll, or a
+ * reconnection), or more rows than one query reads.
+ */
+export class NotifiedRows {
+  #rows: BatchRow[] = [];
+  #mustQuery = false;
+
+  /** A notification's rows; `undefined` asks for a query. */
+  add(rows: ReadonlyArray<BatchRow> | undefined): void {
+    if (rows === undefined || this.#rows.length + rows.length > READ_ROWS) {
+      this.#mustQuery = true;
+      this.#rows = [];
+    } else this.#rows.push(...rows);
+  }
+
+  /**
+   * Takes what was carried: the rows after `position`, and whether to query rather than
+   * apply them (asked for, or they do not follow on from `position` without a gap).
+   */
+  take(position: number): { rows: BatchRow[]; query: boolean } {
+    const rows = this.#rows.filter((r) => Number(r.seq) > position);
+    const query = this.#mustQuery || !rowsFollowOn(rows, position);
+    this.#rows = [];
+    this.#mustQuery = false;
+    return { rows, query };
+  }
 }
 
 /**

@@ -150,6 +150,19 @@ export async function loadSnapshot(
   return (r as { state: LimitsState }).state;
 }
 
+/** The newest snapshot past `position`, loaded, or `undefined` when there is none. */
+export async function newerSnapshot(
+  c: pg.Client,
+  position: number,
+): Promise<{ state: LimitsState; position: number } | undefined> {
+  const snap = await c.query(
+    'SELECT seq, snapshot, parts FROM peg_limits_snapshots WHERE seq > $1 ORDER BY seq DESC LIMIT 1',
+    [position],
+  );
+  if (snap.rows.length === 0) return undefined;
+  return { state: await loadSnapshot(c, snap.rows[0]), position: Number(snap.rows[0].seq) };
+}
+
 /**
  * Writes the snapshot of `state` at `seq` as a head row and part rows of `slice` entries or
  * withdrawals each, in one transaction on `client` (the head row last, so a snapshot row

@@ -39,6 +39,19 @@ export async function trailTail(
 }
 
 // The newest audit record's hash (no row: the trail starts here).
+/** Up to `limit` records of the trail after position `after`. */
+export async function auditRows(
+  c: pg.Client,
+  after: number,
+  limit: number,
+): Promise<ReadonlyArray<string>> {
+  const { rows } = await c.query(
+    'SELECT record FROM peg_limits_audit WHERE seq > $1 ORDER BY seq LIMIT $2',
+    [after, limit],
+  );
+  return rows.map((r) => String(r.record));
+}
+
 export const NEWEST_RECORD = 'SELECT hash FROM peg_limits_audit ORDER BY seq DESC LIMIT 1';
 
 /** The lines of the trail on PostgreSQL, in order, read a page at a time. */
