@@ -115,10 +115,9 @@ export { decodeJson, encodeJson, tryDecodeJson } from './http/json.js';
 export type { Operator } from './http/operators.js';
 export {
   createService,
-  type HeldBlocks,
   type Persisted,
   type Refresh,
   type Service,
   type ServiceOptions,
-  type StacksFeed,
 } from './http/service.js';
+export type { HeldBlocks, StacksFeed } from './http/stacks-feed.js';

@@ -2,10 +2,12 @@
  * The folders are the layers (see docs/design.md): an import only ever points
  * down, the core entry is browser-safe, and the core has no import cycles.
  */
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { dirname, join, relative, resolve } from 'node:path';
 import { describe, expect, test } from 'vitest';
 import { functionLengths, MAX_FUNCTION_LINES, TO_SPLIT } from '../scripts/function-lengths.mjs';
+import { copiedFunctions, undocumentedExports } from '../scripts/source-rules.mjs';
 import { filesUnder } from './support/files.js';
 
 const IMPORT = /(?:import|export)\s[^'"]*?from\s+['"]([^'"]+)['"]/g;
@@ -172,11 +174,70 @@ describe('imports only point down', () => {
   });
 });
 
-test('no module of src/ is over 600 lines: a module that grows past it is split by concept', () => {
+// The OpenAPI document is data (every path, every answer, in one object): it may run longer.
+const DOCUMENT_DATA = new Set(['src/http/documents/openapi.ts']);
+
+test('no module of src/ is over 450 lines, the OpenAPI document data aside (600): a module that grows past it is split by concept', () => {
   const over = sources('src')
-    .map((file) => ({ file, lines: readFileSync(file, 'utf8').split('\n').length - 1 }))
-    .filter((m) => m.lines > 600);
+    .map((file) => ({
+      file: file.replaceAll('\\', '/'),
+      lines: readFileSync(file, 'utf8').split('\n').length - 1,
+    }))
+    .filter((m) => m.lines > (DOCUMENT_DATA.has(m.file) ? 600 : 450));
   expect(over).toEqual([]);
+});
+
+test('loosening lives in one core module: the policy, the detection and what a batch loosens are declared in core/loosening.ts alone, and the entries re-export them from there', () => {
+  const declaration =
+    /^(?:export\s+)?(?:async\s+)?(?:function\*?|const|let|class|interface|type)\s+(\w*[Ll]oosen\w*)/gm;
+  const elsewhere = sources('src')
+    .map((f) => f.replaceAll('\\', '/'))
+    // The dashboard's script is browser JavaScript in a string, not a module of its own.
+    .filter((f) => f !== 'src/core/loosening.ts' && f !== 'src/http/documents/dashboard-script.ts')
+    .flatMap((f) => [...readFileSync(f, 'utf8').matchAll(declaration)].map((m) => `${f} ${m[1]}`));
+  expect(elsewhere).toEqual([]);
+  const own = [...readFileSync('src/core/loosening.ts', 'utf8').matchAll(declaration)].map(
+    (m) => m[1],
+  );
+  expect(own).toEqual(
+    expect.arrayContaining([
+      'loosenings',
+      'loosens',
+      'loosenedBy',
+      'LooseningPolicy',
+      'looseningWaits',
+    ]),
+  );
+  for (const entry of ['src/index.ts', 'src/internal.ts'])
+    for (const m of readFileSync(entry, 'utf8').matchAll(
+      /export\s*(?:type\s*)?\{([^}]*)\}\s*from\s*'([^']+)'/g,
+    ))
+      if (/[Ll]oosen/.test(m[1]!)) expect(m[2], entry).toBe('./core/loosening.js');
+});
+
+test('every export of src/ has a TSDoc comment', () => {
+  expect(
+    undocumentedExports('src').map((e) => `${e.file}:${e.line} ${e.name}`),
+    'document these',
+  ).toEqual([]);
+});
+
+test('no function of src/ is a copy of another, the copies kept on purpose aside', () => {
+  expect(copiedFunctions('src')).toEqual([]);
+});
+
+test('the copy check finds a helper written twice, and the TSDoc check an export without one', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'peg-limits-rules-'));
+  try {
+    const helper = (name: string) =>
+      `export function ${name}(value: unknown): string | undefined {\n  if (typeof value !== 'string') return undefined;\n  // a comment of its own\n  return value.toLowerCase();\n}\n`;
+    writeFileSync(join(dir, 'a.ts'), `/** Documented. */\n${helper('first')}`);
+    writeFileSync(join(dir, 'b.ts'), helper('second'));
+    expect(copiedFunctions(dir)).toHaveLength(1);
+    expect(undocumentedExports(dir).map((e) => e.name)).toEqual(['second']);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 });
 
 test("docs/design.md's module table has a row for every source file, and no row for a file that is gone", () => {

@@ -64,9 +64,11 @@ function ownBook(d: Draft, account: string, book: Book): Book {
   return owned;
 }
 
-// An entry gained its own window: its sums over the retained history must be exact (docs/semantics.md,
-// "Account entries"), so the account's held withdrawals are summed once: O(withdrawals held), for this
-// rare operator event only.
+/**
+ * An entry gained its own window: its sums over the retained history must be exact (docs/semantics.md,
+ * "Account entries"), so the account's held withdrawals are summed once: O(withdrawals held), for this
+ * rare operator event only.
+ */
 export function openBook(d: Draft, account: string): void {
   const book: Book = { tree: d.treeShape.empty, upTo: d.highestTip, owner: d.owner };
   forEachHeld(d, (w) => {
@@ -77,6 +79,7 @@ export function openBook(d: Draft, account: string): void {
   d.bookCache.set(account, book);
 }
 
+/** Adds `delta` (and `count` withdrawals) at `height` to the account's own book, when it has one. */
 export function bookAdd(
   d: Draft,
   account: string,

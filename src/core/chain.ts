@@ -18,6 +18,7 @@ import {
   removeWithdrawal,
 } from './withdrawals.js';
 
+/** A withdrawal id: a non-empty string of at most the longest name; throws `invalid_id` otherwise. */
 export function requireId(value: unknown, path: string): string {
   if (typeof value !== 'string' || value.length === 0 || value.length > MAX_NAME_LENGTH) {
     fail(
@@ -54,6 +55,7 @@ function forget(d: Draft, after: Height): void {
     d.historySums = clearHeights(d.treeShape, d.historySums, leaving.from, leaving.to, d.owner);
 }
 
+/** `blockConnected`: the tip moves up to `height`; the heights that leave the window are cleared. */
 export function blockConnected(d: Draft, e: Record<string, unknown>): void {
   const height = requireHeight(e.height, 'height');
   if (d.tip !== null && height <= d.tip) {
@@ -71,6 +73,7 @@ export function blockConnected(d: Draft, e: Record<string, unknown>): void {
   d.changed = true;
 }
 
+/** `chainReorganized`: the tip goes back to `height`; what was requested above it is dropped. */
 export function chainReorganized(d: Draft, e: Record<string, unknown>): void {
   const height = requireHeight(e.height, 'height');
   if (d.tip === null || height >= d.tip) {
@@ -94,6 +97,7 @@ export function chainReorganized(d: Draft, e: Record<string, unknown>): void {
   d.tip = height;
 }
 
+/** `withdrawalRequested`: a withdrawal counts against the windows from its height. */
 export function withdrawalRequested(d: Draft, e: Record<string, unknown>): void {
   const id = requireId(e.id, 'id');
   const account = requireAccount(e.account, 'account');
@@ -139,6 +143,7 @@ function heldOf(d: Draft, e: Record<string, unknown>) {
   return held;
 }
 
+/** `withdrawalRejected`: a held withdrawal stops counting; it is kept to be undone by a fork. */
 export function withdrawalRejected(d: Draft, e: Record<string, unknown>): void {
   const held = heldOf(d, e);
   const w = held.withdrawal;
@@ -149,8 +154,10 @@ export function withdrawalRejected(d: Draft, e: Record<string, unknown>): void {
   d.changed = true;
 }
 
-// A rejection undone (the block that carried it was orphaned): the withdrawal counts again,
-// at its own height. Undoing a rejection that is not there changes nothing.
+/**
+ * A rejection undone (the block that carried it was orphaned): the withdrawal counts again,
+ * at its own height. Undoing a rejection that is not there changes nothing.
+ */
 export function withdrawalRejectionUndone(d: Draft, e: Record<string, unknown>): void {
   const held = heldOf(d, e);
   const w = held.withdrawal;

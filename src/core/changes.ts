@@ -5,7 +5,7 @@
  * of a block that brings changes due, and of throttle mode cancelling them all.
  *
  * Applying a change's batch inside another event needs the state's own batch machinery,
- * which lives above this module (`state.ts`): it is handed in as {@link Batches}.
+ * which lives above this module (`state.ts`): it is handed in as {@link BatchTrials}.
  */
 
 import { requireCap } from './amount.js';
@@ -37,7 +37,7 @@ export const CHANGE_EVENT_TYPES: ReadonlySet<string> = new Set([
 ]);
 
 /** The state's batch machinery, as the change rules need it. */
-export interface Batches {
+export interface BatchTrials {
   /**
    * Applies `events` to the draft's state as a batch of its own, without changing the
    * draft: the state before (the draft so far) and after, or the batch's error.
@@ -84,7 +84,7 @@ function record(d: Draft, settled: SettledChange): void {
 
 // The change's batch applies as one batch, validated again on the state as it is now; one
 // that no longer applies is dropped, and says why.
-function settle(d: Draft, change: PendingChange, batches: Batches): void {
+function settle(d: Draft, change: PendingChange, batches: BatchTrials): void {
   const trial = batches.trial(d, change.events);
   if (trial.ok) {
     batches.adopt(d, trial.after);
@@ -130,7 +130,7 @@ function checkTerms(e: Readonly<Record<string, unknown>>): {
  * on the state as it is (its error otherwise, with the path of its event under `events`)
  * and must loosen something (`change_loosens_nothing`: it would apply at once).
  */
-export function changeProposed(d: Draft, e: Record<string, unknown>, batches: Batches): void {
+export function changeProposed(d: Draft, e: Record<string, unknown>, batches: BatchTrials): void {
   const { proposedBy, delayBlocks, quorum } = checkTerms(e);
   const list = e.events;
   if (!Array.isArray(list) || list.length === 0)
@@ -178,7 +178,7 @@ export function changeProposed(d: Draft, e: Record<string, unknown>, batches: Ba
  * `changeApproved`: adds an approval; a no-op when that operator approved already. The
  * approval that reaches the quorum applies the change's batch (or drops it).
  */
-export function changeApproved(d: Draft, e: Record<string, unknown>, batches: Batches): void {
+export function changeApproved(d: Draft, e: Record<string, unknown>, batches: BatchTrials): void {
   const id = requireChangeId(e.id, 'id');
   const by = requireOperator(e.by, 'by');
   const at = indexOf(d, id);
@@ -216,7 +216,7 @@ export function cancelAll(d: Draft): void {
  * A block was connected: the changes whose `effectiveAt` it reaches apply, oldest first,
  * each as one batch. A change proposed before any block counts its delay from the first.
  */
-export function applyDue(d: Draft, batches: Batches): void {
+export function applyDue(d: Draft, batches: BatchTrials): void {
   const tip = d.tip;
   if (tip === null) return;
   let changes = d.changes;

@@ -8,7 +8,7 @@ import type { ResolvedCaps } from './limits.js';
 import { isAccountName } from './limits.js';
 import type { LimitsState } from './state.js';
 import type { SumNode } from './sum-tree.js';
-import { seenGlobal } from './throttle.js';
+import { globalCapsInForce } from './throttle.js';
 import { accountPeggedTotal, resolvedCaps } from './views.js';
 import { accountTree, heightWithin, incompleteUntil, windowSpan, withdrawnIn } from './window.js';
 
@@ -165,7 +165,7 @@ function depositVerdict(state: LimitsState, req: TransferRequest, pending: Pendi
 }
 
 function globalWithdrawn(state: LimitsState): Amount {
-  const blocks = seenGlobal(state).rollingWithdrawalBlocks;
+  const blocks = globalCapsInForce(state).rollingWithdrawalBlocks;
   return blocks === null ? 0n : withdrawnIn(state, state.historySums, blocks);
 }
 

@@ -135,14 +135,15 @@ export interface Book {
   owner: Owner | undefined;
 }
 
-/** The mutable working copy one `apply`/`applyAll` call changes; never escapes. */
 // The fields of a state, which only this module turns into one (a state is opaque).
 type StateFields = Omit<LimitsState, typeof opaque>;
 
+/** The fields as a state: the one place a draft becomes a {@link LimitsState}. */
 export function asState(fields: StateFields): LimitsState {
   return fields as LimitsState;
 }
 
+/** The mutable working copy one `apply`/`applyAll` call changes; never escapes. */
 export type Draft = { -readonly [K in keyof StateFields]: StateFields[K] } & {
   /** Whether `generations` is this call's own copy yet (made on the first change). */
   gensOwned: boolean;
@@ -157,9 +158,9 @@ export type Draft = { -readonly [K in keyof StateFields]: StateFields[K] } & {
    * the tip it was opened at: the one thing about a generation that sealing it (a new
    * object) does not change.
    */
-  homes: Map<string, Height> | undefined;
+  openedAtOf: Map<string, Height> | undefined;
   /** Generations this call made (no other state shares them): new withdrawals may go there. */
-  fresh: Set<Generation> | undefined;
+  ownGenerations: Set<Generation> | undefined;
   /** Books looked up or changed during this call (NO_BOOK: none; DROPPED_BOOK: removed). */
   bookCache: Map<string, Book | typeof NO_BOOK | typeof DROPPED_BOOK> | undefined;
   /** What became of pending changes during this call, in order (made on the first). */
@@ -168,10 +169,13 @@ export type Draft = { -readonly [K in keyof StateFields]: StateFields[K] } & {
   changed: boolean;
 };
 
+/** A withdrawal removed during this call, in the draft's `pending`. */
 export const REMOVED = Symbol('removed');
 
+/** In the draft's `bookCache`: the account has no book of its own. */
 export const NO_BOOK = Symbol('no book');
 
+/** In the draft's `bookCache`: the account's book was removed during this call. */
 export const DROPPED_BOOK = Symbol('dropped book');
 
 // What a state holds in the slots a draft keeps its bookkeeping in: no owner token any node
@@ -207,8 +211,8 @@ function copyOf(s: StateFields, owner: Owner): Draft {
     nextChangeId: s.nextChangeId,
     gensOwned: false,
     pending: undefined,
-    homes: undefined,
-    fresh: undefined,
+    openedAtOf: undefined,
+    ownGenerations: undefined,
     bookCache: undefined,
     settled: undefined,
     owner,

@@ -1,7 +1,7 @@
 /**
  * Throttle keys: secrets, their salted hashes, constant-time verification, and the key
  * registry events (the README, "Throttle mode"). Browser-safe: a pure-JS SHA-256 and the global Web Crypto
- * `getRandomValues`. The registry events that use them live with the state (`state.ts`).
+ * `getRandomValues`. The registry events that use them live with throttle mode (`throttle.ts`).
  */
 import { sha256 } from '@noble/hashes/sha2';
 import { LimitsError } from './errors.js';

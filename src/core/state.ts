@@ -19,7 +19,7 @@ import {
 } from './chain.js';
 import {
   applyDue,
-  type Batches,
+  type BatchTrials,
   cancelAll,
   changeApproved,
   changeCancelled,
@@ -55,7 +55,8 @@ import {
   DEFAULT_THROTTLE_PROFILE,
   throttleEnded,
   throttleKeyAdded,
-  throttleKeyRevocation,
+  throttleKeyReactivated,
+  throttleKeyRevoked,
   throttleStarted,
   validateProfile,
 } from './throttle.js';
@@ -179,7 +180,7 @@ function adopt(d: Draft, state: LimitsState): void {
 }
 
 // What the rules of pending changes need: a batch applied inside an event, on its own.
-const batches: Batches = {
+const batches: BatchTrials = {
   trial(d, events) {
     const before = freeze(d);
     adopt(d, before);
@@ -330,8 +331,8 @@ const handlers = new Map<string, EventHandler>([
   ['blocksHeld', blocksHeld],
   ['blocksReleased', blocksReleased],
   ['throttleKeyAdded', throttleKeyAdded],
-  ['throttleKeyRevoked', throttleKeyRevocation(true)],
-  ['throttleKeyReactivated', throttleKeyRevocation(false)],
+  ['throttleKeyRevoked', throttleKeyRevoked],
+  ['throttleKeyReactivated', throttleKeyReactivated],
   [
     'throttleStarted',
     (d, e) => {

@@ -126,7 +126,7 @@ function withShare(caps: Caps, total: Amount): Caps {
  * The global caps every view and check sees: the window cap in force (the lower of the
  * fixed cap and its share of the pegged total), then throttle mode's overlay.
  */
-export function seenGlobal(state: LimitsState): Caps {
+export function globalCapsInForce(state: LimitsState): Caps {
   const caps = withShare(state.limits, state.peggedTotal);
   return state.throttleInitiator === null ? caps : throttledGlobal(caps, state.throttleProfile);
 }
@@ -135,7 +135,7 @@ export function seenGlobal(state: LimitsState): Caps {
  * An account entry as every view and check sees it (its window cap in force against the
  * account's own pegged total, then the overlay), or `undefined` when the account has none.
  */
-export function seenEntry(
+export function entryCapsInForce(
   state: LimitsState,
   entry: Caps | undefined,
   account: string,
@@ -161,8 +161,7 @@ export function fixedEntry(state: LimitsState, entry: Caps | undefined): Caps | 
   return throttledEntry(entry, state.throttleProfile);
 }
 
-// The throttle key registry and throttle mode.
-
+/** A throttle key's name; throws `invalid_key_name` otherwise. */
 export function requireKeyName(value: unknown, path: string): string {
   return requireName(value, path, 'invalid_key_name', 'a key name');
 }
@@ -200,16 +199,22 @@ export function throttleKeyAdded(d: Draft, e: Record<string, unknown>): void {
   d.changed = true;
 }
 
-/** `throttleKeyRevoked` / `throttleKeyReactivated`: a no-op when the key is already so. */
-export function throttleKeyRevocation(
-  revoked: boolean,
-): (d: Draft, e: Record<string, unknown>) => void {
-  return (d, e) => {
-    const key = requireKey(d, requireKeyName(e.name, 'name'));
-    if (key.revoked === revoked) return;
-    d.throttleKeys = mapSet(d.throttleKeys, key.name, { ...key, revoked }, d.owner);
-    d.changed = true;
-  };
+/** `throttleKeyRevoked`: the key can no longer start throttle mode; a no-op when it is revoked already. */
+export function throttleKeyRevoked(d: Draft, e: Record<string, unknown>): void {
+  setRevoked(d, e, true);
+}
+
+/** `throttleKeyReactivated`: a revoked key can start throttle mode again; a no-op when it can already. */
+export function throttleKeyReactivated(d: Draft, e: Record<string, unknown>): void {
+  setRevoked(d, e, false);
+}
+
+// Marks the named key revoked or not.
+function setRevoked(d: Draft, e: Record<string, unknown>, revoked: boolean): void {
+  const key = requireKey(d, requireKeyName(e.name, 'name'));
+  if (key.revoked === revoked) return;
+  d.throttleKeys = mapSet(d.throttleKeys, key.name, { ...key, revoked }, d.owner);
+  d.changed = true;
 }
 
 /** `throttleStarted`: turns the overlay on; while active, nothing changes and the first initiator stays. */

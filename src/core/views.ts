@@ -7,7 +7,7 @@ import { type Caps, isAccountName, type ResolvedCaps, resolveCaps } from './limi
 import { mapForEach, mapGet } from './pmap.js';
 import type { LimitsState, PendingChange } from './state.js';
 import { forEachSum, type SumNode } from './sum-tree.js';
-import { fixedEntry, fixedGlobal, seenEntry, seenGlobal } from './throttle.js';
+import { entryCapsInForce, fixedEntry, fixedGlobal, globalCapsInForce } from './throttle.js';
 import { accountTree, incompleteUntil, windowSpan, withdrawnIn } from './window.js';
 
 /** The limits of one account entry, as `GET /limits/{account}` reports them. */
@@ -74,7 +74,10 @@ function entryOf(state: LimitsState, account: string): Caps | undefined {
 
 /** The caps that apply to `account` (fallback resolved, throttle overlay applied). */
 export function resolvedCaps(state: LimitsState, account: string): ResolvedCaps {
-  return resolveCaps(seenGlobal(state), seenEntry(state, entryOf(state, account), account));
+  return resolveCaps(
+    globalCapsInForce(state),
+    entryCapsInForce(state, entryOf(state, account), account),
+  );
 }
 
 /** The pegged total last observed for one account (0 when none was). */
@@ -107,14 +110,14 @@ function accountView(caps: Caps, initiator: string | null): AccountLimits {
  * ```
  */
 export function getLimits(state: LimitsState): Limits {
-  const caps = seenGlobal(state);
+  const caps = globalCapsInForce(state);
   const names: string[] = [];
   mapForEach(state.entries, (_, name) => names.push(name));
   names.sort();
   const accountCaps: Record<string, AccountLimits> = Object.create(null);
   for (const name of names) {
     accountCaps[name] = accountView(
-      seenEntry(state, mapGet(state.entries, name), name)!,
+      entryCapsInForce(state, mapGet(state.entries, name), name)!,
       state.throttleInitiator,
     );
   }
@@ -152,7 +155,7 @@ export function getLimits(state: LimitsState): Limits {
  */
 export function getAccountLimits(state: LimitsState, account: string): AccountLimits | undefined {
   if (!isAccountName(account)) return undefined;
-  const entry = seenEntry(state, mapGet(state.entries, account), account);
+  const entry = entryCapsInForce(state, mapGet(state.entries, account), account);
   return entry === undefined ? undefined : accountView(entry, state.throttleInitiator);
 }
 
@@ -170,7 +173,10 @@ export function getAccountLimits(state: LimitsState, account: string): AccountLi
  */
 export function effectiveLimits(state: LimitsState, account: string): EffectiveLimits {
   const rawEntry = entryOf(state, account);
-  const resolved = resolveCaps(seenGlobal(state), seenEntry(state, rawEntry, account));
+  const resolved = resolveCaps(
+    globalCapsInForce(state),
+    entryCapsInForce(state, rawEntry, account),
+  );
   let available: Amount | null = null;
   let until: number | null = null;
   if (resolved.rollingWithdrawalBlocks !== null && resolved.rollingWithdrawalCap !== null) {
@@ -291,7 +297,7 @@ export function windowOf(state: LimitsState, account?: string): WindowView | und
   let total: Amount;
   let tree: SumNode | undefined;
   if (account === undefined) {
-    const caps = seenGlobal(state);
+    const caps = globalCapsInForce(state);
     blocks = caps.rollingWithdrawalBlocks;
     cap = caps.rollingWithdrawalCap;
     fixed = fixedGlobal(state).rollingWithdrawalCap;

@@ -172,10 +172,10 @@ function changeHeld(d: Draft, held: Held, w: Withdrawal | typeof REMOVED): void 
   const id = held.withdrawal.id;
   const home = held.home;
   if (home !== undefined) {
-    d.homes ??= new Map();
-    d.homes.set(id, home);
+    d.openedAtOf ??= new Map();
+    d.openedAtOf.set(id, home);
     pendingOf(d).set(id, w);
-  } else if (w === REMOVED && d.homes?.get(id) === undefined) {
+  } else if (w === REMOVED && d.openedAtOf?.get(id) === undefined) {
     // Added during this call and never persisted: nothing to remove but the entry.
     d.pending!.delete(id);
   } else pendingOf(d).set(id, w);
@@ -274,13 +274,13 @@ function flushPending(d: Draft, pending: NonNullable<Draft['pending']>): PMap<Wi
   const young = gens[0]!;
   let youngMap = young.map;
   // Only withdrawals this call changed that were persisted before it touch older maps.
-  const maps = d.homes === undefined ? undefined : gens.map((g) => g.map);
+  const maps = d.openedAtOf === undefined ? undefined : gens.map((g) => g.map);
   // Sealed generations this call made, oldest first: nobody else holds them, so new
   // withdrawals may go there (their filters are rebuilt below).
   const freshTargets = freshSealed(d, gens);
   for (const [id, w] of pending) {
     if (maps !== undefined) {
-      const opened = d.homes!.get(id);
+      const opened = d.openedAtOf!.get(id);
       const at = opened === undefined ? -1 : gens.findIndex((g) => g.opened === opened);
       if (at >= 0) {
         const home = gens[at]!;
@@ -349,12 +349,12 @@ interface FreshTarget {
 }
 
 function freshSealed(d: Draft, gens: Generation[]): FreshTarget[] | undefined {
-  if (d.fresh === undefined) return undefined;
+  if (d.ownGenerations === undefined) return undefined;
   const out: FreshTarget[] = [];
   for (let i = gens.length - 1; i >= 1; i--) {
     const g = gens[i]!;
     // Only an empty one: its filter then covers exactly what goes in now.
-    if (d.fresh.has(g) && g.sealed !== null && g.map.size === 0)
+    if (d.ownGenerations.has(g) && g.sealed !== null && g.map.size === 0)
       out.push({ index: i, sealed: g.sealed, map: g.map, hashes: [] });
   }
   return out.length === 0 ? undefined : out;
@@ -384,7 +384,7 @@ export function forgetBefore(
   const p = d.pending;
   if (leaving !== undefined && p !== undefined && p.size > 0)
     visitHeights(d.treeShape, d.historySums, leaving.from, leaving.to, (id) => {
-      if (d.homes?.get(id) === undefined) p.delete(id);
+      if (d.openedAtOf?.get(id) === undefined) p.delete(id);
     });
   rollGenerations(d, d.highestTip, tip);
 }
@@ -393,7 +393,7 @@ function rollGenerations(d: Draft, before: Height | null, after: Height): void {
   const young = d.generations[0]!;
   const span = Math.ceil(d.historyBlocks / GENERATIONS);
   if (young.opened === null || before === null) {
-    const wasFresh = d.fresh?.has(young) === true;
+    const wasOwn = d.ownGenerations?.has(young) === true;
     ownGens(d)[0] = {
       map: young.map,
       opened: after,
@@ -402,10 +402,10 @@ function rollGenerations(d: Draft, before: Height | null, after: Height): void {
       hashes: undefined,
       older: young.older,
     };
-    if (wasFresh) d.fresh!.add(d.generations[0]!);
+    if (wasOwn) d.ownGenerations!.add(d.generations[0]!);
   } else if (after - young.opened >= span) {
     const g = ownGens(d);
-    const wasFresh = d.fresh?.has(young) === true;
+    const wasOwn = d.ownGenerations?.has(young) === true;
     const hashes = mapKeysHashed(young.map);
     g[0] = {
       map: young.map,
@@ -423,9 +423,9 @@ function rollGenerations(d: Draft, before: Height | null, after: Height): void {
       hashes: undefined,
       older: undefined,
     });
-    d.fresh ??= new Set();
-    d.fresh.add(g[0]!);
-    if (wasFresh) d.fresh.add(g[1]!);
+    d.ownGenerations ??= new Set();
+    d.ownGenerations.add(g[0]!);
+    if (wasOwn) d.ownGenerations.add(g[1]!);
   }
   const oldest = after - d.historyBlocks + 1;
   for (

@@ -59,8 +59,10 @@ function denied(message: string, path?: string): HttpResponse {
   return problem(403, 'scope_denied', message, { path });
 }
 
-// The token was checked at admission (see `admitRequest`), and again by the handler, which
-// hands the operator it names to the route.
+/**
+ * The token was checked at admission (see `admitRequest`), and again by the handler, which
+ * hands the operator it names to the route.
+ */
 export function eventsRoute(
   state: LimitsState,
   request: HttpRequest,
@@ -290,6 +292,7 @@ function onChange(
   };
 }
 
+/** `POST /admin/changes/{id}/approve`: an operator approves a pending change (`changeApproved`). */
 export const approveRoute = onChange((state, change, caller) => {
   const event: LimitsEvent = { type: 'changeApproved', id: change.id, by: caller.name };
   const r = applyAll(state, [event]);
@@ -327,6 +330,7 @@ export const approveRoute = onChange((state, change, caller) => {
   };
 });
 
+/** `DELETE /admin/changes/{id}`: an operator cancels a pending change (`changeCancelled`). */
 export const cancelRoute = onChange((state, change, caller) => {
   const event: LimitsEvent = { type: 'changeCancelled', id: change.id, by: caller.name };
   const r = applyAll(state, [event]);

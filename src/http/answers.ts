@@ -78,7 +78,7 @@ const TITLES: Readonly<Record<string, string>> = {
   invalid_change_id: 'Invalid change id',
 };
 
-// Event errors that say the request conflicts with the state rather than being malformed.
+/** Event errors that say the request conflicts with the state rather than being malformed. */
 export const CONFLICTS = new Set([
   'height_not_above_tip',
   'height_not_below_tip',
@@ -93,6 +93,7 @@ export const CONFLICTS = new Set([
 
 const JSON_HEADERS = { 'content-type': 'application/json', 'cache-control': 'no-store' } as const;
 
+/** A JSON answer that no cache keeps. */
 export function json(status: number, value: unknown): HttpResponse {
   return { status, headers: JSON_HEADERS, body: encodeJson(value) };
 }
@@ -128,6 +129,7 @@ export function problem(
   };
 }
 
+/** A LimitsError as a problem answer, its path kept. */
 export function fromError(status: number, error: LimitsError): HttpResponse {
   return problem(status, error.code, detailOf(error), { path: error.path });
 }
@@ -160,6 +162,7 @@ export function headerValue(headers: HttpRequest['headers'], name: string): stri
   return undefined;
 }
 
+/** A request header's value, by name in any case. */
 export function header(request: HttpRequest, name: string): string | undefined {
   return headerValue(request.headers, name);
 }
@@ -167,8 +170,10 @@ export function header(request: HttpRequest, name: string): string | undefined {
 const encoder = new TextEncoder();
 const decoder = new TextDecoder('utf-8', { fatal: true });
 
-// The 415 for a body not said to be JSON (or plain text, where `text` allows it), or
-// undefined when it is.
+/**
+ * The 415 for a body not said to be JSON (or plain text, where `text` allows it), or
+ * undefined when it is.
+ */
 export function notJson(request: HttpRequest, text = false): HttpResponse | undefined {
   const type = header(request, 'content-type')?.split(';')[0]?.trim().toLowerCase();
   if (type === 'application/json' || (text && type === 'text/plain')) return undefined;
@@ -203,7 +208,7 @@ export function readText(
   }
 }
 
-// Reads a JSON body: checks its media type and size, decodes it exactly.
+/** Reads a JSON body: checks its media type and size, decodes it exactly. */
 export function readJson(
   request: HttpRequest,
   max: number,
@@ -218,6 +223,7 @@ export function readJson(
   return { ok: true, value: parsed.value };
 }
 
+/** 405: the resource answers the methods of `allow` only (its `Allow` header). */
 export function notAllowed(allow: string): HttpResponse {
   return problem(405, 'method_not_allowed', `this resource answers ${allow} only`, {
     headers: { allow },

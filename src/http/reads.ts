@@ -53,7 +53,7 @@ function onAccount(
 
 const AMOUNT_TEXT = /^[0-9]{1,19}$/;
 
-// GET /limits/{account}/withdrawals/{amount} and …/deposits/{amount}: the verdict as data.
+/** GET /limits/{account}/withdrawals/{amount} and …/deposits/{amount}: the verdict as data. */
 export function checkRoute(kind: 'withdrawals' | 'deposits'): Route['handle'] {
   return onAccount((state, account, params) => {
     const text = params.amount ?? '';

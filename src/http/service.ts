@@ -27,36 +27,7 @@ import { type Operator, presentedToken } from './operators.js';
 import { givenRequestId, newRequestId, withRequestId } from './request-id.js';
 import { matchPath, routeFor } from './route-match.js';
 import { serialQueue } from './serial-queue.js';
-
-/** The blocks a Stacks observer holds past the chain bounds, as a service reaches them. */
-export interface HeldBlocks {
-  /** How many are held (for `GET /readyz`). */
-  count(): number;
-  /**
-   * Answers an operator holding chain and limits: `list` them, `release` them (applied in
-   * order as the operator's batches), or `drop` the first; `by` names the operator and
-   * `authorization` is the request's own header, which the release writes with.
-   */
-  handle(op: 'list' | 'release' | 'drop', by: string, authorization: string): Promise<HttpResponse>;
-}
-
-/**
- * A Stacks feed, as a service reaches it: the blocks it holds past the chain bounds
- * (`/admin/held`), and the blocks posted to the service's own port (`POST /new_block`).
- */
-export interface StacksFeed extends HeldBlocks {
-  /**
-   * Takes one `/new_block` payload (decoded from the body, or from the JSON string the
-   * body held), after every block before it, writing as the operator whose token
-   * `authorization` (`Bearer <token>`) carries; `remote` is the poster's address. Resolves
-   * with the answer for the poster.
-   */
-  newBlock(
-    payload: unknown,
-    authorization: string,
-    remote: string | undefined,
-  ): Promise<HttpResponse>;
-}
+import type { HeldBlocks, StacksFeed } from './stacks-feed.js';
 
 /** Options of {@link createService} and {@link createFetchHandler}. */
 export interface ServiceOptions {

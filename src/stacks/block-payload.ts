@@ -71,6 +71,7 @@ export function payloadToKeep(
   return keep;
 }
 
+/** The largest amount or id read from a payload: int64's, which every store keeps exactly. */
 export const MAX_UINT64 = 2n ** 63n - 1n;
 
 /** A hash of the payload, lower case without `0x`, or `undefined`. */

@@ -374,12 +374,12 @@ export class NaiveModel {
   // --- views ----------------------------------------------------------------------------
 
   /** The global caps in force: the fixed ones (overlay included), the share of the total laid on. */
-  seenGlobal(): Caps {
+  globalCapsInForce(): Caps {
     return this.withShare(this.fixedGlobal(), this.pegged);
   }
 
   /** An entry in force: its fixed caps (overlay included), its share of its own total laid on. */
-  seenEntry(account: string): Caps | undefined {
+  entryCapsInForce(account: string): Caps | undefined {
     const e = this.fixedEntry(account);
     return e === undefined ? e : this.withShare(e, this.accountPegged.get(account) ?? 0n);
   }
@@ -463,11 +463,11 @@ export class NaiveModel {
   }
 
   limits() {
-    const g = this.seenGlobal();
+    const g = this.globalCapsInForce();
     const accountCaps: Record<string, unknown> = {};
     for (const name of [...this.entries.keys()].sort()) {
       // The six caps of the interface, in force; the share is reported by the window alone.
-      const { rollingWithdrawalCapShare: _s, ...shown } = this.seenEntry(name)!;
+      const { rollingWithdrawalCapShare: _s, ...shown } = this.entryCapsInForce(name)!;
       accountCaps[name] = { ...shown, throttleModeInitiator: this.throttle };
     }
     const room =
@@ -491,8 +491,8 @@ export class NaiveModel {
   }
 
   resolved(account: string) {
-    const g = this.seenGlobal();
-    const e = this.seenEntry(account);
+    const g = this.globalCapsInForce();
+    const e = this.entryCapsInForce(account);
     return {
       perWithdrawalCap: e?.perWithdrawalCap ?? g.perWithdrawalCap,
       perDepositCap: e?.perDepositCap ?? g.perDepositCap,

@@ -211,7 +211,7 @@ export function describeOperators(
   return all.length === 0 ? 'none (the operator routes are off)' : all.join(', ');
 }
 
-// The admin token must not be a configured operator's too: one token, one operator.
+/** The admin token must not be a configured operator's too: one token, one operator. */
 export function checkAdminToken(
   list: ReadonlyArray<Operator>,
   adminToken: string | undefined,

@@ -37,8 +37,10 @@ async function syncDir(dir: string): Promise<void> {
   }
 }
 
-// Writes a whole file atomically: a temporary file, flushed, renamed over the target, the
-// folder flushed.
+/**
+ * Writes a whole file atomically: a temporary file, flushed, renamed over the target, the
+ * folder flushed.
+ */
 export async function writeAtomically(
   dir: string,
   name: string,
@@ -121,6 +123,7 @@ export function writeSnapshot(dir: string, seq: number, state: LimitsState): Pro
   });
 }
 
+/** The folder's snapshot and the batch count it holds, or `undefined` when it has none. */
 export async function readSnapshot(
   dir: string,
 ): Promise<{ readonly state: LimitsState; readonly seq: number } | undefined> {

@@ -40,6 +40,7 @@ interface Answers {
   early(req: IncomingMessage, response: HttpResponse, started: number, route: string): void;
 }
 
+/** Writes the service's answers on node:http's responses, and the early ones before a body is read. */
 export function createAnswers(source: AnswerSource): Answers {
   const { position: currentPosition, storeUnavailable, linger, logged } = source;
   // The length in bytes of the last body sent: a cached read answers with the same string

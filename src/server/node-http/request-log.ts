@@ -27,6 +27,7 @@ export interface RequestLog {
   readonly timed: boolean;
 }
 
+/** The request log: a line (or fields) for each answered request, and the metrics' timing. */
 export function createRequestLog(options: RequestLogOptions): RequestLog {
   const { metrics, logLine: log, logRequest } = options;
   return {

@@ -51,6 +51,7 @@ export interface Streams {
   close(): void;
 }
 
+/** The `GET /events` streams: opened, fed each change, kept alive by heartbeats, capped. */
 export function createStreams(
   source: StreamSource,
   { maxStreams, heartbeatMs }: { readonly maxStreams: number; readonly heartbeatMs: number },

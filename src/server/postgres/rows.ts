@@ -17,10 +17,12 @@ export interface BatchRow {
   readonly events: string;
 }
 
-// Rows read per query while catching up.
+/** Rows read per query while catching up. */
 export const READ_ROWS = 5_000;
-// The query that reads the rows after `position` (an integer, written in the text so that it
-// can run in a simple query beside other statements).
+/**
+ * The query that reads the rows after `position` (an integer, written in the text so that it
+ * can run in a simple query beside other statements).
+ */
 export const readAfter = (position: number) =>
   `SELECT seq, events FROM peg_limits_batches WHERE seq > ${position} ORDER BY seq LIMIT ${READ_ROWS}`;
 
@@ -38,8 +40,10 @@ function announcement(rows: ReadonlyArray<{ seq: number; text: string }>): strin
   return `${rows[0]!.seq}\n${rows.map((r) => r.text).join('\n')}`;
 }
 
-// The rows a notification carries, or undefined when it names a position only (as every
-// notification of a release before this one does).
+/**
+ * The rows a notification carries, or undefined when it names a position only (as every
+ * notification of a release before this one does).
+ */
 export function rowsOfNotification(payload: string | undefined): BatchRow[] | undefined {
   if (payload === undefined) return undefined;
   const lines = payload.split('\n');

@@ -33,8 +33,10 @@ export const DEFAULT_SNAPSHOT_SLICE = 2_000;
 // Any fixed number: the key of the advisory lock that serialises schema creation.
 const SCHEMA_LOCK = 7_417_001;
 
-// The schema, created once, idempotently, under an advisory lock so that replicas starting
-// together do not race.
+/**
+ * The schema, created once, idempotently, under an advisory lock so that replicas starting
+ * together do not race.
+ */
 export async function ensureSchema(client: pg.Client): Promise<void> {
   await client.query('BEGIN');
   try {
@@ -86,6 +88,7 @@ export async function ensureSchema(client: pg.Client): Promise<void> {
   }
 }
 
+/** Whether an error means the connection to the database is gone (rather than a query refused). */
 export function connectionLost(e: unknown): boolean {
   const code = (e as { code?: string }).code ?? '';
   const message = (e as Error).message ?? '';
@@ -99,6 +102,7 @@ export function connectionLost(e: unknown): boolean {
   );
 }
 
+/** A batch row's events; throws PgLogError when the row cannot be read. */
 export function parseBatch(text: string, seq: number): ReadonlyArray<LimitsEvent> {
   const batch = decodeBatch(text);
   if (!batch.ok) throw new PgLogError(`batch ${seq} cannot be read: ${batch.error}`);

@@ -7,8 +7,10 @@ import type pg from 'pg';
 import { checkLink, readRecord } from '../record/index.js';
 import { connectClient } from './connect.js';
 
-// Whether the trail's newest two records link up (the whole chain is `audit verify`'s to
-// check): undefined when they do, else where and why not.
+/**
+ * Whether the trail's newest two records link up (the whole chain is `audit verify`'s to
+ * check): undefined when they do, else where and why not.
+ */
 export async function trailTail(
   client: pg.Client,
 ): Promise<{ position: number; why: string } | undefined> {
@@ -52,6 +54,7 @@ export async function auditRows(
   return rows.map((r) => String(r.record));
 }
 
+/** The query of the newest audit record's hash. */
 export const NEWEST_RECORD = 'SELECT hash FROM peg_limits_audit ORDER BY seq DESC LIMIT 1';
 
 /** The lines of the trail on PostgreSQL, in order, read a page at a time. */

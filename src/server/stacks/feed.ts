@@ -36,7 +36,14 @@ import type {
   HeldOp,
 } from './feed-parts.js';
 import { HeldBlocks } from './held-blocks.js';
-import { isBoundRefusal, mergeStart, NodeStart, ok, parentBurnOf, tokenOf } from './node-start.js';
+import {
+  isBoundRefusal,
+  mergeStart,
+  NodeStart,
+  okJson,
+  parentBurnOf,
+  tokenOf,
+} from './node-start.js';
 
 /** The observer's handling of blocks, one at a time. */
 export class BlockFeed {
@@ -175,10 +182,10 @@ export class BlockFeed {
     const memory = await this.#options.memory.load();
     this.#held.saw(memory);
     let observed = this.#observe(memory, body, undefined);
-    if (observed.kind === 'known') return ok({ ok: true, known: true });
+    if (observed.kind === 'known') return okJson({ ok: true, known: true });
     if (observed.kind === 'unusable') {
       this.#skip(`a payload: ${observed.reason}`);
-      return ok({ ok: true, skipped: observed.reason });
+      return okJson({ ok: true, skipped: observed.reason });
     }
     if (memory.held !== undefined && memory.held.length > 0)
       return this.#held.holdToo(memory, observed.block, body);
@@ -212,7 +219,7 @@ export class BlockFeed {
         else prefix = this.#start.lateStart(observed.block, first);
       }
     }
-    if (observed.kind !== 'block') return ok({ ok: true });
+    if (observed.kind !== 'block') return okJson({ ok: true });
     const prepared = await this.#prepare(observed);
     const events = prefix.length === 0 ? prepared.events : mergeStart(prefix, prepared.events);
     if (events.length > 0) {
@@ -226,7 +233,7 @@ export class BlockFeed {
       this.#tell.logLine?.(
         `stacks observer: block ${at} (burn height ${prepared.block.burnHeight}) forks the chain from burn height ${prepared.forkedAt}`,
       );
-    return ok({ ok: true, events: events.length });
+    return okJson({ ok: true, events: events.length });
   }
 
   // The supply as of the block and the rejections it carries checked against the node.
@@ -330,7 +337,7 @@ export class BlockFeed {
       if (refused === undefined || !droppable) return response;
       this.#skip(`event ${refused.event} of ${requestId} (${refused.code}): ${refused.detail}`);
       batch = batch.filter((_, i) => i !== refused.event);
-      if (batch.length === 0) return ok({ ok: true });
+      if (batch.length === 0) return okJson({ ok: true });
     }
   }
 }

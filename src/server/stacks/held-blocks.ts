@@ -14,7 +14,7 @@ import {
   type RememberedBlock,
 } from '../../internal.js';
 import type { Block, FeedCore } from './feed-parts.js';
-import { isBoundRefusal, type NodeStart, ok, parentBurnOf } from './node-start.js';
+import { isBoundRefusal, type NodeStart, okJson, parentBurnOf } from './node-start.js';
 
 /** The held blocks of one feed, and how many this process last saw. */
 export class HeldBlocks {
@@ -109,7 +109,7 @@ export class HeldBlocks {
             this.#core.tell.logLine?.(
               `stacks observer: block ${prepared.block.hash} jumps past the chain bounds (${reason}); the node confirms it, so the state was read again from the node`,
             );
-            return ok({ ok: true, confirmed: true });
+            return okJson({ ok: true, confirmed: true });
           }
           if (!isBoundRefusal(response)) return response;
         }
@@ -136,7 +136,7 @@ export class HeldBlocks {
       burnHeight: held.burnHeight,
       reason,
     });
-    return ok({ ok: true, held: true });
+    return okJson({ ok: true, held: true });
   }
 
   async #confirmedByNode(block: RememberedBlock): Promise<boolean> {
@@ -159,7 +159,8 @@ export class HeldBlocks {
   // While blocks are held, every block after them is held too, in order.
   async holdToo(memory: BlockMemory, block: RememberedBlock, body: unknown): Promise<HttpResponse> {
     const held = memory.held ?? [];
-    if (held.some((h) => h.hash === block.hash)) return ok({ ok: true, known: true, held: true });
+    if (held.some((h) => h.hash === block.hash))
+      return okJson({ ok: true, known: true, held: true });
     const next: HeldBlock = {
       hash: block.hash,
       height: block.height,
@@ -175,7 +176,7 @@ export class HeldBlocks {
     this.#core.warn(
       `stacks observer: block ${block.hash} (burn height ${block.burnHeight}) is held behind ${held.length} held block(s)`,
     );
-    return ok({ ok: true, held: true });
+    return okJson({ ok: true, held: true });
   }
 
   async list(): Promise<HttpResponse> {
@@ -196,7 +197,7 @@ export class HeldBlocks {
     const [first, ...rest] = memory.held ?? [];
     if (first === undefined) {
       const ended = await this.#markReleased('stacks-hold-end:drop', authorization);
-      return ended ?? ok({ dropped: 0, applied: 0, held: 0 });
+      return ended ?? okJson({ dropped: 0, applied: 0, held: 0 });
     }
     await this.#core.options.memory.save({ ...memory, held: [] });
     this.#count = 0;
@@ -215,7 +216,7 @@ export class HeldBlocks {
       const ended = await this.#markReleased(`stacks-hold-end:drop:${first.hash}`, authorization);
       if (ended !== undefined) return ended;
     }
-    return ok({ dropped: 1, applied, held: this.#count });
+    return okJson({ dropped: 1, applied, held: this.#count });
   }
 
   // The held blocks apply in order, each as a batch of the releasing operator with the
@@ -260,6 +261,6 @@ export class HeldBlocks {
     if (ended !== undefined) return ended;
     this.#core.tell.logLine?.(`stacks observer: ${by} released ${released} held block(s)`);
     this.#core.tell.notify?.({ type: 'heldBlocksReleased', by, blocks: released });
-    return ok({ released, tip: windowOf(this.#core.service.state)?.tip ?? null });
+    return okJson({ released, tip: windowOf(this.#core.service.state)?.tip ?? null });
   }
 }

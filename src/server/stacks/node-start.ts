@@ -14,8 +14,8 @@ export function tokenOf(registry: string): string {
   return `${registry.split('.')[0]}.sbtc-token`;
 }
 
-/** A plain answer to the node; refusals are the service's problem answers. */
-export function ok(body: Readonly<Record<string, unknown>>): HttpResponse {
+/** A 200 answer to the node with a JSON body; refusals are the service's problem answers. */
+export function okJson(body: Readonly<Record<string, unknown>>): HttpResponse {
   return {
     status: 200,
     headers: { 'content-type': 'application/json' },

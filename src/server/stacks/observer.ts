@@ -27,7 +27,7 @@ import { loadPeer } from '../ops/index.js';
 import type { BlockMemoryStore } from './block-memory.js';
 import { BlockFeed } from './feed.js';
 import type { FeedTell, HeldOp } from './feed-parts.js';
-import { ok } from './node-start.js';
+import { okJson } from './node-start.js';
 import type { ClarityCodec, StacksRpc } from './rpc-client.js';
 
 export { dataBlockMemory, pgBlockMemory } from './block-memory.js';
@@ -274,14 +274,14 @@ function onRequest(
   });
   req.once('end', () => {
     if (path !== '/new_block') {
-      reply(res, ok({ ok: true }));
+      reply(res, okJson({ ok: true }));
       return;
     }
     if (tooLarge) {
       (tell.warn ?? tell.logLine)?.(
         `warning: stacks observer skipped a /new_block body over ${MAX_BLOCK_BODY} bytes`,
       );
-      reply(res, ok({ ok: true, skipped: 'too large' }));
+      reply(res, okJson({ ok: true, skipped: 'too large' }));
       return;
     }
     let body: unknown;
