@@ -9,6 +9,7 @@ import { describe, expect, test } from 'vitest';
 import { functionLengths, MAX_FUNCTION_LINES, TO_SPLIT } from '../scripts/function-lengths.mjs';
 import { copiedFunctions, undocumentedExports } from '../scripts/source-rules.mjs';
 import { filesUnder } from './support/files.js';
+import { TOKEN } from './support/tokens.js';
 
 const IMPORT = /(?:import|export)\s[^'"]*?from\s+['"]([^'"]+)['"]/g;
 
@@ -365,6 +366,22 @@ test('every file of the project a comment or a document names is there', () => {
   ]);
   expect(named.length).toBeGreaterThan(10);
   expect([...new Set(named.map((m) => m[0]))].filter((p) => !existsSync(p))).toEqual([]);
+});
+
+test('the tests share one operator token and one in-process server: test/support/tokens.ts holds the token, test/support/in-process.ts the server no test file writes again', () => {
+  const tests = filesUnder('test').filter((f) => /\.(ts|mts|mjs)$/.test(f));
+  const token = tests.filter(
+    (f) =>
+      !f.replaceAll('\\', '/').endsWith('support/tokens.ts') &&
+      readFileSync(f, 'utf8').includes(`'${TOKEN}'`),
+  );
+  expect(token, 'import TOKEN from test/support/tokens.ts').toEqual([]);
+  const ownServe = tests.filter(
+    (f) =>
+      !f.replaceAll('\\', '/').endsWith('support/in-process.ts') &&
+      /startServer\(\{\s*log:\s*await openDataLog\(/.test(readFileSync(f, 'utf8')),
+  );
+  expect(ownServe, 'use serveInProcess from test/support/in-process.ts').toEqual([]);
 });
 
 test('a test says one claim: no test or describe name of test/ joins claims with a semicolon', () => {

@@ -11,10 +11,11 @@ import {
   whenAvailable,
 } from '../src/index.js';
 import { DEFAULT_SERVER_CONFIG, stateFromConfig } from '../src/server/cli/config.js';
-import { openDataLog } from '../src/server/data-folder/data-log.js';
-import { type RunningServer, startServer } from '../src/server/node-http/serve.js';
+import type { RunningServer } from '../src/server/node-http/serve.js';
 import { CURL_AVAILABLE } from './support/clients.js';
-import { tempDir } from './support/proc.js';
+import { closeServers, serveInProcess } from './support/in-process.js';
+
+afterAll(closeServers);
 
 test('the README example gives the results it shows', () => {
   let state = createLimitsState({
@@ -116,7 +117,7 @@ describe.skipIf(!CURL_AVAILABLE)('the README curl lines', () => {
   let server: RunningServer;
   beforeAll(async () => {
     const initial = stateFromConfig(DEFAULT_SERVER_CONFIG, 'embedded configuration');
-    server = await startServer({ log: await openDataLog({ dir: tempDir(), initial }), port: 0 });
+    server = await serveInProcess({ initial });
   });
   afterAll(() => server?.close());
 

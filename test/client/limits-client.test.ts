@@ -13,11 +13,12 @@ import {
   type LimitsClient,
   type PendingChange,
 } from '../../src/index.js';
-import { openDataLog } from '../../src/server/data-folder/data-log.js';
-import { type RunningServer, startServer } from '../../src/server/node-http/serve.js';
-import { tempDir } from '../support/proc.js';
+import type { RunningServer } from '../../src/server/node-http/serve.js';
+import { closeServers, serveInProcess } from '../support/in-process.js';
+import { TOKEN } from '../support/tokens.js';
 
-const TOKEN = 'operator-token-0123456789';
+afterAll(closeServers);
+
 const BIG = 9_223_372_036_854_775_807n;
 const SECRET = generateThrottleSecret();
 
@@ -25,14 +26,10 @@ let server: RunningServer;
 let client: LimitsClient;
 
 beforeAll(async () => {
-  server = await startServer({
-    log: await openDataLog({
-      dir: tempDir(),
-      initial: createLimitsState({
-        limits: { pegCap: BIG, rollingWithdrawalBlocks: 144n, rollingWithdrawalCap: 1000n },
-      }),
+  server = await serveInProcess({
+    initial: createLimitsState({
+      limits: { pegCap: BIG, rollingWithdrawalBlocks: 144n, rollingWithdrawalCap: 1000n },
     }),
-    port: 0,
     adminToken: TOKEN,
   });
   // A base URL with a trailing slash works too.
@@ -178,9 +175,8 @@ describe('the client of the pending changes', () => {
   test('the client proposes (202), lists, approves and cancels a loosening, typed (ids and heights as numbers)', async () => {
     const gov1 = generateOperatorToken();
     const gov2 = generateOperatorToken();
-    const governed = await startServer({
-      log: await openDataLog({ dir: tempDir(), initial: createLimitsState() }),
-      port: 0,
+    const governed = await serveInProcess({
+      initial: createLimitsState(),
       operators: [
         { name: 'gov-1', tokenHash: hashOperatorToken(gov1), scopes: ['chain', 'limits'] },
         { name: 'gov-2', tokenHash: hashOperatorToken(gov2), scopes: ['limits'] },

@@ -11,9 +11,9 @@ import {
 } from '../../src/index.js';
 import { at, run } from '../support/helpers.js';
 import { expectDocumented } from '../support/openapi.js';
+import { TOKEN } from '../support/tokens.js';
 
 const SECRET = generateThrottleSecret();
-const TOKEN = 'operator-token-0123456789';
 const BIG = 9_223_372_036_854_775_807n;
 
 function base(): LimitsState {

@@ -16,9 +16,9 @@ import {
 import { admitRequest } from '../../src/internal.js';
 import { at, run, withdraw } from '../support/helpers.js';
 import { expectDocumented } from '../support/openapi.js';
+import { TOKEN } from '../support/tokens.js';
 
 const BIG = 9_223_372_036_854_775_807n;
-const TOKEN = 'operator-token-0123456789';
 
 function state(): LimitsState {
   return run(

@@ -11,8 +11,8 @@ import {
   type LimitsState,
 } from '../../src/index.js';
 import { at } from '../support/helpers.js';
+import { TOKEN } from '../support/tokens.js';
 
-const TOKEN = 'operator-token-0123456789';
 const post = (events: unknown) => ({
   method: 'POST',
   path: '/admin/events',

@@ -13,6 +13,7 @@ import {
   handleRequest,
   type LimitsState,
 } from '../../src/index.js';
+import { TOKEN } from '../support/tokens.js';
 
 function state(): LimitsState {
   const r = applyAll(
@@ -155,13 +156,8 @@ describe('the validators of the public reads', () => {
   });
 
   test('operator routes and other reads stay no-store, without an ETag', () => {
-    const options = { adminToken: 'operator-token-0123456789' };
-    const changes = get(
-      state(),
-      '/admin/changes',
-      { authorization: 'Bearer operator-token-0123456789' },
-      options,
-    );
+    const options = { adminToken: TOKEN };
+    const changes = get(state(), '/admin/changes', { authorization: `Bearer ${TOKEN}` }, options);
     expect(changes.headers['cache-control']).toBe('no-store');
     expect(changes.headers.etag).toBeUndefined();
     expect(get(state(), '/readyz').headers['cache-control']).toBe('no-store');

@@ -5,39 +5,22 @@
 import { connect, type Socket } from 'node:net';
 import { afterEach, describe, expect, test } from 'vitest';
 import { createLimitsClient, createLimitsState, encodeJson, type Limits } from '../../src/index.js';
-import { openDataLog } from '../../src/server/data-folder/data-log.js';
-import {
-  type RunningServer,
-  type ServerLimits,
-  startServer,
-} from '../../src/server/node-http/serve.js';
-import { tempDir, waitFor } from '../support/proc.js';
+import type { RunningServer, ServerLimits } from '../../src/server/node-http/serve.js';
+import { closeServers, serveInProcess } from '../support/in-process.js';
+import { waitFor } from '../support/proc.js';
+import { TOKEN } from '../support/tokens.js';
 
-const TOKEN = 'operator-token-0123456789';
 const BIG = 9_223_372_036_854_775_807n;
-const running: RunningServer[] = [];
-afterEach(async () => {
-  for (const s of running.splice(0)) await s.close();
-});
+afterEach(closeServers);
 
-async function serve(
-  limits: Partial<ServerLimits> = {},
-  logLine?: (line: string) => void,
-): Promise<RunningServer> {
-  const s = await startServer({
-    log: await openDataLog({
-      dir: tempDir(),
-      initial: createLimitsState({ limits: { pegCap: BIG } }),
-    }),
-    port: 0,
+const serve = (limits: Partial<ServerLimits> = {}, logLine?: (line: string) => void) =>
+  serveInProcess({
+    initial: createLimitsState({ limits: { pegCap: BIG } }),
     adminToken: TOKEN,
     metrics: false,
     connectionLimits: limits,
     logRequestText: logLine,
   });
-  running.push(s);
-  return s;
-}
 
 async function post(s: RunningServer, events: unknown) {
   const r = await fetch(`${s.url}/admin/events`, {

@@ -12,8 +12,8 @@ import { openPgLog, type PgLogOptions, WRITE_LOCK } from '../../src/server/postg
 import { pgAlertCursors } from '../../src/server/postgres/trail.js';
 import { loggedWithdrawals, startPostgres, type TestPostgres } from './postgres.js';
 import { CLI, killGroup, type Proc, runToEnd, startServe } from './proc.js';
+import { TOKEN } from './tokens.js';
 
-export const TOKEN = 'operator-token-0123456789';
 export const CAP = 10n ** 15n;
 
 /** The state an empty database starts from: a window of 144 blocks, capped at `CAP`. */

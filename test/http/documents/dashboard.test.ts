@@ -17,12 +17,13 @@ import {
   hashThrottleSecret,
   type LimitsEvent,
 } from '../../../src/index.js';
-import { openDataLog } from '../../../src/server/data-folder/data-log.js';
-import { type RunningServer, startServer } from '../../../src/server/node-http/serve.js';
+import type { RunningServer } from '../../../src/server/node-http/serve.js';
 import { CHROMIUM } from '../../support/chromium.js';
-import { tempDir } from '../../support/proc.js';
+import { closeServers, serveInProcess } from '../../support/in-process.js';
+import { TOKEN } from '../../support/tokens.js';
 
-const TOKEN = 'operator-token-0123456789';
+afterAll(closeServers);
+
 const SECRET = generateThrottleSecret();
 const ARTIFACTS = 'test-artifacts';
 
@@ -97,9 +98,8 @@ describe.skipIf(CHROMIUM === undefined)('the dashboard in a real browser', () =>
       events,
     );
     if (!start.ok) throw start.error;
-    server = await startServer({
-      log: await openDataLog({ dir: tempDir(), initial: start.state }),
-      port: 0,
+    server = await serveInProcess({
+      initial: start.state,
       adminToken: TOKEN,
     });
     browser = await chromium.launch({ executablePath: CHROMIUM!, args: ['--no-sandbox'] });
@@ -181,9 +181,8 @@ describe.skipIf(CHROMIUM === undefined)('the dashboard in a real browser', () =>
       ],
     );
     if (!late.ok) throw late.error;
-    const s = await startServer({
-      log: await openDataLog({ dir: tempDir(), initial: late.state }),
-      port: 0,
+    const s = await serveInProcess({
+      initial: late.state,
     });
     try {
       const page = await browser.newPage({ viewport: { width: 1000, height: 800 } });
@@ -249,9 +248,8 @@ describe.skipIf(CHROMIUM === undefined)('the dashboard in a real browser', () =>
       ],
     );
     if (!shared.ok) throw shared.error;
-    const s = await startServer({
-      log: await openDataLog({ dir: tempDir(), initial: shared.state }),
-      port: 0,
+    const s = await serveInProcess({
+      initial: shared.state,
     });
     try {
       const page = await browser.newPage({ viewport: { width: 1000, height: 800 } });
@@ -276,9 +274,8 @@ describe.skipIf(CHROMIUM === undefined)('the dashboard in a real browser', () =>
       ],
     );
     if (!held.ok) throw held.error;
-    const s = await startServer({
-      log: await openDataLog({ dir: tempDir(), initial: held.state }),
-      port: 0,
+    const s = await serveInProcess({
+      initial: held.state,
     });
     try {
       const page = await browser.newPage({ viewport: { width: 1000, height: 800 } });
@@ -309,9 +306,8 @@ describe.skipIf(CHROMIUM === undefined)('the dashboard in a real browser', () =>
       [{ type: 'blockConnected', height: 870_000 }],
     );
     if (!begun.ok) throw begun.error;
-    const s = await startServer({
-      log: await openDataLog({ dir: tempDir(), initial: begun.state }),
-      port: 0,
+    const s = await serveInProcess({
+      initial: begun.state,
       adminToken: TOKEN,
       loosening: { delayBlocks: 6, quorum: 2 },
     });
@@ -378,9 +374,8 @@ describe.skipIf(CHROMIUM === undefined)('the dashboard in a real browser', () =>
       ],
     );
     if (!begun.ok) throw begun.error;
-    const s = await startServer({
-      log: await openDataLog({ dir: tempDir(), initial: begun.state }),
-      port: 0,
+    const s = await serveInProcess({
+      initial: begun.state,
     });
     try {
       const r = await fetch(`${s.url}/start_throttle`, {

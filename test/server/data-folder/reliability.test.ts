@@ -20,8 +20,8 @@ import { openDataLog } from '../../../src/server/data-folder/data-log.js';
 import { writeInTurns } from '../../support/clients.js';
 import { readDataSnapshot } from '../../support/data-snapshot.js';
 import { CLI, killGroup, type Proc, spawnServer, tempDir, waitFor } from '../../support/proc.js';
+import { TOKEN } from '../../support/tokens.js';
 
-const TOKEN = 'operator-token-0123456789';
 const ENV = { PEG_LIMITS_ADMIN_TOKEN: TOKEN };
 // The embedded configuration's window cap: 100 BTC.
 const CAP = 10_000_000_000n;

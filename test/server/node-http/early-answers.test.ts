@@ -14,8 +14,8 @@ import {
   type TestPostgres,
 } from '../../support/postgres.js';
 import { killGroup, type Proc, startServe, tempDir, waitFor } from '../../support/proc.js';
+import { TOKEN } from '../../support/tokens.js';
 
-const TOKEN = 'operator-token-0123456789';
 const KiB = 1024;
 const MiB = 1024 * KiB;
 const SIZES = [0, 64 * KiB, MiB, 10 * MiB];

@@ -10,8 +10,7 @@ import { spawnSync } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { HAVE_NGINX, NGINX_MISSING, startNginx } from '../../support/nginx.mjs';
 import { killGroup, type Proc, startServe, tempDir, waitFor } from '../../support/proc.js';
-
-const TOKEN = 'operator-token-0123456789abcdef';
+import { TOKEN } from '../../support/tokens.js';
 
 if (!HAVE_NGINX) console.warn(`SKIPPING the HTTP cache tests: ${NGINX_MISSING}`);
 

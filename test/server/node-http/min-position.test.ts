@@ -4,36 +4,14 @@
  * client sends it after a change it made. (Across replicas: `replicas-serving.test.ts`.)
  */
 import { afterEach, describe, expect, test } from 'vitest';
-import {
-  createLimitsClient,
-  createLimitsState,
-  decodeJson,
-  encodeJson,
-} from '../../../src/index.js';
-import { openDataLog } from '../../../src/server/data-folder/data-log.js';
-import {
-  MIN_POSITION_WAIT_MS,
-  type RunningServer,
-  startServer,
-} from '../../../src/server/node-http/serve.js';
-import { tempDir } from '../../support/proc.js';
+import { createLimitsClient, decodeJson, encodeJson } from '../../../src/index.js';
+import { MIN_POSITION_WAIT_MS, type RunningServer } from '../../../src/server/node-http/serve.js';
+import { closeServers, serveInProcess } from '../../support/in-process.js';
+import { TOKEN } from '../../support/tokens.js';
 
-const TOKEN = 'operator-token-0123456789';
-const running: RunningServer[] = [];
-afterEach(async () => {
-  for (const s of running.splice(0)) await s.close();
-});
+afterEach(closeServers);
 
-async function serve(): Promise<RunningServer> {
-  const s = await startServer({
-    log: await openDataLog({ dir: tempDir(), initial: createLimitsState() }),
-    port: 0,
-    adminToken: TOKEN,
-    metrics: false,
-  });
-  running.push(s);
-  return s;
-}
+const serve = () => serveInProcess({ adminToken: TOKEN, metrics: false });
 
 const post = (s: RunningServer, events: unknown) =>
   fetch(`${s.url}/admin/events`, {

@@ -13,6 +13,7 @@ import {
 import { openDataLog, StoreError } from '../../../src/server/data-folder/data-log.js';
 import { type RunningServer, startServer } from '../../../src/server/node-http/serve.js';
 import { readDataSnapshot } from '../../support/data-snapshot.js';
+import { closeServers, serveInProcess } from '../../support/in-process.js';
 import { expectDocumented } from '../../support/openapi.js';
 import {
   CLI,
@@ -23,8 +24,7 @@ import {
   tempDir,
   waitFor,
 } from '../../support/proc.js';
-
-const TOKEN = 'operator-token-0123456789';
+import { TOKEN } from '../../support/tokens.js';
 
 async function send(
   url: string,
@@ -61,6 +61,7 @@ const running: RunningServer[] = [];
 const procs: Proc[] = [];
 afterEach(async () => {
   for (const s of running.splice(0)) await s.close();
+  await closeServers();
   for (const p of procs.splice(0)) killGroup(p);
 });
 
@@ -71,24 +72,16 @@ async function serve(args: string[], env: NodeJS.ProcessEnv = {}): Promise<Proc>
   return p;
 }
 
-async function start(dataDir: string, log?: (line: string) => void): Promise<RunningServer> {
-  const data = await openDataLog({
-    dir: dataDir,
+// What opening the folder met is said first, as the command does.
+const start = (dir: string, log?: (line: string) => void) =>
+  serveInProcess({
+    dir,
     initial: createLimitsState({
       limits: { rollingWithdrawalBlocks: 144n, rollingWithdrawalCap: 1000n },
     }),
-  });
-  // As the command does: what opening the folder met is said first.
-  for (const warning of data.warnings) log?.(`warning: ${warning}`);
-  const s = await startServer({
-    log: data,
-    port: 0,
     adminToken: TOKEN,
     logRequestText: log,
   });
-  running.push(s);
-  return s;
-}
 
 describe('the server over a loopback port', () => {
   test('serves every endpoint, as the document describes, and keeps its state across a restart', async () => {
@@ -146,7 +139,6 @@ describe('the server over a loopback port', () => {
 
     // A clean stop writes a snapshot of both batches and starts a fresh journal after them.
     await s.close();
-    running.length = 0;
     expect(readFileSync(join(dir, 'journal.jsonl'), 'utf8')).toBe(
       '{"format":"peg-limits/journal","after":2}\n',
     );

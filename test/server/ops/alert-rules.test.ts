@@ -6,14 +6,16 @@
 import { spawnSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { describe, expect, test } from 'vitest';
+import { afterAll, describe, expect, test } from 'vitest';
 import { createLimitsState } from '../../../src/index.js';
-import { openDataLog } from '../../../src/server/data-folder/data-log.js';
-import { startServer } from '../../../src/server/node-http/serve.js';
 import { createMetrics } from '../../../src/server/ops/metrics.js';
 import { fencedBlock } from '../../support/doc-blocks.mjs';
+import { closeServers, serveInProcess } from '../../support/in-process.js';
 import { tempDir } from '../../support/proc.js';
 import { HAVE_PROMETHEUS, PROMETHEUS_MISSING, PROMTOOL } from '../../support/promtool.js';
+import { TOKEN } from '../../support/tokens.js';
+
+afterAll(closeServers);
 
 const RULES_FILE = 'docs/peg-limits.rules.yml';
 const rules = readFileSync(RULES_FILE, 'utf8');
@@ -33,10 +35,9 @@ function namesInRules(): string[] {
 
 test('every metric the rules read is one the server exports', async () => {
   // A server with every part that has metrics of its own: alerts, the Stacks observer.
-  const s = await startServer({
-    log: await openDataLog({ dir: tempDir(), initial: createLimitsState() }),
-    port: 0,
-    adminToken: 'operator-token-0123456789',
+  const s = await serveInProcess({
+    initial: createLimitsState(),
+    adminToken: TOKEN,
     alerts: { urls: ['http://127.0.0.1:9/'] },
     stacksObserver: {
       host: '127.0.0.1',

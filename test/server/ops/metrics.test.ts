@@ -16,8 +16,8 @@ import {
   pendingChanges,
   windowOf,
 } from '../../../src/index.js';
-import { openDataLog } from '../../../src/server/data-folder/data-log.js';
-import { type RunningServer, startServer } from '../../../src/server/node-http/serve.js';
+import type { RunningServer } from '../../../src/server/node-http/serve.js';
+import { closeServers, serveInProcess } from '../../support/in-process.js';
 import { freePort, killGroup, tempDir, waitFor } from '../../support/proc.js';
 import { parseExposition, sampleOf } from '../../support/prometheus-text.js';
 import {
@@ -27,8 +27,10 @@ import {
   PROMETHEUS,
   PROMETHEUS_MISSING,
 } from '../../support/promtool.js';
+import { TOKEN } from '../../support/tokens.js';
 
-const TOKEN = 'operator-token-0123456789';
+afterAll(closeServers);
+
 if (!HAVE_PROMETHEUS) console.warn(`SKIPPING the Prometheus tests: ${PROMETHEUS_MISSING}`);
 
 test('Prometheus is there when CI runs the tests', () => {
@@ -39,14 +41,10 @@ const SECRET = generateThrottleSecret();
 let server: RunningServer;
 
 async function start(metrics = true): Promise<RunningServer> {
-  const s = await startServer({
-    log: await openDataLog({
-      dir: tempDir(),
-      initial: createLimitsState({
-        limits: { rollingWithdrawalBlocks: 144n, rollingWithdrawalCap: 10n ** 12n },
-      }),
+  const s = await serveInProcess({
+    initial: createLimitsState({
+      limits: { rollingWithdrawalBlocks: 144n, rollingWithdrawalCap: 10n ** 12n },
     }),
-    port: 0,
     adminToken: TOKEN,
     metrics,
   });

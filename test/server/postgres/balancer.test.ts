@@ -29,11 +29,11 @@ import {
   waitFor,
 } from '../../support/proc.js';
 import { parseExposition, sampleOf } from '../../support/prometheus-text.js';
+import { TOKEN } from '../../support/tokens.js';
 
 const HAPROXY = '/usr/sbin/haproxy';
 const HAVE_HAPROXY = existsSync(HAPROXY);
 const HAPROXY_MISSING = `no ${HAPROXY} (apt-get install haproxy)`;
-const TOKEN = 'operator-token-0123456789';
 const ready = HAVE_HAPROXY && POSTGRES_AVAILABLE;
 
 if (!HAVE_HAPROXY) console.warn(`SKIPPING the load-balancer tests: ${HAPROXY_MISSING}`);

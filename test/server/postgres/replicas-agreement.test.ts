@@ -14,7 +14,8 @@ import { loggedWithdrawals, POSTGRES_AVAILABLE, POSTGRES_MISSING } from '../../s
 import { CLI, runToEnd, waitFor } from '../../support/proc.js';
 import { parseExposition, sampleOf } from '../../support/prometheus-text.js';
 
-import { CAP, initial, post, TOKEN, useReplicas, withdrawal } from '../../support/replicas.js';
+import { CAP, initial, post, useReplicas, withdrawal } from '../../support/replicas.js';
+import { TOKEN } from '../../support/tokens.js';
 
 if (!POSTGRES_AVAILABLE) console.warn(`SKIPPING the replica tests: ${POSTGRES_MISSING}`);
 

@@ -19,11 +19,11 @@ import {
   everyOneWrites,
   post,
   stopLockHolder,
-  TOKEN,
   useReplicas,
   withdrawal,
   writeStorm,
 } from '../../support/replicas.js';
+import { TOKEN } from '../../support/tokens.js';
 
 if (!POSTGRES_AVAILABLE) console.warn(`SKIPPING the replica tests: ${POSTGRES_MISSING}`);
 

@@ -17,11 +17,11 @@ import {
   CAP,
   initial,
   post,
-  TOKEN,
   trailAgrees,
   useReplicas,
   withdrawal,
 } from '../../support/replicas.js';
+import { TOKEN } from '../../support/tokens.js';
 
 if (!POSTGRES_AVAILABLE) console.warn(`SKIPPING the replica tests: ${POSTGRES_MISSING}`);
 

@@ -6,15 +6,16 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import pg from 'pg';
-import { describe, expect, test } from 'vitest';
+import { afterAll, describe, expect, test } from 'vitest';
 import { applyAll, encodeJson, type LimitsEvent, snapshotOf } from '../../../src/index.js';
-import { openDataLog } from '../../../src/server/data-folder/data-log.js';
-import { startServer } from '../../../src/server/node-http/serve.js';
 import { openPgLog, PG_SCHEMA_VERSION } from '../../../src/server/postgres/pg-log.js';
+import { closeServers, serveInProcess } from '../../support/in-process.js';
 import { POSTGRES_AVAILABLE, POSTGRES_MISSING } from '../../support/postgres.js';
 import { CLI, eventually, runToEnd, tempDir } from '../../support/proc.js';
+import { initial, post, useReplicas } from '../../support/replicas.js';
+import { TOKEN } from '../../support/tokens.js';
 
-import { initial, post, TOKEN, useReplicas } from '../../support/replicas.js';
+afterAll(closeServers);
 
 if (!POSTGRES_AVAILABLE) console.warn(`SKIPPING the replica tests: ${POSTGRES_MISSING}`);
 
@@ -134,9 +135,9 @@ describe.skipIf(!POSTGRES_AVAILABLE)(
         config,
         JSON.stringify({ limits: { rollingWithdrawalBlocks: 144, rollingWithdrawalCap: 1000 } }),
       );
-      const embedded = await startServer({
-        log: await openDataLog({ dir: join(dir, 'data'), initial: initial() }),
-        port: 0,
+      const embedded = await serveInProcess({
+        dir: join(dir, 'data'),
+        initial: initial(),
         adminToken: TOKEN,
       });
       const events: LimitsEvent[] = [

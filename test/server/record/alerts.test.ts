@@ -16,13 +16,12 @@ import {
   hashOperatorToken,
   hashThrottleSecret,
 } from '../../../src/index.js';
-import { openDataLog } from '../../../src/server/data-folder/data-log.js';
-import { startServer } from '../../../src/server/node-http/serve.js';
 import {
   ALERT_TIMEOUT_MS,
   createAlerts,
   memoryCursors,
 } from '../../../src/server/record/alerts.js';
+import { closeServers, serveInProcess } from '../../support/in-process.js';
 import {
   CLI,
   freePort,
@@ -33,8 +32,8 @@ import {
   tempDir,
   waitFor,
 } from '../../support/proc.js';
+import { TOKEN } from '../../support/tokens.js';
 
-const TOKEN = 'operator-token-0123456789';
 const KEY_SECRET = 'a-throttle-secret-of-enough-length';
 const ALERT_SECRET = 'an-alert-secret-of-enough-length';
 const cleanup: Array<() => Promise<void> | void> = [];
@@ -96,14 +95,12 @@ async function receiver(answer: (n: number) => number | 'hang' | 'stream' = () =
 }
 
 async function serve(urls: string[], extra: { timeoutMs?: number; secret?: string } = {}) {
-  const s = await startServer({
-    log: await openDataLog({ dir: tempDir(), initial: createLimitsState() }),
-    port: 0,
+  const s = await serveInProcess({
     adminToken: TOKEN,
     alerts: { urls, firstDelayMs: 50, ...extra },
     metrics: true,
   });
-  cleanup.push(() => s.close());
+  cleanup.push(closeServers);
   return s;
 }
 
@@ -195,9 +192,8 @@ describe('alerts for every operator change', () => {
   test('pending changes: proposed, approved, applied, dropped and cancelled, each told', async () => {
     const hook = await receiver();
     const gov = generateOperatorToken();
-    const s = await startServer({
-      log: await openDataLog({ dir: tempDir(), initial: createLimitsState() }),
-      port: 0,
+    const s = await serveInProcess({
+      initial: createLimitsState(),
       adminToken: TOKEN,
       operators: [{ name: 'gov', tokenHash: hashOperatorToken(gov), scopes: ['limits', 'keys'] }],
       loosening: { delayBlocks: 2, quorum: 2 },
