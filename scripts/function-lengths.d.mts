@@ -10,3 +10,9 @@ export const TO_SPLIT: Readonly<Record<string, number>>;
 export function functionLengths(
   dir?: string,
 ): Array<{ file: string; line: number; name: string; lines: number }>;
+
+/** The TypeScript files under `dir`. */
+export function sources(dir: string): string[];
+
+/** A function's name, or that of what it is assigned to. */
+export function nameOf(node: unknown): string;

@@ -18,7 +18,8 @@ export const MAX_FUNCTION_LINES = 150;
  */
 export const TO_SPLIT = {};
 
-function sources(dir) {
+/** The TypeScript files under `dir`. */
+export function sources(dir) {
   return readdirSync(dir, { withFileTypes: true }).flatMap((e) =>
     e.isDirectory()
       ? sources(join(dir, e.name))
@@ -28,7 +29,8 @@ function sources(dir) {
   );
 }
 
-function nameOf(node) {
+/** A function's name, or that of what it is assigned to. */
+export function nameOf(node) {
   if (node.name !== undefined) return node.name.getText();
   const parent = node.parent;
   if (ts.isVariableDeclaration(parent) || ts.isPropertyAssignment(parent))

@@ -2,10 +2,10 @@
 // Two rules of src/ that a reader checks by eye and a test holds: every export says what it
 // is (a TSDoc comment), and no function is a copy of another. `node scripts/source-rules.mjs`
 // prints what breaks them; test/layers.test.ts fails on any.
-import { readdirSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import ts from 'typescript';
+import { nameOf, sources } from './function-lengths.mjs';
 
 /** Functions shorter than this many lines may repeat (a one-line guard is not a helper). */
 export const MIN_COPY_LINES = 4;
@@ -18,24 +18,6 @@ export const DELIBERATE_COPIES = {
   'src/core/sum-tree.ts copyNodeSingle':
     "copyNode's literal at a second allocation site, so that V8 places a single apply's short-lived nodes apart from a big batch's",
 };
-
-function nameOf(node) {
-  if (node.name !== undefined) return node.name.getText();
-  const parent = node.parent;
-  if (ts.isVariableDeclaration(parent) || ts.isPropertyAssignment(parent))
-    return parent.name.getText();
-  return '(anonymous)';
-}
-
-function sources(dir) {
-  return readdirSync(dir, { withFileTypes: true }).flatMap((e) =>
-    e.isDirectory()
-      ? sources(join(dir, e.name))
-      : e.name.endsWith('.ts')
-        ? [join(dir, e.name)]
-        : [],
-  );
-}
 
 function parsed(file) {
   return ts.createSourceFile(file, readFileSync(file, 'utf8'), ts.ScriptTarget.Latest, true);

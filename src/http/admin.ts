@@ -31,6 +31,7 @@ import type {
   RouteParams,
 } from './messages.js';
 import { holds, type Operator } from './operators.js';
+import { handedToServer } from './public-routes.js';
 import { limitsResponse, unchanged } from './reads.js';
 
 // What a failed batch answers: a conflict with the state is 409, a malformed event 400; and,
@@ -352,17 +353,11 @@ export function heldRoute(op: 'list' | 'release' | 'drop'): Route['handle'] {
           `the held blocks need both the chain and the limits scopes; the operator ${JSON.stringify(caller.name)} holds ${caller.scopes.join(', ')}`,
         ),
       );
-    return {
-      ...unchanged(
-        state,
-        problem(
-          404,
-          'not_found',
-          'no held blocks here: only the Stacks observer of `peg-limits serve --stacks-observer` holds blocks',
-        ),
-      ),
-      held: { op, by: caller.name },
-    };
+    return handedToServer(
+      state,
+      'no held blocks here: only the Stacks observer of `peg-limits serve --stacks-observer` holds blocks',
+      { held: { op, by: caller.name } },
+    );
   };
 }
 
@@ -416,15 +411,9 @@ function auditQuery(
 export const auditRoute: Route['handle'] = (state, request) => {
   const query = auditQuery(request.path);
   if (!query.ok) return unchanged(state, query.response);
-  return {
-    ...unchanged(
-      state,
-      problem(
-        404,
-        'not_found',
-        'no audit trail here: this service keeps none (`peg-limits serve` keeps one)',
-      ),
-    ),
-    audit: query,
-  };
+  return handedToServer(
+    state,
+    'no audit trail here: this service keeps none (`peg-limits serve` keeps one)',
+    { audit: query },
+  );
 };

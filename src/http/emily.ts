@@ -37,6 +37,7 @@ import {
 } from './answers.js';
 import type { HandleOptions, HandleResult, HttpRequest, HttpResponse, Route } from './messages.js';
 import { holds, type Operator } from './operators.js';
+import { handedToServer } from './public-routes.js';
 import { limitsResponse, unchanged } from './reads.js';
 
 /** The largest body of Emily's writes but `/new_block` (a Limits with its account entries). */
@@ -393,15 +394,9 @@ export function newBlockRoute(
       problem(400, 'invalid_json', `the body is not JSON: ${(e as Error).message}`),
     );
   }
-  return {
-    ...unchanged(
-      state,
-      problem(
-        404,
-        'not_found',
-        'no Stacks feed here: `peg-limits serve --stacks-observer` takes blocks',
-      ),
-    ),
-    block: { payload, by: caller.name },
-  };
+  return handedToServer(
+    state,
+    'no Stacks feed here: `peg-limits serve --stacks-observer` takes blocks',
+    { block: { payload, by: caller.name } },
+  );
 }

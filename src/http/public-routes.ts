@@ -2,7 +2,8 @@
  * The answers of the public and ops routes that are not reads of the limits: the dashboard
  * (saying whether the service has operators), `POST /start_throttle`, `GET /healthz`,
  * `GET /readyz`, and what a service on its own answers for the routes only `peg-limits
- * serve` serves (`/events`, `/metrics`). Pure.
+ * serve` serves (`/events`, `/metrics`) or takes over (the held blocks, the audit trail, a
+ * block for the Stacks feed). Pure.
  */
 import { startThrottle } from '../core/start-throttle.js';
 import type { LimitsEvent, LimitsState } from '../core/state.js';
@@ -90,4 +91,16 @@ export const readyRoute: Route['handle'] = (state, _request, _params, options) =
  */
 export function serverOnly(what: string): Route['handle'] {
   return (state) => unchanged(state, problem(404, 'not_found', what));
+}
+
+/**
+ * A request the server takes over when it can (`handOff`: the held blocks, the audit trail,
+ * a block for the Stacks feed): without one that does, the answer is a 404 that says `what`.
+ */
+export function handedToServer(
+  state: LimitsState,
+  what: string,
+  handOff: Pick<HandleResult, 'held' | 'audit' | 'block'>,
+): HandleResult {
+  return { ...unchanged(state, problem(404, 'not_found', what)), ...handOff };
 }
