@@ -286,7 +286,7 @@ function row(label, bar, times, a, b) {
   const share = { rollingWithdrawalCapShare: 5_000n };
   const shared = applyAll(large, [
     total,
-    { type: 'limitsUpdated', limits: { ...share, accountCaps: { [`acct0`]: share } } },
+    { type: 'limitsUpdated', limits: { ...share, accountCaps: { acct0: share } } },
   ]);
   if (!plain.ok || !shared.ok) throw new Error('the share states did not build');
   let k = 0;
