@@ -73,6 +73,6 @@ function exceeded(index: number, what: string): { ok: false; error: LimitsError 
   const path = `[${index}].height`;
   return {
     ok: false,
-    error: new LimitsError('chain_bound_exceeded', what, path),
+    error: new LimitsError('chain_bound_exceeded', what, path, index),
   };
 }

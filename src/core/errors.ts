@@ -86,11 +86,17 @@ export class LimitsError extends PegLimitsError {
   declare readonly code: LimitsErrorCode;
   /** Dotted path of the field at fault (`limits.accountCaps.alice.pegCap`), if any. */
   readonly path: string | undefined;
+  /**
+   * For an error of a batch (`applyAll`, `checkChainBounds`), the index of the event at
+   * fault: the number `path` starts with (`[3].amount`), as a number.
+   */
+  readonly event: number | undefined;
 
-  constructor(code: LimitsErrorCode, message: string, path?: string) {
+  constructor(code: LimitsErrorCode, message: string, path?: string, event?: number) {
     super(code, message);
     this.name = 'LimitsError';
     this.path = path;
+    this.event = event;
   }
 }
 

@@ -375,7 +375,7 @@ function step(d: Draft, value: unknown): void {
 function withIndex(error: LimitsError, index: number): LimitsError {
   const path =
     error.path === undefined || error.path === '' ? `[${index}]` : `[${index}].${error.path}`;
-  return new LimitsError(error.code, error.message, path);
+  return new LimitsError(error.code, error.message, path, index);
 }
 
 function run(state: LimitsState, events: Iterable<unknown>, indexed: boolean): Result<Applied> {

@@ -37,13 +37,16 @@ import { limitsResponse, unchanged } from './reads.js';
 // What a failed batch answers: a conflict with the state is 409, a malformed event 400; and,
 // for the service's in-process callers, which event it was, as data.
 function refused(state: LimitsState, error: LimitsError): HandleResult {
-  const response = fromError(CONFLICTS.has(error.code) ? 409 : 400, error);
-  const event = /^\[(\d+)\]/.exec(error.path ?? '')?.[1];
-  if (event === undefined) return unchanged(state, response);
-  return unchanged(state, {
-    ...response,
-    refused: { event: Number(event), code: error.code, detail: detailOf(error) },
-  });
+  return unchanged(
+    state,
+    withRefusal(fromError(CONFLICTS.has(error.code) ? 409 : 400, error), error),
+  );
+}
+
+// The answer with the event the error is about, its code and the answer's detail, as data.
+function withRefusal(response: HttpResponse, error: LimitsError, detail = detailOf(error)) {
+  if (error.event === undefined) return response;
+  return { ...response, refused: { event: error.event, code: error.code, detail } };
 }
 
 const OVERRIDE = 'chain-bounds';
@@ -56,7 +59,8 @@ function actorOf(caller: Operator): AuditActor {
   return { kind: 'operator', name: caller.name };
 }
 
-function denied(message: string, path?: string): HttpResponse {
+/** 403 `scope_denied`: the operator does not hold a scope the request needs. */
+export function scopeDenied(message: string, path?: string): HttpResponse {
   return problem(403, 'scope_denied', message, { path });
 }
 
@@ -123,7 +127,7 @@ export function operatorBatch(
       return refusal(
         unchanged(
           state,
-          denied(
+          scopeDenied(
             `event ${i} (${event.type}) needs the ${scope} scope; the operator ${JSON.stringify(caller.name)} holds ${caller.scopes.join(', ')}; nothing was applied`,
             `[${i}]`,
           ),
@@ -147,7 +151,7 @@ export function operatorBatch(
       return refusal(
         unchanged(
           state,
-          denied(
+          scopeDenied(
             `Peg-Limits-Override: ${OVERRIDE} needs both the chain and the limits scopes; the operator ${JSON.stringify(caller.name)} holds ${caller.scopes.join(', ')}`,
           ),
         ),
@@ -156,16 +160,9 @@ export function operatorBatch(
     const bounded = checkChainBounds(state, events, options.chainBounds);
     if (!bounded.ok) {
       const e = bounded.error;
+      const detail = `${located(e)}; nothing was applied. An operator holding chain and limits who means it sends the batch with Peg-Limits-Override: ${OVERRIDE}`;
       return refusal({
-        ...unchanged(
-          state,
-          problem(
-            409,
-            e.code,
-            `${located(e)}; nothing was applied. An operator holding chain and limits who means it sends the batch with Peg-Limits-Override: ${OVERRIDE}`,
-            { path: e.path },
-          ),
-        ),
+        ...unchanged(state, withRefusal(problem(409, e.code, detail, { path: e.path }), e, detail)),
         // An emergency, not traffic: the operators hear of it.
         notice: {
           type: 'chainBoundRefused',
@@ -285,7 +282,7 @@ function onChange(
     if (!holds(caller, needed))
       return unchanged(
         state,
-        denied(
+        scopeDenied(
           `change ${id} needs the ${needed.join(' and ')} scope${needed.length > 1 ? 's' : ''}; the operator ${JSON.stringify(caller.name)} holds ${caller.scopes.join(', ')}`,
         ),
       );
@@ -349,7 +346,7 @@ export function heldRoute(op: 'list' | 'release' | 'drop'): Route['handle'] {
     if (!holds(caller, ['chain', 'limits']))
       return unchanged(
         state,
-        denied(
+        scopeDenied(
           `the held blocks need both the chain and the limits scopes; the operator ${JSON.stringify(caller.name)} holds ${caller.scopes.join(', ')}`,
         ),
       );

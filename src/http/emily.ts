@@ -17,12 +17,13 @@ import {
   type Caps,
   isAccountName,
   isRecord,
+  REPORTED_CAP_FIELDS,
   rejectUnknownFields,
   validateCaps,
 } from '../core/limits.js';
 import type { LimitsEvent, LimitsState } from '../core/state.js';
 import { getAccountLimits, windowOf } from '../core/views.js';
-import { type BatchOutcome, operatorBatch } from './admin.js';
+import { type BatchOutcome, operatorBatch, scopeDenied } from './admin.js';
 import {
   accountOf,
   fromError,
@@ -184,17 +185,15 @@ function limitsBodyEvents(state: LimitsState, value: unknown): ReadonlyArray<Lim
   return events;
 }
 
+// The caps Emily reports, every one null: an account's limits once its entry is removed.
+const NO_REPORTED_CAPS = Object.fromEntries(REPORTED_CAP_FIELDS.map((f) => [f, null]));
+
 // An account's limits as Emily answers them: its entry, or every field null once removed.
 function accountAnswer(state: LimitsState, account: string): HttpResponse {
   return json(
     201,
     getAccountLimits(state, account) ?? {
-      pegCap: null,
-      perDepositCap: null,
-      perDepositMinimum: null,
-      perWithdrawalCap: null,
-      rollingWithdrawalBlocks: null,
-      rollingWithdrawalCap: null,
+      ...NO_REPORTED_CAPS,
       throttleModeInitiator: state.throttleInitiator,
     },
   );
@@ -375,9 +374,7 @@ export function newBlockRoute(
   if (!holds(caller, ['chain']))
     return unchanged(
       state,
-      problem(
-        403,
-        'scope_denied',
+      scopeDenied(
         `a block needs the chain scope; the operator ${JSON.stringify(caller.name)} holds ${caller.scopes.join(', ')}`,
       ),
     );

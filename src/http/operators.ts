@@ -128,6 +128,18 @@ const BEARER = /^Bearer +([A-Za-z0-9\-._~+/]+=*) *$/i;
 // A token as `x-api-key` carries it (Emily's API Gateway key): the same characters.
 const API_KEY = /^ *([A-Za-z0-9\-._~+/]+=*) *$/;
 
+// The token a header carries (undefined when it is absent or blank), or the 400 for one that
+// holds none.
+function tokenIn(
+  value: string | undefined,
+  form: RegExp,
+  refusal: string,
+): string | undefined | { readonly ok: false; readonly response: HttpResponse } {
+  if (value === undefined || value.trim() === '') return undefined;
+  const m = form.exec(value);
+  return m === null ? { ok: false, response: problem(400, 'bad_request', refusal) } : m[1]!;
+}
+
 /**
  * The operator token a request presents: in `Authorization: Bearer <token>` or in
  * `x-api-key: <token>` (the header Emily's private API takes), read here for both (`''` when
@@ -145,36 +157,18 @@ export function presentedToken(
 ):
   | { readonly ok: true; readonly token: string }
   | { readonly ok: false; readonly response: HttpResponse } {
-  const bearer = header(request, 'authorization');
-  const apiKey = header(request, 'x-api-key');
-  let fromBearer: string | undefined;
-  let fromKey: string | undefined;
-  if (bearer !== undefined && bearer.trim() !== '') {
-    const m = BEARER.exec(bearer);
-    if (m === null)
-      return {
-        ok: false,
-        response: problem(
-          400,
-          'bad_request',
-          'the Authorization header must be "Bearer <token>" (the token as `peg-limits token` printed it)',
-        ),
-      };
-    fromBearer = m[1]!;
-  }
-  if (apiKey !== undefined && apiKey.trim() !== '') {
-    const m = API_KEY.exec(apiKey);
-    if (m === null)
-      return {
-        ok: false,
-        response: problem(
-          400,
-          'bad_request',
-          'the x-api-key header must be an operator token (as `peg-limits token` printed it)',
-        ),
-      };
-    fromKey = m[1]!;
-  }
+  const fromBearer = tokenIn(
+    header(request, 'authorization'),
+    BEARER,
+    'the Authorization header must be "Bearer <token>" (the token as `peg-limits token` printed it)',
+  );
+  if (typeof fromBearer === 'object') return fromBearer;
+  const fromKey = tokenIn(
+    header(request, 'x-api-key'),
+    API_KEY,
+    'the x-api-key header must be an operator token (as `peg-limits token` printed it)',
+  );
+  if (typeof fromKey === 'object') return fromKey;
   if (fromBearer !== undefined && fromKey !== undefined && fromBearer !== fromKey)
     return {
       ok: false,

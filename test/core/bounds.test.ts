@@ -46,6 +46,7 @@ describe('what one wrong height does without the bounds, and with them', () => {
     if (r.ok) return;
     expect(r.error.code).toBe('chain_bound_exceeded');
     expect(r.error.path).toBe('[0].height');
+    expect(r.error.event).toBe(0);
     expect(r.error.message).toContain('9000000000');
     expect(r.error.message).toContain('870000');
     expect(r.error.message).toContain('maxTipAdvance');

@@ -422,6 +422,8 @@ describe('applyAll', () => {
     if (!r.ok) {
       expect(r.error.code).toBe('height_ahead_of_tip');
       expect(r.error.path).toBe('[1].height');
+      // And as a number: a caller that drops the event needs no parse of the path.
+      expect(r.error.event).toBe(1);
       // The index is in the path, never in the message.
       expect(r.error.message).toBe('height 101 is above the tip 100');
     }

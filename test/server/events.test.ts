@@ -85,6 +85,15 @@ async function largeEntries(s: RunningServer, count: number): Promise<void> {
 }
 
 describe('GET /events', () => {
+  test('no cache keeps it, and a buffering proxy is asked to pass it through as it comes', async () => {
+    const s = await serve();
+    const stream = await listen(s.url);
+    expect(stream.response.headers.get('cache-control')).toBe('no-store');
+    expect(stream.response.headers.get('x-accel-buffering')).toBe('no');
+    expect(stream.response.headers.get('etag')).toBeNull();
+    stream.stop();
+  });
+
   test('the current limits first, then one limits event per change within 500 ms, ids the log positions, int64 exact, CORS like the public routes', async () => {
     const s = await serve();
     const stream = await listen(s.url, { origin: 'https://bridge.example' });

@@ -85,8 +85,7 @@ export class HeldBlocks {
     remote: string | undefined,
     authorization: string,
   ): Promise<HttpResponse> {
-    const reason =
-      (JSON.parse(refusal.body) as { detail?: string }).detail ?? 'past the chain bounds';
+    const reason = refusal.refused?.detail ?? 'past the chain bounds';
     if (await this.#confirmedByNode(observed.block)) {
       const started = await this.#start.fromNode(
         observed.block,

@@ -61,14 +61,9 @@ async function readNodeState(
   return { requests, supply: await rpc.totalSupply(tip) };
 }
 
-/** Whether a service's answer is the chain bounds' refusal. */
+/** Whether a service's answer is the chain bounds' refusal (the service says so as data). */
 export function isBoundRefusal(response: HttpResponse): boolean {
-  if (response.status !== 409) return false;
-  try {
-    return (JSON.parse(response.body) as { code?: string }).code === 'chain_bound_exceeded';
-  } catch {
-    return false;
-  }
+  return response.refused?.code === 'chain_bound_exceeded';
 }
 
 /** The parent's burn height as the payload gives it (the block's own when it does not). */
