@@ -47,18 +47,19 @@ export interface HttpResponse {
   readonly headers: Readonly<Record<string, string>>;
   readonly body: string;
   /**
-   * When the state refused one event of an operator's batch: which (its index in the batch),
-   * the error's code and what the answer says of it. Data for the service's in-process callers
-   * (a feed that drops an event the state cannot take and sends the rest); no adapter sends it.
+   * When the state or the chain bounds refused one event of an operator's batch: which (its
+   * index in the batch), the error's code and what the answer says of it. Data for the
+   * service's in-process callers (a feed that drops an event the state cannot take and sends
+   * the rest, or holds a block past the bounds); no adapter sends it.
    */
   readonly refused?: BatchRefusal | undefined;
 }
 
-/** Which event of a batch the state refused, and why (see {@link HttpResponse.refused}). */
+/** Which event of a batch was refused, and why (see {@link HttpResponse.refused}). */
 export interface BatchRefusal {
   /** The event's index in the batch. */
   readonly event: number;
-  /** The error's code (`duplicate_withdrawal`, `unknown_withdrawal`, …). */
+  /** The error's code (`duplicate_withdrawal`, `chain_bound_exceeded`, …). */
   readonly code: string;
   /** The answer's detail: where and what. */
   readonly detail: string;
