@@ -7,6 +7,15 @@ import { CAP_FIELDS, REPORTED_CAP_FIELDS } from '../../core/limits.js';
 
 const int64 = { type: ['integer', 'null'], format: 'int64' } as const;
 
+// The share in Emily's bodies: an extension field its clients never send.
+const EMILY_SHARE_INPUT = {
+  ...int64,
+  minimum: 1,
+  maximum: 10_000,
+  description:
+    "This service's own: the window cap as a share of the pegged total, in basis points (the cap in force is the lower of the two). Emily's clients leave it out, which keeps the share set; null removes it.",
+};
+
 /** The document's `components.schemas`. */
 export const SCHEMAS = {
   AccountLimits: {
@@ -91,13 +100,7 @@ export const SCHEMAS = {
     properties: {
       availableToWithdraw: { ...int64, minimum: 0, description: 'Ignored: not settable.' },
       ...Object.fromEntries(CAP_FIELDS.map((f) => [f, { ...int64, minimum: 0 }])),
-      rollingWithdrawalCapShare: {
-        ...int64,
-        minimum: 1,
-        maximum: 10_000,
-        description:
-          "This service's own: the window cap as a share of the pegged total, in basis points (the cap in force is the lower of the two). Emily's clients leave it out, which keeps the share set; null removes it.",
-      },
+      rollingWithdrawalCapShare: EMILY_SHARE_INPUT,
       throttleModeInitiator: {
         type: ['string', 'null'],
         description: 'null ends throttle mode; the current initiator keeps it; nothing else.',
@@ -116,13 +119,7 @@ export const SCHEMAS = {
       "Emily's AccountLimits as its clients send it: the entry's six caps (absent or null for none; all null removes the entry); throttleModeInitiator null or the current initiator.",
     properties: {
       ...Object.fromEntries(CAP_FIELDS.map((f) => [f, { ...int64, minimum: 0 }])),
-      rollingWithdrawalCapShare: {
-        ...int64,
-        minimum: 1,
-        maximum: 10_000,
-        description:
-          "This service's own: the window cap as a share of the pegged total, in basis points (the cap in force is the lower of the two). Emily's clients leave it out, which keeps the share set; null removes it.",
-      },
+      rollingWithdrawalCapShare: EMILY_SHARE_INPUT,
       throttleModeInitiator: { type: ['string', 'null'] },
     },
   },
