@@ -14,7 +14,7 @@ const EMILY_SHARE_INPUT = {
   maximum: 10_000,
   description:
     "This service's own: the window cap as a share of the pegged total, in basis points (the cap in force is the lower of the two). Emily's clients leave it out, which keeps the share set; null removes it.",
-};
+} as const;
 
 /** The document's `components.schemas`. */
 export const SCHEMAS = {
