@@ -15,8 +15,8 @@ import type { LimitsEvent, PendingChange, SettledChange } from './events.js';
 import { heightFromJson } from './heights.js';
 import { isSecretHash } from './keys.js';
 import {
-  accountCapsEntries,
   CAP_FIELDS,
+  forEachAccountEntry,
   isRecord,
   rejectUnknownFields,
   requireAccount,
@@ -327,13 +327,10 @@ function checkEvent(event: unknown, historyBlocks: number, path: string): Limits
   else if (type === 'limitsSet') {
     validateCaps(event.limits, joinPath(path, 'limits'), historyBlocks, ['accountCaps']);
     const accountCaps = (event.limits as Record<string, unknown>).accountCaps;
-    if (accountCaps !== undefined) {
-      const at = joinPath(path, 'limits.accountCaps');
-      for (const [account, caps] of accountCapsEntries(accountCaps, at)) {
-        requireAccount(account, joinPath(at, account));
-        validateCaps(caps, joinPath(at, account), historyBlocks);
-      }
-    }
+    if (accountCaps !== undefined)
+      forEachAccountEntry(accountCaps, joinPath(path, 'limits'), (_account, caps, at) => {
+        validateCaps(caps, at, historyBlocks);
+      });
   } else if (type === 'accountLimitsSet') {
     requireAccount(event.account, joinPath(path, 'account'));
     validateCaps(event.limits, joinPath(path, 'limits'), historyBlocks);
@@ -354,11 +351,9 @@ function checkUpdate(limits: unknown, path: string): void {
   checkCapFields(limits, path, ['accountCaps']);
   const accountCaps = (limits as Record<string, unknown>).accountCaps;
   if (accountCaps === undefined) return;
-  const at = joinPath(path, 'accountCaps');
-  for (const [account, caps] of accountCapsEntries(accountCaps, at)) {
-    requireAccount(account, joinPath(at, account));
-    checkCapFields(caps, joinPath(at, account), []);
-  }
+  forEachAccountEntry(accountCaps, path, (_account, caps, at) => {
+    checkCapFields(caps, at, []);
+  });
 }
 
 // An object of cap fields, each an amount or null (unset), and nothing else but `allowed`.

@@ -3,14 +3,21 @@
  * order, and when a withdrawal would fit. A cap is inclusive: an amount equal to it passes.
  */
 import { type Amount, isInt64, roomLeft } from './amount.js';
+import { globalCapsInForce } from './caps-in-force.js';
 import { describe, LimitsError } from './errors.js';
 import type { ResolvedCaps } from './limits.js';
 import { isAccountName } from './limits.js';
 import type { LimitsState } from './state.js';
 import type { SumNode } from './sum-tree.js';
-import { globalCapsInForce } from './throttle.js';
 import { accountPeggedTotal, resolvedCaps } from './views.js';
-import { accountTree, heightWithin, incompleteUntil, windowSpan, withdrawnIn } from './window.js';
+import {
+  accountTree,
+  COMPLETE,
+  heightWithin,
+  windowSpan,
+  windowsStatus,
+  withdrawnIn,
+} from './window.js';
 
 /**
  * Why a request is refused. `invalid_amount` and `invalid_account` flag malformed requests;
@@ -127,16 +134,9 @@ function incompleteFor(
   state: LimitsState,
   r: ResolvedCaps,
 ): { readonly at: number | null } | undefined {
-  let until: number | null = null;
-  let any = false;
-  for (const blocks of [r.rollingWithdrawalBlocks, r.accountRollingWithdrawalBlocks]) {
-    if (blocks === null) continue;
-    any = true;
-    const u = incompleteUntil(state, blocks);
-    if (u !== null && (until === null || u > until)) until = u;
-  }
-  if (any && state.heldFrom !== null) return HELD;
-  return until === null ? undefined : { at: until };
+  const status = windowsStatus(state, r.rollingWithdrawalBlocks, r.accountRollingWithdrawalBlocks);
+  if (status === COMPLETE) return undefined;
+  return status.held ? HELD : { at: status.completeAt };
 }
 
 // While blocks are held, the tip from which the windows have room again is not known.

@@ -172,7 +172,7 @@ export function checkCaps(caps: Caps, path: string, historyBlocks: number): void
 }
 
 /** Iterates the entries of an `accountCaps` input (a plain object or a Map). */
-export function accountCapsEntries(value: unknown, path: string): Array<[string, unknown]> {
+function accountCapsEntries(value: unknown, path: string): Array<[string, unknown]> {
   if (value instanceof Map) {
     const out: Array<[string, unknown]> = [];
     for (const [k, v] of value) {
@@ -185,6 +185,24 @@ export function accountCapsEntries(value: unknown, path: string): Array<[string,
   if (!isRecord(value))
     fail('invalid_event', `expected an object of account entries, got ${describe(value)}`, path);
   return Object.keys(value).map((k) => [k, value[k]]);
+}
+
+/**
+ * Calls `fn` with each entry of the `accountCaps` of a limits object at `path` (a plain object
+ * or a Map), its account name checked (`invalid_account`) and the entry's path
+ * (`limits.accountCaps.alice`). The one walk over account entries every rule shares.
+ */
+export function forEachAccountEntry(
+  accountCaps: unknown,
+  path: string,
+  fn: (account: string, entry: unknown, entryPath: string) => void,
+): void {
+  const at = joinPath(path, 'accountCaps');
+  for (const [account, entry] of accountCapsEntries(accountCaps, at)) {
+    const entryPath = joinPath(at, account);
+    requireAccount(account, entryPath);
+    fn(account, entry, entryPath);
+  }
 }
 
 /**

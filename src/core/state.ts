@@ -34,13 +34,13 @@ import {
   stateFieldsOf,
   type ThrottleProfile,
 } from './draft.js';
-import { describe, fail, joinPath, LimitsError, type Result } from './errors.js';
+import { describe, fail, LimitsError, type Result } from './errors.js';
 import type { LimitsEvent, SettledChange } from './events.js';
 import { requireHeight } from './heights.js';
 import {
-  accountCapsEntries,
   CAP_FIELDS,
   type Caps,
+  forEachAccountEntry,
   isEmptyCaps,
   isRecord,
   type LimitsConfig,
@@ -198,14 +198,10 @@ function setLimits(d: Draft, input: unknown, path: string): void {
   const caps = validateCaps(input, path, d.historyBlocks, ['accountCaps']);
   const accountCaps = (input as LimitsConfig).accountCaps;
   const updates: Array<[string, Caps]> = [];
-  if (accountCaps !== undefined) {
-    const at = joinPath(path, 'accountCaps');
-    for (const [account, entry] of accountCapsEntries(accountCaps, at)) {
-      const entryPath = joinPath(at, account);
-      requireAccount(account, entryPath);
+  if (accountCaps !== undefined)
+    forEachAccountEntry(accountCaps, path, (account, entry, entryPath) => {
       updates.push([account, validateCaps(entry, entryPath, d.historyBlocks)]);
-    }
-  }
+    });
   d.limits = caps;
   for (const [account, entry] of updates) setEntry(d, account, entry);
   // An operator setting the caps overrides throttle mode.
@@ -223,11 +219,8 @@ function updateLimits(d: Draft, input: unknown, path: string): void {
   ]);
   const updates: Array<[string, Caps]> = [];
   const accountCaps = (input as LimitsConfig).accountCaps;
-  if (accountCaps !== undefined) {
-    const at = joinPath(path, 'accountCaps');
-    for (const [account, entry] of accountCapsEntries(accountCaps, at)) {
-      const entryPath = joinPath(at, account);
-      requireAccount(account, entryPath);
+  if (accountCaps !== undefined)
+    forEachAccountEntry(accountCaps, path, (account, entry, entryPath) => {
       if (!isRecord(entry))
         fail('invalid_event', `expected an object of limits, got ${describe(entry)}`, entryPath);
       const before = mapGet(d.entries, account) ?? NO_CAPS;
@@ -235,8 +228,7 @@ function updateLimits(d: Draft, input: unknown, path: string): void {
         account,
         validateCaps(merged(before, entry, entryPath, []), entryPath, d.historyBlocks),
       ]);
-    }
-  }
+    });
   d.limits = caps;
   for (const [account, entry] of updates) setEntry(d, account, entry);
   d.changed = true;

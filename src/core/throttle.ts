@@ -6,7 +6,7 @@
  * sits above the state and the views, which both need what is here.
  */
 import { type Amount, requireCap } from './amount.js';
-import type { Draft, LimitsState, ThrottleKey, ThrottleProfile } from './draft.js';
+import type { Draft, ThrottleKey, ThrottleProfile } from './draft.js';
 import { describe, fail, joinPath } from './errors.js';
 import { isSecretHash } from './keys.js';
 import {
@@ -94,71 +94,6 @@ export function throttledGlobal(caps: Caps, profile: ThrottleProfile): Caps {
  */
 export function throttledEntry(caps: Caps, profile: ThrottleProfile): Caps {
   return tighten(caps, profile, false);
-}
-
-/**
- * The share `share` (basis points) of `total`, rounded down (fail closed): what a window cap
- * set as a share allows at that total.
- */
-function shareOf(total: Amount, share: Amount): Amount {
-  return (total * share) / 10_000n;
-}
-
-// The caps with the window cap in force: the lower of the fixed cap and the share of the
-// total (the same caps when no share is set).
-function withShare(caps: Caps, total: Amount): Caps {
-  const share = caps.rollingWithdrawalCapShare;
-  const cap = caps.rollingWithdrawalCap;
-  if (share === null || cap === null) return caps;
-  // Written out, not spread: this runs at every view and check of a state with a share.
-  return {
-    pegCap: caps.pegCap,
-    perDepositCap: caps.perDepositCap,
-    perDepositMinimum: caps.perDepositMinimum,
-    perWithdrawalCap: caps.perWithdrawalCap,
-    rollingWithdrawalBlocks: caps.rollingWithdrawalBlocks,
-    rollingWithdrawalCap: min(cap, shareOf(total, share)),
-    rollingWithdrawalCapShare: share,
-  };
-}
-
-/**
- * The global caps every view and check sees: the window cap in force (the lower of the
- * fixed cap and its share of the pegged total), then throttle mode's overlay.
- */
-export function globalCapsInForce(state: LimitsState): Caps {
-  const caps = withShare(state.limits, state.peggedTotal);
-  return state.throttleInitiator === null ? caps : throttledGlobal(caps, state.throttleProfile);
-}
-
-/**
- * An account entry as every view and check sees it (its window cap in force against the
- * account's own pegged total, then the overlay), or `undefined` when the account has none.
- */
-export function entryCapsInForce(
-  state: LimitsState,
-  entry: Caps | undefined,
-  account: string,
-): Caps | undefined {
-  if (entry === undefined) return entry;
-  const caps =
-    entry.rollingWithdrawalCapShare === null
-      ? entry
-      : withShare(entry, mapGet(state.accountPegged, account) ?? 0n);
-  return state.throttleInitiator === null ? caps : throttledEntry(caps, state.throttleProfile);
-}
-
-/** The global caps beneath the share: the fixed window cap (throttle overlay included). */
-export function fixedGlobal(state: LimitsState): Caps {
-  return state.throttleInitiator === null
-    ? state.limits
-    : throttledGlobal(state.limits, state.throttleProfile);
-}
-
-/** An entry beneath its share: its fixed window cap (overlay included), when it has an entry. */
-export function fixedEntry(state: LimitsState, entry: Caps | undefined): Caps | undefined {
-  if (entry === undefined || state.throttleInitiator === null) return entry;
-  return throttledEntry(entry, state.throttleProfile);
 }
 
 /** A throttle key's name; throws `invalid_key_name` otherwise. */

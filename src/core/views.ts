@@ -2,13 +2,13 @@
  * The views: what `GET /limits` and `GET /limits/{account}` report, and the resolved
  * limits of one account. Reporting never fails: before any block, nothing is withdrawn.
  */
-import { type Amount, roomLeft } from './amount.js';
+import type { Amount } from './amount.js';
+import { entryCapsInForce, fixedEntry, fixedGlobal, globalCapsInForce } from './caps-in-force.js';
 import { type Caps, isAccountName, type ResolvedCaps, resolveCaps } from './limits.js';
 import { mapForEach, mapGet } from './pmap.js';
 import type { LimitsState, PendingChange } from './state.js';
 import { forEachSum, type SumNode } from './sum-tree.js';
-import { entryCapsInForce, fixedEntry, fixedGlobal, globalCapsInForce } from './throttle.js';
-import { accountTree, incompleteUntil, windowSpan, withdrawnIn } from './window.js';
+import { accountTree, COMPLETE, roomIn, windowSpan, windowsStatus, withdrawnIn } from './window.js';
 
 /** The limits of one account entry, as `GET /limits/{account}` reports them. */
 export interface AccountLimits {
@@ -125,12 +125,9 @@ export function getLimits(state: LimitsState): Limits {
   const cap = caps.rollingWithdrawalCap;
   return {
     availableToWithdraw:
-      blocks === null ||
-      cap === null ||
-      state.heldFrom !== null ||
-      incompleteUntil(state, blocks) !== null
+      blocks === null || cap === null
         ? null
-        : roomLeft(cap, withdrawnIn(state, state.historySums, blocks)),
+        : roomIn(windowsStatus(state, blocks), cap, withdrawnIn(state, state.historySums, blocks)),
     pegCap: caps.pegCap,
     perDepositCap: caps.perDepositCap,
     perDepositMinimum: caps.perDepositMinimum,
@@ -177,33 +174,31 @@ export function effectiveLimits(state: LimitsState, account: string): EffectiveL
     globalCapsInForce(state),
     entryCapsInForce(state, rawEntry, account),
   );
+  const blocks = resolved.rollingWithdrawalBlocks;
+  const ownBlocks = resolved.accountRollingWithdrawalBlocks;
+  const status = windowsStatus(state, blocks, ownBlocks);
+  // The least room the windows that apply leave (each counts what is withdrawn in it).
   let available: Amount | null = null;
-  let until: number | null = null;
-  if (resolved.rollingWithdrawalBlocks !== null && resolved.rollingWithdrawalCap !== null) {
-    until = incompleteUntil(state, resolved.rollingWithdrawalBlocks);
-    available = roomLeft(
+  if (blocks !== null && resolved.rollingWithdrawalCap !== null)
+    available = roomIn(
+      status,
       resolved.rollingWithdrawalCap,
-      withdrawnIn(state, state.historySums, resolved.rollingWithdrawalBlocks),
+      withdrawnIn(state, state.historySums, blocks),
     );
-  }
-  if (
-    resolved.accountRollingWithdrawalBlocks !== null &&
-    resolved.accountRollingWithdrawalCap !== null
-  ) {
-    const ownUntil = incompleteUntil(state, resolved.accountRollingWithdrawalBlocks);
-    if (ownUntil !== null && (until === null || ownUntil > until)) until = ownUntil;
-    const own = roomLeft(
+  if (ownBlocks !== null && resolved.accountRollingWithdrawalCap !== null) {
+    const own = roomIn(
+      status,
       resolved.accountRollingWithdrawalCap,
-      withdrawnIn(state, accountTree(state, account), resolved.accountRollingWithdrawalBlocks),
+      withdrawnIn(state, accountTree(state, account), ownBlocks),
     );
-    available = available === null || own < available ? own : available;
+    available = available === null || (own !== null && own < available) ? own : available;
   }
   return {
     ...resolved,
     account,
     hasEntry: rawEntry !== undefined,
-    availableToWithdraw: until === null && state.heldFrom === null ? available : null,
-    incompleteUntil: until,
+    availableToWithdraw: available,
+    incompleteUntil: status.completeAt,
     heldFrom: state.heldFrom,
     rollingWithdrawalCapFixed: fixedGlobal(state).rollingWithdrawalCap,
     accountRollingWithdrawalCapFixed: fixedEntry(state, rawEntry)?.rollingWithdrawalCap ?? null,
@@ -329,7 +324,7 @@ export function windowOf(state: LimitsState, account?: string): WindowView | und
       });
     }
   }
-  const completeAt = blocks === null ? null : incompleteUntil(state, blocks);
+  const status = windowsStatus(state, blocks);
   const oldest = sums[0];
   const release =
     oldest === undefined || blocks === null ? undefined : oldest.height + Number(blocks);
@@ -344,13 +339,11 @@ export function windowOf(state: LimitsState, account?: string): WindowView | und
     from,
     to,
     withdrawn,
-    complete: completeAt === null && state.heldFrom === null,
-    completeAt,
+    // Held blocks leave no window complete, even one whose length is unset.
+    complete: status === COMPLETE && state.heldFrom === null,
+    completeAt: status.completeAt,
     heldFrom: state.heldFrom,
-    availableToWithdraw:
-      cap === null || completeAt !== null || state.heldFrom !== null
-        ? null
-        : roomLeft(cap, withdrawn),
+    availableToWithdraw: cap === null ? null : roomIn(status, cap, withdrawn),
     sums,
     nextRelease:
       oldest === undefined || release === undefined || release > Number.MAX_SAFE_INTEGER

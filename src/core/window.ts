@@ -4,7 +4,7 @@
  * an amount. The per-block sums it reads are the ring's (`sum-tree.ts`): the global ones, or an
  * account's own book.
  */
-import type { Amount } from './amount.js';
+import { type Amount, roomLeft } from './amount.js';
 import { bookTree } from './books.js';
 import { type LimitsState, oldestRetained } from './draft.js';
 import { isAccountName } from './limits.js';
@@ -27,7 +27,7 @@ export function windowSpan(
  * window holds only heights the state was told of. `null` when the window is complete now.
  * Before any block, a state whose history starts late knows no window: incomplete.
  */
-export function incompleteUntil(state: LimitsState, blocks: Amount): number | null {
+function incompleteUntil(state: LimitsState, blocks: Amount): number | null {
   const from = state.completeFrom;
   if (from === null) return null;
   const at = from + Number(blocks) - 1;
@@ -73,4 +73,48 @@ export function accountTree(state: LimitsState, account: string): SumNode | unde
   if (!isAccountName(account)) return undefined;
   const book = mapGet(state.books, account);
   return book === undefined ? undefined : bookTree(state, book);
+}
+
+/** Whether the room of the windows that apply is known now: see {@link windowsStatus}. */
+interface WindowStatus {
+  /**
+   * The tip from which every one of them holds only heights the state was told of
+   * ({@link incompleteUntil}); `null` when they all do now.
+   */
+  readonly completeAt: number | null;
+  /** Whether a feed holds blocks past the chain bounds (`blocksHeld`): no room is known. */
+  readonly held: boolean;
+}
+
+/** The status of windows whose room is known. */
+export const COMPLETE: WindowStatus = { completeAt: null, held: false };
+
+/**
+ * Whether the windows of these lengths (`null`: no such window) report their room now: not
+ * while one reaches below the height from which the history is complete (then `completeAt`
+ * says from which tip all do), nor while blocks are held. The one rule every view and check
+ * of a window follows; {@link COMPLETE} when the room is known.
+ */
+export function windowsStatus(
+  state: LimitsState,
+  blocks: Amount | null,
+  ownBlocks: Amount | null = null,
+): WindowStatus {
+  if (blocks === null && ownBlocks === null) return COMPLETE;
+  let completeAt: number | null = null;
+  for (const b of [blocks, ownBlocks]) {
+    if (b === null) continue;
+    const u = incompleteUntil(state, b);
+    if (u !== null && (completeAt === null || u > completeAt)) completeAt = u;
+  }
+  const held = state.heldFrom !== null;
+  return completeAt === null && !held ? COMPLETE : { completeAt, held };
+}
+
+/**
+ * The room a window leaves: its cap less what is withdrawn in it (never negative), or `null`
+ * while its room is not known (`status` is not {@link COMPLETE}).
+ */
+export function roomIn(status: WindowStatus, cap: Amount, withdrawn: Amount): Amount | null {
+  return status === COMPLETE ? roomLeft(cap, withdrawn) : null;
 }

@@ -5,6 +5,7 @@
  * worth keeping while it is held. `blocks.ts` places the block on the chain it remembers.
  * Pure and browser-safe: the Clarity decoder (`@stacks/transactions`' `hexToCV`) is passed in.
  */
+import { MAX_AMOUNT } from '../core/amount.js';
 import type { LimitsEvent } from '../core/events.js';
 import { isRecord } from '../core/limits.js';
 
@@ -71,9 +72,6 @@ export function payloadToKeep(
   return keep;
 }
 
-/** The largest amount or id read from a payload: int64's, which every store keeps exactly. */
-export const MAX_UINT64 = 2n ** 63n - 1n;
-
 /** A hash of the payload, lower case without `0x`, or `undefined`. */
 export function hexOf(value: unknown): string | undefined {
   return typeof value === 'string' && /^(0x)?[0-9a-fA-F]{1,128}$/.test(value)
@@ -86,7 +84,7 @@ export function heightOf(value: unknown): number | undefined {
   return typeof value === 'number' && Number.isSafeInteger(value) && value >= 0 ? value : undefined;
 }
 
-// A uint field of a print tuple, within int64.
+// A uint field of a print tuple, within int64 (the largest amount every store keeps exactly).
 function uintOf(tuple: Readonly<Record<string, ClarityValue>>, key: string): bigint | undefined {
   const v = tuple[key];
   if (v === undefined || v.type !== 'uint') return undefined;
@@ -96,7 +94,7 @@ function uintOf(tuple: Readonly<Record<string, ClarityValue>>, key: string): big
       : typeof v.value === 'string'
         ? BigInt(v.value)
         : undefined;
-  return n !== undefined && n >= 0n && n <= MAX_UINT64 ? n : undefined;
+  return n !== undefined && n >= 0n && n <= MAX_AMOUNT ? n : undefined;
 }
 
 /**
@@ -158,7 +156,7 @@ function assetChange(e: Readonly<Record<string, unknown>>, token: string): bigin
     typeof body.amount === 'string' && /^\d{1,20}$/.test(body.amount)
       ? BigInt(body.amount)
       : undefined;
-  return amount === undefined || amount > MAX_UINT64 ? undefined : kind * amount;
+  return amount === undefined || amount > MAX_AMOUNT ? undefined : kind * amount;
 }
 
 /** What a block's events say for the limits. */

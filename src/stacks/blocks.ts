@@ -19,6 +19,7 @@
  * that would be a reorganization past the chain bounds, which the service refuses anyway.
  * Reading the payload itself is `block-payload.ts`'s. Pure and browser-safe.
  */
+import { MAX_AMOUNT } from '../core/amount.js';
 import type { Height, LimitsEvent } from '../core/events.js';
 import { isRecord } from '../core/limits.js';
 import {
@@ -26,7 +27,6 @@ import {
   eventsOf,
   heightOf,
   hexOf,
-  MAX_UINT64,
   type PayloadReading,
   type SkippedEvent,
 } from './block-payload.js';
@@ -313,7 +313,7 @@ function supplyAfter(
     parentSupply !== undefined
   ) {
     const supply = parentSupply + read.supplyDelta;
-    if (supply >= 0n && supply <= MAX_UINT64) return { supply, needsSupply: false };
+    if (supply >= 0n && supply <= MAX_AMOUNT) return { supply, needsSupply: false };
   }
   return { supply: undefined, needsSupply: true };
 }
