@@ -15,6 +15,7 @@ export {
 } from './client/limits-client.js';
 export { type Amount, formatAmount, MAX_AMOUNT, MIN_AMOUNT, parseAmount } from './core/amount.js';
 export { type ChainBounds, checkChainBounds, DEFAULT_CHAIN_BOUNDS } from './core/bounds.js';
+export { type ChainView, chainView } from './core/chain-view.js';
 export {
   type Admission,
   admitDeposits,
@@ -45,6 +46,13 @@ export {
   loosens,
   NO_WAITING,
 } from './core/loosening.js';
+export {
+  type BatchAuthor,
+  type BatchOutcome,
+  type BatchRules,
+  decideBatch,
+  type OperatorBatch,
+} from './core/operator-batch.js';
 export { SCOPES, type Scope, scopeOf, scopesOf } from './core/scopes.js';
 export {
   type AmountText,
@@ -89,6 +97,7 @@ export {
   windowOf,
 } from './core/views.js';
 export { eventFromJson, eventsFromJson } from './http/codec.js';
+export type { HeldBlocks, StacksFeed } from './http/deprecated.js';
 export { openApiDocument } from './http/documents/openapi.js';
 export {
   type Appended,
@@ -118,6 +127,6 @@ export {
   type Persisted,
   type Refresh,
   type Service,
+  type ServiceBatch,
   type ServiceOptions,
 } from './http/service.js';
-export type { HeldBlocks, StacksFeed } from './http/stacks-feed.js';

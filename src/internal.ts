@@ -15,15 +15,17 @@ export { MIN_TOKEN_LENGTH } from './core/keys.js';
 export { CAP_FIELDS } from './core/limits.js';
 export { loosenedBy } from './core/loosening.js';
 export { snapshotParts } from './core/snapshot.js';
-export { MAX_BLOCK_BODY } from './http/answers.js';
+export { MAX_BLOCK_BODY, readText } from './http/answers.js';
+export { batchAnswer, refusalDetail, refusalStatus } from './http/batches.js';
 export { bodyCollector, declaredTooLarge, payloadTooLarge } from './http/body.js';
 export { decodeBatch, encodeBatch } from './http/codec.js';
 export { admitRequest, problem } from './http/handler.js';
-export type { PathMatch } from './http/messages.js';
-export { ADMIN_OPERATOR, validateOperators } from './http/operators.js';
-export { matchPath, routeFor } from './http/route-match.js';
+export type { PathMatch, Route } from './http/messages.js';
+export { ADMIN_OPERATOR, holds, validateOperators } from './http/operators.js';
+export { routeFor, routeTable } from './http/route-match.js';
+export { ROUTES } from './http/routes.js';
 export { serialQueue } from './http/serial-queue.js';
-export { isChange } from './http/service.js';
+export { isChange, readinessOf } from './http/service.js';
 export { type ClarityValue, type DecodeClarity, payloadToKeep } from './stacks/block-payload.js';
 export {
   type BlockMemory,

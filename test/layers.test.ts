@@ -5,6 +5,7 @@
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, relative, resolve } from 'node:path';
+import ts from 'typescript';
 import { describe, expect, test } from 'vitest';
 import { functionLengths, MAX_FUNCTION_LINES, TO_SPLIT } from '../scripts/function-lengths.mjs';
 import { copiedFunctions, undocumentedExports } from '../scripts/source-rules.mjs';
@@ -391,4 +392,75 @@ test('a test says one claim: no test or describe name of test/ joins claims with
   );
   expect(names.length).toBeGreaterThan(500);
   expect(names.filter((n) => n.slice(n.indexOf(': ') + 2).includes(';'))).toEqual([]);
+});
+
+describe('each layer owns its routes, and the Stacks feed applies its batches through the service port', () => {
+  // The nodes of a module that name `pattern`, outside what a `@deprecated` declaration (a
+  // 1.x name kept for the API report, read by nothing) or an import of one holds.
+  function named(file: string, pattern: RegExp): string[] {
+    const sf = ts.createSourceFile(file, readFileSync(file, 'utf8'), ts.ScriptTarget.Latest, true);
+    const found: string[] = [];
+    const deprecated = (node: ts.Node) =>
+      ts.getJSDocTags(node).some((t) => t.tagName.text === 'deprecated');
+    const visit = (node: ts.Node, kept: boolean): void => {
+      const keptHere =
+        kept ||
+        deprecated(node) ||
+        (ts.isImportDeclaration(node) && /deprecated\.js/.test(node.getText(sf)));
+      if (
+        !keptHere &&
+        (ts.isIdentifier(node) ||
+          ts.isStringLiteralLike(node) ||
+          ts.isTemplateHead(node) ||
+          ts.isTemplateMiddle(node) ||
+          ts.isTemplateTail(node)) &&
+        pattern.test(node.text)
+      ) {
+        const line = sf.getLineAndCharacterOfPosition(node.getStart(sf)).line + 1;
+        found.push(`${file}:${line} ${node.text.slice(0, 60)}`);
+      }
+      ts.forEachChild(node, (child) => visit(child, keptHere));
+    };
+    visit(sf, false);
+    return found;
+  }
+
+  test('nothing in src/http names the Stacks feed, its held blocks or its route, but the OpenAPI document (the whole server described) and the 1.x names of http/deprecated.ts', () => {
+    const feed = /stacks ?feed|held ?blocks?\b|^held$|new_?block|\/admin\/held|observer/i;
+    const files = sources('src/http').filter(
+      (f) => !/documents[\\/]/.test(f) && !f.endsWith('deprecated.ts'),
+    );
+    expect(files.length).toBeGreaterThan(15);
+    expect(files.flatMap((f) => named(f, feed))).toEqual([]);
+  });
+
+  test('no module of src/server/stacks builds an HTTP request, a header or a bearer string for its own service: it calls the port', () => {
+    // Its own service's paths and headers (the node's RPC has its own, no concern here).
+    const http = /^\/admin\/(events|changes)|^Bearer|^peg-limits-(request-id|override)$/i;
+    const calls = /\bservice\.handle\(|\.handle\(\{/;
+    const files = sources('src/server/stacks');
+    expect(files.flatMap((f) => named(f, http))).toEqual([]);
+    expect(files.filter((f) => calls.test(readFileSync(f, 'utf8')))).toEqual([]);
+    // The feed applies what it maps through the port, and reads outcomes as values.
+    expect(readFileSync('src/server/stacks/feed.ts', 'utf8')).toMatch(/\.applyBatch\(\{/);
+  });
+
+  test("the rules catch what they look for: a route naming the feed, a request built for the service's own port", () => {
+    const dir = mkdtempSync(join(tmpdir(), 'peg-limits-layers-'));
+    try {
+      writeFileSync(
+        join(dir, 'a.ts'),
+        "export const a = { pattern: '/admin/held', feed: stacksFeed };\n",
+      );
+      writeFileSync(
+        join(dir, 'b.ts'),
+        "/** @deprecated */\nexport interface Old { readonly stacksFeed?: unknown }\nexport const b = `Bearer ${'x'}`;\n",
+      );
+      expect(named(join(dir, 'a.ts'), /stacks ?feed|\/admin\/held/i)).toHaveLength(2);
+      expect(named(join(dir, 'b.ts'), /stacks ?feed/i)).toEqual([]);
+      expect(named(join(dir, 'b.ts'), /^Bearer/)).toHaveLength(1);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
 });

@@ -37,7 +37,8 @@ export type LimitsErrorCode =
   | 'invalid_change'
   | 'invalid_change_id'
   | 'change_loosens_nothing'
-  | 'change_not_found';
+  | 'change_not_found'
+  | 'scope_denied';
 
 /**
  * The base of every error the project throws, the adapters' included: a stable snake_case

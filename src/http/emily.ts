@@ -1,79 +1,106 @@
 /**
  * Emily's private limits API, for the tools that write through it today (docs/operating.md,
  * "Coming from Emily"): `POST /limits`, `POST /limits/{account}`, `POST /throttle`,
- * `PATCH /throttle/activate|deactivate`, `POST|PUT /chainstate` and `POST /new_block`, with
- * Emily's bodies and Emily's answers. Each request becomes an operator batch
- * ({@link operatorBatch}): the caller's scopes, the chain bounds, a loosening that waits (202
- * with the pending change: the one difference in kind from Emily), the trail and the alerts
- * hold as for `POST /admin/events`. Pure.
+ * `PATCH /throttle/activate|deactivate` and `POST|PUT /chainstate`, with Emily's bodies and
+ * Emily's answers (`POST /new_block`, a feed's, is the server's own route). Each request
+ * becomes an operator's batch decided at the service's port (`decideBatch`): the caller's
+ * scopes, the chain bounds, a loosening that waits (202 with the pending change: the one
+ * difference in kind from Emily), the trail and the alerts hold as for `POST /admin/events`.
+ * Pure.
  */
 
 import type { Amount } from '../core/amount.js';
-import { describe, fail, joinPath, LimitsError } from '../core/errors.js';
+import { describe, fail, joinPath, LimitsError, type LimitsErrorCode } from '../core/errors.js';
 import { heightFromJson, requireHeight } from '../core/heights.js';
 import { hashThrottleSecret } from '../core/keys.js';
 import {
   CAP_FIELDS,
-  type Caps,
+  type CapsInput,
   isAccountName,
   isRecord,
   REPORTED_CAP_FIELDS,
   rejectUnknownFields,
-  validateCaps,
 } from '../core/limits.js';
+import type { BatchOutcome } from '../core/operator-batch.js';
 import type { LimitsEvent, LimitsState } from '../core/state.js';
 import { getAccountLimits, windowOf } from '../core/views.js';
-import { type BatchOutcome, operatorBatch, scopeDenied } from './admin.js';
 import {
   accountOf,
   fromError,
   INVALID_ACCOUNT,
   json,
-  MAX_BLOCK_BODY,
   MAX_THROTTLE_BODY,
   notJson,
   problem,
   readJson,
   readText,
 } from './answers.js';
-import type { HandleOptions, HandleResult, HttpRequest, HttpResponse, Route } from './messages.js';
-import { holds, type Operator } from './operators.js';
-import { handedToServer } from './public-routes.js';
-import { limitsResponse, unchanged } from './reads.js';
+import type { BatchRoute, HttpRequest, HttpResponse } from './messages.js';
+import { limitsResponse } from './reads.js';
 
 /** The largest body of Emily's writes but `/new_block` (a Limits with its account entries). */
 export const MAX_EMILY_BODY = 1024 * 1024;
 
 /** A body turned into events (and what the answer needs of it), or the answer refusing it. */
 type Read<T> =
-  | { readonly ok: true; readonly events: ReadonlyArray<LimitsEvent>; readonly data: T }
+  | {
+      readonly ok: true;
+      readonly events: ReadonlyArray<LimitsEvent>;
+      readonly data: T;
+      /** Where each event's caps stand in the body (`accountCaps.alice`), when they came from it. */
+      readonly at?: ReadonlyArray<string> | undefined;
+    }
   | { readonly ok: false; readonly response: HttpResponse };
 
 type Params = Readonly<Record<string, string>>;
 
-// A route of Emily's that writes for an operator: its body read and turned into events
-// (or refused with what is wrong, where), the batch run under the operator rules, and a
-// batch that applied answered in Emily's words.
+// A route of Emily's that writes for an operator: its body read and turned into events (or
+// refused with what is wrong, where), the batch decided at the service's port as every
+// operator's is, and a batch that applied answered in Emily's words. The caps are validated
+// once, by the state, and a refusal of them is told at the body's own paths.
 function emilyWrite<T>(
   read: (state: LimitsState, request: HttpRequest, params: Params) => Read<T>,
   answer: (after: LimitsState, data: T) => HttpResponse,
-  refusal: (outcome: BatchOutcome) => HandleResult = (o) => o.result,
-): Route['handle'] {
-  return (state, request, params, options, operator) => {
-    const r = read(state, request, params);
-    if (!r.ok) return unchanged(state, r.response);
-    const outcome = operatorBatch(state, r.events, request, options, operator!);
-    if (outcome.outcome === 'refused') return refusal(outcome);
-    if (outcome.outcome === 'waiting') return outcome.result;
-    return { ...outcome.result, response: answer(outcome.result.state, r.data) };
+  refused: (outcome: Refused) => HttpResponse | undefined = () => undefined,
+): BatchRoute {
+  return {
+    read(state, request, params) {
+      const r = read(state, request, params);
+      if (!r.ok) return r;
+      return {
+        ok: true,
+        events: r.events,
+        applied: (after) => answer(after, r.data),
+        refused: (outcome) => refused(outcome) ?? atBody(outcome, r.at),
+      };
+    },
   };
+}
+
+type Refused = Extract<BatchOutcome, { readonly outcome: 'refused' }>;
+
+// The state's refusal of a body's caps, told where they stand in the body: event `i`'s
+// `limits.pegCap` is `at[i]`'s `pegCap` (`accountCaps.alice.pegCap`), as a 400 of the body.
+function atBody(outcome: Refused, at: ReadonlyArray<string> | undefined): HttpResponse | undefined {
+  const e = outcome.error;
+  const m = /^\[(\d+)\](?:\.limits)?(?:\.(.*))?$/.exec(e.path ?? '');
+  const base = m === null ? undefined : at?.[Number(m[1])];
+  if (outcome.by !== 'state' || m === null || base === undefined) return undefined;
+  return fromError(
+    400,
+    new LimitsError(e.code as LimitsErrorCode, e.message, joinPath(base, m[2] ?? '')),
+  );
 }
 
 // A body read as JSON, its decoding's LimitsError turned into a 400 with the field's path.
 function fromBody<T>(
   request: HttpRequest,
   max: number,
-  decode: (value: unknown) => { readonly events: ReadonlyArray<LimitsEvent>; readonly data: T },
+  decode: (value: unknown) => {
+    readonly events: ReadonlyArray<LimitsEvent>;
+    readonly data: T;
+    readonly at?: ReadonlyArray<string>;
+  },
 ): Read<T> {
   const body = readJson(request, max);
   if (!body.ok) return body;
@@ -118,30 +145,38 @@ function requireObject(
   return value;
 }
 
-// Emily's AccountLimits: the six caps, each absent or null for none.
-function accountCaps(state: LimitsState, account: string, value: unknown, path: string): Caps {
-  const body = requireObject(value, "Emily's AccountLimits", path);
-  rejectUnknownFields(body, ACCOUNT_FIELDS, path);
-  keepsThrottle(state, body.throttleModeInitiator, joinPath(path, 'throttleModeInitiator'));
-  const caps = validateCaps(body, path, state.historyBlocks, ['throttleModeInitiator']);
-  return keepingShare(caps, body, windowOf(state, account)?.rollingWithdrawalCapShare ?? null);
-}
-
+// The caps of a body as a limits event takes them: every field, an absent one null (Emily
+// sets them all), for the state to validate as it validates every event.
 // `rollingWithdrawalCapShare` is this service's own field, which Emily's clients neither know
 // nor send: one left out keeps the share set (while the body keeps a window for it to apply
 // to); only an explicit null removes it. So Emily's tools never drop a share unawares.
-function keepingShare(caps: Caps, body: Readonly<Record<string, unknown>>, share: Amount | null) {
-  if ('rollingWithdrawalCapShare' in body || caps.rollingWithdrawalBlocks === null) return caps;
-  return { ...caps, rollingWithdrawalCapShare: share };
+function capsOf(body: Readonly<Record<string, unknown>>, share: Amount | null): CapsInput {
+  const caps: Record<string, unknown> = {};
+  for (const f of CAP_FIELDS) caps[f] = body[f] ?? null;
+  if (!('rollingWithdrawalCapShare' in body) && caps.rollingWithdrawalBlocks !== null)
+    caps.rollingWithdrawalCapShare = share;
+  return caps as CapsInput;
+}
+
+// Emily's AccountLimits: the six caps, each absent or null for none.
+function accountCaps(state: LimitsState, account: string, value: unknown, path: string): CapsInput {
+  const body = requireObject(value, "Emily's AccountLimits", path);
+  rejectUnknownFields(body, ACCOUNT_FIELDS, path);
+  keepsThrottle(state, body.throttleModeInitiator, joinPath(path, 'throttleModeInitiator'));
+  return capsOf(body, windowOf(state, account)?.rollingWithdrawalCapShare ?? null);
 }
 
 /**
  * The events of Emily's `POST /limits` body: the six global caps as given (absent or null:
  * none; `limitsSet`, which ends throttle mode, or `limitsUpdated` when the body names the
  * current initiator), then each listed account's entry replaced (`accountLimitsSet`).
- * `availableToWithdraw` is not settable and is ignored, as Emily ignores it.
+ * `availableToWithdraw` is not settable and is ignored, as Emily ignores it. Where each
+ * event's caps stand in the body comes with them.
  */
-function limitsBodyEvents(state: LimitsState, value: unknown): ReadonlyArray<LimitsEvent> {
+function limitsBodyEvents(
+  state: LimitsState,
+  value: unknown,
+): { events: ReadonlyArray<LimitsEvent>; at: ReadonlyArray<string> } {
   const body = requireObject(value, "Emily's Limits", '');
   rejectUnknownFields(body, LIMITS_FIELDS, '');
   const available = body.availableToWithdraw;
@@ -156,18 +191,11 @@ function limitsBodyEvents(state: LimitsState, value: unknown): ReadonlyArray<Lim
       'availableToWithdraw',
     );
   const keep = keepsThrottle(state, body.throttleModeInitiator, 'throttleModeInitiator');
-  const caps = keepingShare(
-    validateCaps(body, '', state.historyBlocks, [
-      'availableToWithdraw',
-      'throttleModeInitiator',
-      'accountCaps',
-    ]),
-    body,
-    windowOf(state)?.rollingWithdrawalCapShare ?? null,
-  );
+  const caps = capsOf(body, windowOf(state)?.rollingWithdrawalCapShare ?? null);
   const entries = body.accountCaps ?? {};
   const accounts = requireObject(entries, 'a map of account names to AccountLimits', 'accountCaps');
   const events: LimitsEvent[] = [{ type: keep ? 'limitsUpdated' : 'limitsSet', limits: caps }];
+  const at = [''];
   for (const [name, entry] of Object.entries(accounts)) {
     const path = `accountCaps.${name}`;
     if (!isAccountName(name))
@@ -181,8 +209,9 @@ function limitsBodyEvents(state: LimitsState, value: unknown): ReadonlyArray<Lim
       account: name,
       limits: accountCaps(state, name, entry, path),
     });
+    at.push(path);
   }
-  return events;
+  return { events, at };
 }
 
 // The caps Emily reports, every one null: an account's limits once its entry is removed.
@@ -200,20 +229,21 @@ function accountAnswer(state: LimitsState, account: string): HttpResponse {
 }
 
 /** `POST /limits` (scope limits): the global caps and the listed entries; 201 with the Limits. */
-export const setLimitsRoute = emilyWrite(
+export const SET_LIMITS = emilyWrite(
   (state, request) =>
-    fromBody(request, MAX_EMILY_BODY, (v) => ({ events: limitsBodyEvents(state, v), data: null })),
+    fromBody(request, MAX_EMILY_BODY, (v) => ({ ...limitsBodyEvents(state, v), data: null })),
   (after) => ({ ...limitsResponse(after), status: 201 }),
 );
 
 /** `POST /limits/{account}` (scope limits): the entry replaced (all null removes it); 201 with it. */
-export const setAccountLimitsRoute = emilyWrite((state, request, params) => {
+export const SET_ACCOUNT_LIMITS = emilyWrite((state, request, params) => {
   const account = accountOf(params.account);
   if (account === undefined)
     return { ok: false, response: problem(400, 'invalid_account', INVALID_ACCOUNT) };
   return fromBody(request, MAX_EMILY_BODY, (v) => ({
     events: [{ type: 'accountLimitsSet', account, limits: accountCaps(state, account, v, '') }],
     data: account,
+    at: [''],
   }));
 }, accountAnswer);
 
@@ -224,7 +254,7 @@ const NO_CONTENT = (status: number): HttpResponse => ({
 });
 
 /** `POST /throttle` `{ name, secret }` (scope keys): registers a key (its salted hash is kept); 201. */
-export const addThrottleKeyRoute = emilyWrite(
+export const ADD_THROTTLE_KEY = emilyWrite(
   (_state, request) =>
     fromBody(request, MAX_THROTTLE_BODY, (value) => {
       const body = requireObject(value, "Emily's ThrottleKey { name, secret }", '');
@@ -264,17 +294,14 @@ function keyName(
 }
 
 // An unknown key is Emily's 404, not a conflict.
-function keyNotFound(outcome: BatchOutcome): HandleResult {
-  const error = outcome.error;
-  if (error?.code !== 'unknown_key') return outcome.result;
-  return { ...outcome.result, response: fromError(404, error) };
-}
+const keyNotFound = (outcome: Refused) =>
+  outcome.error.code === 'unknown_key' ? fromError(404, outcome.error) : undefined;
 
 /**
  * `PATCH /throttle/activate` and `/deactivate` (scope keys): the key's name (a JSON string,
  * as Emily's client sends its body, or plain text) reactivated or revoked; 204.
  */
-export function keyStateRoute(op: 'activate' | 'deactivate'): Route['handle'] {
+export function keyStateBatch(op: 'activate' | 'deactivate'): BatchRoute {
   return emilyWrite(
     (_state, request) => {
       const read = keyName(request);
@@ -349,7 +376,7 @@ function tipEvents(state: LimitsState, height: number): ReadonlyArray<LimitsEven
  * `POST /chainstate` and `PUT /chainstate` (scope chain): `bitcoinBlockHeight` becomes the
  * tip, under the chain bounds; 201 with the Chainstate.
  */
-export const chainstateRoute = emilyWrite(
+export const CHAINSTATE = emilyWrite(
   (state, request) =>
     fromBody(request, MAX_THROTTLE_BODY, (value) => {
       const chainstate = chainstateOf(value);
@@ -357,43 +384,3 @@ export const chainstateRoute = emilyWrite(
     }),
   (_after, chainstate) => json(201, chainstate),
 );
-
-/**
- * `POST /new_block` on the service's port (scope chain): the payload a Stacks node posts,
- * or a JSON string holding it (as Emily's sidecar forwards it), handed to the Stacks feed
- * (`block`); without one, 404.
- */
-export function newBlockRoute(
-  state: LimitsState,
-  request: HttpRequest,
-  _params: Readonly<Record<string, string>>,
-  _options: HandleOptions,
-  operator: Operator | undefined,
-): HandleResult {
-  const caller = operator!;
-  if (!holds(caller, ['chain']))
-    return unchanged(
-      state,
-      scopeDenied(
-        `a block needs the chain scope; the operator ${JSON.stringify(caller.name)} holds ${caller.scopes.join(', ')}`,
-      ),
-    );
-  const read = readText(request, MAX_BLOCK_BODY);
-  if (!read.ok) return unchanged(state, read.response);
-  let payload: unknown;
-  try {
-    // Plain JSON, as the node wrote it: the payload's mapping reads its numbers as numbers.
-    payload = JSON.parse(read.text);
-    if (typeof payload === 'string') payload = JSON.parse(payload);
-  } catch (e) {
-    return unchanged(
-      state,
-      problem(400, 'invalid_json', `the body is not JSON: ${(e as Error).message}`),
-    );
-  }
-  return handedToServer(
-    state,
-    'no Stacks feed here: `peg-limits serve --stacks-observer` takes blocks',
-    { block: { payload, by: caller.name } },
-  );
-}

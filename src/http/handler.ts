@@ -5,8 +5,10 @@
  * (`routes.ts`); this module admits a request against it and answers it.
  */
 
+import { type BatchOutcome, decideBatch } from '../core/operator-batch.js';
 import type { LimitsState } from '../core/state.js';
 import { header, notAllowed, notJson, problem } from './answers.js';
+import { type ReadBatch, readBatch } from './batches.js';
 import type {
   HandleOptions,
   HandleResult,
@@ -16,7 +18,7 @@ import type {
   Route,
 } from './messages.js';
 import { authenticate, type Operator, operatorsByHash } from './operators.js';
-import { matchPath, routeFor } from './route-match.js';
+import { routeFor, routeTable } from './route-match.js';
 import { addVary, conditional, withValidators } from './validators.js';
 
 export { type HttpErrorCode, headerValue, problem } from './answers.js';
@@ -55,7 +57,7 @@ function operatorOn(options: HandleOptions): boolean {
 // path has public routes too).
 function matchOf(request: HttpRequest, options: HandleOptions): PathMatch | undefined {
   if (request.match !== undefined) return request.match;
-  const match = matchPath(request.path, true);
+  const match = routeTable(options.routes)(request.path, true);
   if (match === undefined || match.public === match) return match;
   const route = routeFor(match, request.method.toUpperCase());
   if (route !== undefined && route.access !== 'operator') return match;
@@ -127,11 +129,39 @@ export function handleRequest(
   request: HttpRequest,
   options: HandleOptions = {},
 ): HandleResult {
+  const taken = takeRequest(state, request, options);
+  if (taken.kind === 'answered') return taken.result;
+  if (taken.kind === 'served') {
+    const path = request.path.split('?')[0] ?? '';
+    return unanswered(state, problem(404, 'not_found', `no resource at ${path}`));
+  }
+  return batchResult(state, taken.read, decideBatch(state, taken.read.batch, options));
+}
+
+/**
+ * How a request is taken on `state`: answered already (a read, a change computed on the
+ * state, or a refusal before any work), an operator's batch to decide at the service's port
+ * (`read`: the batch and the answer of each outcome), or a route its adapter serves itself
+ * (`route`, with the operator its token named). Never throws.
+ */
+export function takeRequest(
+  state: LimitsState,
+  request: HttpRequest,
+  options: HandleOptions,
+):
+  | { readonly kind: 'answered'; readonly result: HandleResult }
+  | { readonly kind: 'batch'; readonly read: ReadBatch }
+  | {
+      readonly kind: 'served';
+      readonly route: Route;
+      readonly operator: Operator | undefined;
+      readonly answer: (response: HttpResponse) => HttpResponse;
+    } {
   try {
     const match = matchOf(request, options);
     if (match === undefined) {
       const path = request.path.split('?')[0] ?? '';
-      return { state, response: problem(404, 'not_found', `no resource at ${path}`), events: [] };
+      return answered(state, problem(404, 'not_found', `no resource at ${path}`));
     }
     const method = request.method.toUpperCase();
     const route = routeFor(match, method);
@@ -142,25 +172,68 @@ export function handleRequest(
         method === 'OPTIONS' && first.access === 'public' && corsOf(options) !== false
           ? preflight(match.methods)
           : notAllowed(match.allow);
-      return {
-        state,
-        response: answerOf(first, response, request, options, false),
-        events: [],
-      };
+      return answered(state, answerOf(first, response, request, options, false));
     }
     // An operator route checks its token again: the handler is also called without admission.
     let operator: Operator | undefined;
     if (route.access === 'operator') {
       const auth = authenticate(request, registryOf(options));
-      if (!auth.ok) return { state, response: auth.response, events: [] };
+      if (!auth.ok) return answered(state, auth.response);
       operator = auth.operator;
     }
-    const result = route.handle(state, request, match.params, options, operator);
-    return { ...result, response: answerOf(route, result.response, request, options, true) };
+    const answer = (response: HttpResponse) => answerOf(route, response, request, options, true);
+    if (route.serve !== undefined) return { kind: 'served', route, operator, answer };
+    if (route.batch !== undefined) {
+      const read = readBatch(route.batch, state, request, match.params, operator!);
+      if (!read.ok) return answered(state, answer(read.response));
+      return {
+        kind: 'batch',
+        read: { batch: read.read.batch, answer: (o) => answer(read.read.answer(o)) },
+      };
+    }
+    const result = route.handle!(state, request, match.params, options, operator);
+    return { kind: 'answered', result: { ...result, response: answer(result.response) } };
   } catch (e) {
     const message = e instanceof Error ? e.message : String(e);
-    return { state, response: problem(500, 'internal_error', message), events: [] };
+    return answered(state, problem(500, 'internal_error', message));
   }
+}
+
+/**
+ * Whether a request is for a route its adapter serves itself (`Route.serve`): answered
+ * outside the queue of changes, from the path and method alone.
+ */
+export function servesItself(request: HttpRequest, options: HandleOptions): boolean {
+  const match = matchOf(request, options);
+  const route = match === undefined ? undefined : routeFor(match, request.method.toUpperCase());
+  return route?.serve !== undefined;
+}
+
+function unanswered(state: LimitsState, response: HttpResponse): HandleResult {
+  return { state, response, events: [] };
+}
+
+function answered(state: LimitsState, response: HttpResponse) {
+  return { kind: 'answered', result: unanswered(state, response) } as const;
+}
+
+/**
+ * What a batch's outcome makes of a request: the state after it and the events to record
+ * (none when refused), answered as the route answers that outcome.
+ */
+export function batchResult(
+  state: LimitsState,
+  read: ReadBatch,
+  outcome: BatchOutcome,
+): HandleResult {
+  const response = read.answer(outcome);
+  if (outcome.outcome === 'refused') return unanswered(state, response);
+  return {
+    state: outcome.state,
+    response,
+    events: outcome.events,
+    actor: { kind: 'operator', name: read.batch.operator.name },
+  };
 }
 
 // What a page on another origin may read of a public answer: the body, and the log position

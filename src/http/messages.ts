@@ -7,6 +7,7 @@
 
 import type { ChainBounds } from '../core/bounds.js';
 import type { LooseningPolicy } from '../core/loosening.js';
+import type { BatchOutcome } from '../core/operator-batch.js';
 import type { Scope } from '../core/scopes.js';
 import type { LimitsEvent, LimitsState } from '../core/state.js';
 import type { AuditActor } from './event-log.js';
@@ -73,25 +74,30 @@ export interface HandleResult {
   /** Who the events are from (the operator, or the throttle key), for the audit trail. */
   readonly actor?: AuditActor | undefined;
   /**
-   * `GET /admin/audit`, admitted: the records asked for. An adapter whose log keeps an audit
-   * trail answers with them; `response` is the answer of one that keeps none.
+   * Never set: the audit trail's route is the server's own.
+   *
+   * @deprecated Read the trail through the log (`EventLog.audit`); `peg-limits serve`
+   * answers `GET /admin/audit` itself. Kept for 1.x, gone in 2.0.
    */
   readonly audit?: { readonly after: number; readonly limit: number } | undefined;
   /**
-   * Something to tell the operators that is no change (a jump past the chain bounds,
-   * refused): `{ type, … }`, for an adapter that sends alerts.
+   * Never set: what the operators are told of a refused batch goes to `ServiceOptions.onNotice`.
+   *
+   * @deprecated Give `onNotice` to the service. Kept for 1.x, gone in 2.0.
    */
   readonly notice?: ({ readonly type: string } & Readonly<Record<string, unknown>>) | undefined;
   /**
-   * `/admin/held`, admitted (an operator holding chain and limits): what is asked of the
-   * blocks a Stacks observer holds, and who asks. An adapter with an observer answers it;
-   * `response` is the answer of one without.
+   * Never set: the held blocks' routes are the server's own.
+   *
+   * @deprecated `peg-limits serve --stacks-observer` answers `/admin/held` itself. Kept for
+   * 1.x, gone in 2.0.
    */
   readonly held?: { readonly op: 'list' | 'release' | 'drop'; readonly by: string } | undefined;
   /**
-   * `POST /new_block` on the service's own port, admitted (an operator holding chain): the
-   * payload a Stacks node posted, for an adapter with a Stacks feed to take as its observer
-   * port does; `response` is the answer of one without.
+   * Never set: a block posted to the service's port is the server's own route.
+   *
+   * @deprecated `peg-limits serve --stacks-observer` answers `POST /new_block` itself. Kept
+   * for 1.x, gone in 2.0.
    */
   readonly block?: { readonly payload: unknown; readonly by: string } | undefined;
 }
@@ -136,13 +142,28 @@ export interface HandleOptions {
    * `no-cache`: a cache asks each time, and an unchanged answer is a 304 without a body.
    */
   readonly cacheMaxAge?: number | undefined;
+  /**
+   * The routes an adapter serves: the service's and its own (`ServiceOptions.routes`);
+   * default the service's.
+   * @internal
+   */
+  readonly routes?: ReadonlyArray<Route> | undefined;
 }
 
 /** What `GET /readyz` answers from: ready, or why not. */
 export type Readiness =
   | {
       readonly ready: true;
-      /** Blocks a Stacks observer holds (past the chain bounds), when there are any. */
+      /**
+       * What the answer adds to `{ status: 'ready' }`: what a server's feeds would have an
+       * operator know (blocks held, say), when there is any.
+       */
+      readonly notes?: Readonly<Record<string, unknown>> | undefined;
+      /**
+       * Not read: a server says what its feed holds in `notes`.
+       *
+       * @deprecated Give `notes`. Kept for 1.x, gone in 2.0.
+       */
       readonly heldBlocks?: number | undefined;
     }
   | {
@@ -174,18 +195,11 @@ export interface Route {
   /** The largest body it takes, in bytes; 0 when it reads none (any body is ignored). */
   readonly maxBody: number;
   /**
-   * What the node:http server (`startServer`) answers itself rather than with `handle`'s
-   * answer at once: `stream`, the stream of changes; `metrics`, the Prometheus text;
-   * `log`, an answer that reads the event log or the observer (taken in turn, with time).
-   * A service on its own answers `handle`'s answer.
+   * What the node:http server (`startServer`) answers itself, as only it can: `stream`, the
+   * stream of changes; `metrics`, the Prometheus text. A service on its own answers
+   * `handle`'s answer.
    */
-  readonly server?: 'stream' | 'metrics' | 'log' | undefined;
-  /**
-   * Answered by the Stacks feed's hook outside the service's queue of changes (the held
-   * blocks, a block posted to the service's port): the feed sends its own batches through
-   * that queue, one block at a time.
-   */
-  readonly feed?: true | undefined;
+  readonly server?: 'stream' | 'metrics' | undefined;
   /** Its body may also be `text/plain` (a bare string), not only `application/json`. */
   readonly text?: true | undefined;
   /**
@@ -195,17 +209,56 @@ export interface Route {
    */
   readonly cacheable?: true | undefined;
   /**
-   * Answers the request on `state` (a read returns `state` itself and no events); an
-   * operator route gets the operator its token named.
+   * How the route is answered; exactly one of `handle`, `batch` and `serve`. `handle`: on
+   * `state`, at once (a read returns `state` itself and no events); an operator route gets
+   * the operator its token named.
    */
-  readonly handle: (
-    state: LimitsState,
-    request: HttpRequest,
-    params: RouteParams,
-    options: HandleOptions,
-    operator: Operator | undefined,
-  ) => HandleResult;
+  readonly handle?:
+    | ((
+        state: LimitsState,
+        request: HttpRequest,
+        params: RouteParams,
+        options: HandleOptions,
+        operator: Operator | undefined,
+      ) => HandleResult)
+    | undefined;
+  /** An operator's batch: read from the request, then decided at the service's one port. */
+  readonly batch?: BatchRoute | undefined;
+  /**
+   * An adapter's own resource (a log's audit trail, a feed's blocks), answered with time and
+   * outside the queue of changes, given the operator its token named. Only an adapter's
+   * table has such routes (`ServiceOptions.routes`).
+   */
+  readonly serve?:
+    | ((request: HttpRequest, operator: Operator | undefined) => Promise<HttpResponse>)
+    | undefined;
 }
+
+/**
+ * A route that writes an operator's batch (`POST /admin/events`, Emily's writes): how the
+ * request becomes the batch's events, and how an outcome is answered where it differs from
+ * the usual answers (200 with the Limits, 202 with the pending change, the problem).
+ */
+export interface BatchRoute {
+  /** The events the request asks for, and its answer once they applied; or the answer refusing it. */
+  read(state: LimitsState, request: HttpRequest, params: RouteParams): BatchRead;
+}
+
+/** A request read by a {@link BatchRoute}. */
+type BatchRead =
+  | {
+      readonly ok: true;
+      readonly events: ReadonlyArray<LimitsEvent>;
+      /** The answer once they applied (default: 200 with the Limits after them). */
+      readonly applied?: ((after: LimitsState) => HttpResponse) | undefined;
+      /** The answer of a refusal, where the route has its own (`undefined`: the problem). */
+      readonly refused?:
+        | ((
+            outcome: Extract<BatchOutcome, { readonly outcome: 'refused' }>,
+          ) => HttpResponse | undefined)
+        | undefined;
+    }
+  | { readonly ok: false; readonly response: HttpResponse };
 
 /** A path matched against the table: the routes at its pattern (one per method) and its parameters. */
 export interface PathMatch {

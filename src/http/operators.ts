@@ -152,7 +152,7 @@ function tokenIn(
  * // { ok: true, token: 'tok' }
  * ```
  */
-export function presentedToken(
+function presentedToken(
   request: HttpRequest,
 ):
   | { readonly ok: true; readonly token: string }

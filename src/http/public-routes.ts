@@ -2,8 +2,7 @@
  * The answers of the public and ops routes that are not reads of the limits: the dashboard
  * (saying whether the service has operators), `POST /start_throttle`, `GET /healthz`,
  * `GET /readyz`, and what a service on its own answers for the routes only `peg-limits
- * serve` serves (`/events`, `/metrics`) or takes over (the held blocks, the audit trail, a
- * block for the Stacks feed). Pure.
+ * serve` can serve (`/events`, `/metrics`). Pure.
  */
 import { startThrottle } from '../core/start-throttle.js';
 import type { LimitsEvent, LimitsState } from '../core/state.js';
@@ -65,18 +64,11 @@ const READY: HttpResponse = /* @__PURE__ */ json(200, { status: 'ready' });
 /** `GET /healthz`: the process serves. */
 export const healthRoute: Route['handle'] = (state) => unchanged(state, HEALTHY);
 
-/** `GET /readyz`: whether the service can take changes now (and the blocks held, if any). */
+/** `GET /readyz`: whether the service can take changes now (and what its adapter notes, if anything). */
 export const readyRoute: Route['handle'] = (state, _request, _params, options) => {
   const health = options.health?.() ?? { ready: true };
-  if (health.ready && (health.heldBlocks ?? 0) > 0)
-    return unchanged(
-      state,
-      json(200, {
-        status: 'ready',
-        heldBlocks: health.heldBlocks,
-        detail: `the Stacks observer holds ${health.heldBlocks} block(s) past the chain bounds: the tip does not move until an operator releases or drops them (GET /admin/held)`,
-      }),
-    );
+  if (health.ready && health.notes !== undefined)
+    return unchanged(state, json(200, { status: 'ready', ...health.notes }));
   return unchanged(
     state,
     health.ready
@@ -91,16 +83,4 @@ export const readyRoute: Route['handle'] = (state, _request, _params, options) =
  */
 export function serverOnly(what: string): Route['handle'] {
   return (state) => unchanged(state, problem(404, 'not_found', what));
-}
-
-/**
- * A request the server takes over when it can (`handOff`: the held blocks, the audit trail,
- * a block for the Stacks feed): without one that does, the answer is a 404 that says `what`.
- */
-export function handedToServer(
-  state: LimitsState,
-  what: string,
-  handOff: Pick<HandleResult, 'held' | 'audit' | 'block'>,
-): HandleResult {
-  return { ...unchanged(state, problem(404, 'not_found', what)), ...handOff };
 }

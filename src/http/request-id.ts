@@ -16,7 +16,7 @@ export function givenRequestId(
   | { readonly ok: false; readonly response: HttpResponse } {
   const id = header(request, 'peg-limits-request-id');
   if (id === undefined) return { ok: true, id: undefined };
-  if (REQUEST_ID.test(id)) return { ok: true, id };
+  if (isRequestId(id)) return { ok: true, id };
   return {
     ok: false,
     response: problem(
@@ -25,6 +25,11 @@ export function givenRequestId(
       `Peg-Limits-Request-Id takes 1 to 128 letters, digits and . _ : @ / + = -, got ${JSON.stringify(id.slice(0, 40))}`,
     ),
   };
+}
+
+/** Whether `id` is a request id: 1 to 128 letters, digits and `. _ : @ / + = -`. */
+export function isRequestId(id: string): boolean {
+  return REQUEST_ID.test(id);
 }
 
 /** A new request id: a random UUID. */

@@ -1,7 +1,8 @@
 /**
- * A request's path matched against the route table ({@link ROUTES}), once: the table
- * compiled by pattern (the static paths matched to one object made once), the routes of a
- * path with and without its operator routes, and the route for a method. Pure.
+ * A request's path matched against a route table, once: the service's ({@link ROUTES}), or
+ * the table an adapter makes of it and its own routes ({@link routeTable}). Each table is
+ * compiled by pattern once (the static paths matched to one object made once), with the
+ * routes of a path with and without its operator routes, and the route for a method. Pure.
  */
 import type { PathMatch, Route, RouteParams } from './messages.js';
 import { ROUTES } from './routes.js';
@@ -45,8 +46,6 @@ function compile(routes: ReadonlyArray<Route>): ReadonlyArray<Compiled> {
   });
 }
 
-const COMPILED = /* @__PURE__ */ compile(ROUTES);
-
 // A path's match, with the same match less the operator routes beside it (itself when it
 // has none; undefined when all are).
 function matchOf(c: Compiled, params: RouteParams): PathMatch {
@@ -74,33 +73,63 @@ function matchOf(c: Compiled, params: RouteParams): PathMatch {
 
 // The matches of the paths without parameters (`/limits`, `/window`…), made once: the
 // most frequent requests then allocate nothing to be routed.
-const STATIC_MATCHES: ReadonlyMap<string, PathMatch> = /* @__PURE__ */ new Map(
-  COMPILED.filter((c) => c.segments.every((s) => !s.param)).map((c) => [
-    c.pattern,
-    Object.freeze(matchOf(c, Object.freeze({}))),
-  ]),
-);
-
-/**
- * The pattern `path` matches (a query string is ignored), or `undefined`. A parameter
- * matches any one segment, an empty one too: a malformed account is its route's own
- * error (400), not a missing resource. `operator: false` leaves the operator routes out
- * (no operator token is configured: they do not exist).
- */
-export function matchPath(path: string, operator: boolean): PathMatch | undefined {
-  const match = STATIC_MATCHES.get(path) ?? matchParams(path);
-  return match === undefined || operator ? match : match.public;
+function staticMatches(compiled: ReadonlyArray<Compiled>): ReadonlyMap<string, PathMatch> {
+  return new Map(
+    compiled
+      .filter((c) => c.segments.every((s) => !s.param))
+      .map((c) => [c.pattern, Object.freeze(matchOf(c, Object.freeze({})))]),
+  );
 }
 
-function matchParams(path: string): PathMatch | undefined {
+/**
+ * How a table matches a path: the pattern `path` matches (a query string is ignored), or
+ * `undefined`. A parameter matches any one segment, an empty one too: a malformed account is
+ * its route's own error (400), not a missing resource. `operator: false` leaves the operator
+ * routes out (no operator is configured: they do not exist).
+ */
+type MatchPath = (path: string, operator: boolean) => PathMatch | undefined;
+
+function matcher(routes: ReadonlyArray<Route>): MatchPath {
+  const compiled = compile(routes);
+  const statics = staticMatches(compiled);
+  return (path, operator) => {
+    const match = statics.get(path) ?? matchParams(compiled, statics, path);
+    return match === undefined || operator ? match : match.public;
+  };
+}
+
+/** The service's own table matched: see {@link MatchPath}. */
+export const matchPath: MatchPath = /* @__PURE__ */ matcher(ROUTES);
+
+const tables = new WeakMap<ReadonlyArray<Route>, MatchPath>();
+
+/**
+ * How a table of routes matches a path (compiled once per table): an adapter's table is the
+ * service's routes and its own (`ServiceOptions.routes`); without one, {@link matchPath}.
+ */
+export function routeTable(routes: ReadonlyArray<Route> | undefined): MatchPath {
+  if (routes === undefined || routes === ROUTES) return matchPath;
+  let match = tables.get(routes);
+  if (match === undefined) {
+    match = matcher(routes);
+    tables.set(routes, match);
+  }
+  return match;
+}
+
+function matchParams(
+  compiled: ReadonlyArray<Compiled>,
+  statics: ReadonlyMap<string, PathMatch>,
+  path: string,
+): PathMatch | undefined {
   const q = path.indexOf('?');
   const bare = q < 0 ? path : path.slice(0, q);
   if (q >= 0) {
-    const known = STATIC_MATCHES.get(bare);
+    const known = statics.get(bare);
     if (known !== undefined) return known;
   }
   const parts = bare.split('/');
-  for (const c of COMPILED) {
+  for (const c of compiled) {
     if (c.segments.length !== parts.length) continue;
     let ok = true;
     for (let i = 0; ok && i < parts.length; i++) {

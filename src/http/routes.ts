@@ -7,24 +7,16 @@
  * (`admin.ts`) and Emily's writes (`emily.ts`). Pure.
  */
 
-import {
-  approveRoute,
-  auditRoute,
-  cancelRoute,
-  changesListing,
-  eventsRoute,
-  heldRoute,
-} from './admin.js';
-import { json, MAX_BLOCK_BODY, MAX_EVENTS_BODY, MAX_THROTTLE_BODY } from './answers.js';
+import { approveRoute, cancelRoute, changesListing, EVENTS_BATCH } from './admin.js';
+import { json, MAX_EVENTS_BODY, MAX_THROTTLE_BODY } from './answers.js';
 import { openApiDocument } from './documents/openapi.js';
 import {
-  addThrottleKeyRoute,
-  chainstateRoute,
-  keyStateRoute,
+  ADD_THROTTLE_KEY,
+  CHAINSTATE,
+  keyStateBatch,
   MAX_EMILY_BODY,
-  newBlockRoute,
-  setAccountLimitsRoute,
-  setLimitsRoute,
+  SET_ACCOUNT_LIMITS,
+  SET_LIMITS,
 } from './emily.js';
 import type { Route } from './messages.js';
 import {
@@ -65,7 +57,7 @@ export const ROUTES: ReadonlyArray<Route> = [
     pattern: '/limits',
     access: 'operator',
     maxBody: MAX_EMILY_BODY,
-    handle: setLimitsRoute,
+    batch: SET_LIMITS,
   },
   {
     method: 'GET',
@@ -112,7 +104,7 @@ export const ROUTES: ReadonlyArray<Route> = [
     pattern: '/limits/{account}',
     access: 'operator',
     maxBody: MAX_EMILY_BODY,
-    handle: setAccountLimitsRoute,
+    batch: SET_ACCOUNT_LIMITS,
   },
   {
     method: 'POST',
@@ -126,7 +118,7 @@ export const ROUTES: ReadonlyArray<Route> = [
     pattern: '/throttle',
     access: 'operator',
     maxBody: MAX_THROTTLE_BODY,
-    handle: addThrottleKeyRoute,
+    batch: ADD_THROTTLE_KEY,
   },
   {
     method: 'PATCH',
@@ -134,7 +126,7 @@ export const ROUTES: ReadonlyArray<Route> = [
     access: 'operator',
     maxBody: MAX_THROTTLE_BODY,
     text: true,
-    handle: keyStateRoute('activate'),
+    batch: keyStateBatch('activate'),
   },
   {
     method: 'PATCH',
@@ -142,36 +134,28 @@ export const ROUTES: ReadonlyArray<Route> = [
     access: 'operator',
     maxBody: MAX_THROTTLE_BODY,
     text: true,
-    handle: keyStateRoute('deactivate'),
+    batch: keyStateBatch('deactivate'),
   },
   {
     method: 'POST',
     pattern: '/chainstate',
     access: 'operator',
     maxBody: MAX_THROTTLE_BODY,
-    handle: chainstateRoute,
+    batch: CHAINSTATE,
   },
   {
     method: 'PUT',
     pattern: '/chainstate',
     access: 'operator',
     maxBody: MAX_THROTTLE_BODY,
-    handle: chainstateRoute,
-  },
-  {
-    method: 'POST',
-    pattern: '/new_block',
-    access: 'operator',
-    maxBody: MAX_BLOCK_BODY,
-    feed: true,
-    handle: newBlockRoute,
+    batch: CHAINSTATE,
   },
   {
     method: 'POST',
     pattern: '/admin/events',
     access: 'operator',
     maxBody: MAX_EVENTS_BODY,
-    handle: eventsRoute,
+    batch: EVENTS_BATCH,
   },
   {
     method: 'GET',
@@ -193,41 +177,6 @@ export const ROUTES: ReadonlyArray<Route> = [
     access: 'operator',
     maxBody: 0,
     handle: cancelRoute,
-  },
-  {
-    method: 'GET',
-    pattern: '/admin/audit',
-    access: 'operator',
-    maxBody: 0,
-    server: 'log',
-    handle: auditRoute,
-  },
-  {
-    method: 'GET',
-    pattern: '/admin/held',
-    access: 'operator',
-    maxBody: 0,
-    server: 'log',
-    feed: true,
-    handle: heldRoute('list'),
-  },
-  {
-    method: 'POST',
-    pattern: '/admin/held/release',
-    access: 'operator',
-    maxBody: 0,
-    server: 'log',
-    feed: true,
-    handle: heldRoute('release'),
-  },
-  {
-    method: 'DELETE',
-    pattern: '/admin/held',
-    access: 'operator',
-    maxBody: 0,
-    server: 'log',
-    feed: true,
-    handle: heldRoute('drop'),
   },
   {
     method: 'GET',

@@ -1,33 +1,39 @@
 /**
- * A running service over a state holder: serialises the requests that change the state,
- * lets the caller persist accepted events before anything is answered, and adapts the pure
- * handler to the Fetch API. Browser-safe.
+ * A running service over a state holder: one queue of changes, in which every request that
+ * may change the state and every operator's batch (`applyBatch`, the one port a feed and the
+ * HTTP routes share) is computed on the newest state, persisted before it is answered, and
+ * shown to reads once durable. Browser-safe.
  */
 
 import type { ChainBounds } from '../core/bounds.js';
-import { LimitsError } from '../core/errors.js';
+import { LimitsError, located } from '../core/errors.js';
 import type { LooseningPolicy } from '../core/loosening.js';
+import { type BatchOutcome, decideBatch, type OperatorBatch } from '../core/operator-batch.js';
 import type { LimitsEvent, LimitsState } from '../core/state.js';
+import { ChangeQueue, type Persisted, type Refresh, type Turn } from './change-queue.js';
+import type { HeldBlocks, StacksFeed } from './deprecated.js';
 import {
+  type AuditActor,
   type BatchMeta,
   type EventLog,
   LogBusy,
-  LogConflict,
   LogUnavailable,
 } from './event-log.js';
 import {
+  batchResult,
   type HttpRequest,
   type HttpResponse,
   handleRequest,
   problem,
   type Readiness,
+  servesItself,
+  takeRequest,
 } from './handler.js';
-import type { HandleOptions, HandleResult } from './messages.js';
-import { type Operator, presentedToken } from './operators.js';
-import { givenRequestId, newRequestId, withRequestId } from './request-id.js';
-import { matchPath, routeFor } from './route-match.js';
-import { serialQueue } from './serial-queue.js';
-import type { HeldBlocks, StacksFeed } from './stacks-feed.js';
+import type { Route } from './messages.js';
+import type { Operator } from './operators.js';
+import { givenRequestId, isRequestId, newRequestId, withRequestId } from './request-id.js';
+
+export type { Persisted, Refresh } from './change-queue.js';
 
 /** Options of {@link createService} and {@link createFetchHandler}. */
 export interface ServiceOptions {
@@ -85,18 +91,27 @@ export interface ServiceOptions {
       ) => void | Promise<undefined | Persisted> | Promise<void>)
     | undefined;
   /**
-   * The blocks a Stacks observer holds (`/admin/held`), alone.
+   * Not read: the blocks a feed holds are its server's own routes.
    *
-   * @deprecated Give `stacksFeed`, which holds them. Still taken when `stacksFeed` is not given.
+   * @deprecated `peg-limits serve --stacks-observer` serves `/admin/held` itself. Kept for
+   * 1.x, gone in 2.0.
    */
   readonly heldBlocks?: HeldBlocks | undefined;
   /**
-   * A Stacks feed: the blocks it holds past the chain bounds (`/admin/held`: how many, and
-   * what an operator asks of them), and the blocks posted to `POST /new_block` on the
-   * service's own port (Emily's sidecar forwards them there), which it takes as the
-   * observer's port takes a node's. Without it, both are 404.
+   * Not read: a feed's routes (`POST /new_block`, `/admin/held`) are its server's own, and a
+   * feed applies its batches through {@link Service.applyBatch}.
+   *
+   * @deprecated `peg-limits serve --stacks-observer` serves them itself. Kept for 1.x, gone
+   * in 2.0.
    */
   readonly stacksFeed?: StacksFeed | undefined;
+  /**
+   * The routes of an adapter that serves more than the service: the service's ({@link
+   * ROUTES}) and its own, which it answers itself (`Route.serve`: a log's audit trail, a
+   * feed's blocks). Default the service's.
+   * @internal
+   */
+  readonly routes?: ReadonlyArray<Route> | undefined;
   /** Told of what a request refused that the operators should hear of (a jump past the chain bounds). */
   readonly onNotice?:
     | ((notice: { readonly type: string } & Readonly<Record<string, unknown>>) => void)
@@ -109,20 +124,18 @@ export interface ServiceOptions {
 }
 
 /**
- * What {@link ServiceOptions.refresh} is: called before each change is computed, with the
- * state the service would compute it on; resolves with a newer durable state (another
- * writer's) to compute it on instead, or `undefined` when there is none.
+ * An operator's batch as {@link Service.applyBatch} takes it: the events, who sends them,
+ * whether they pass the chain bounds, and where they come from (for the audit trail).
  */
-export type Refresh = (current: LimitsState) => Promise<LimitsState | undefined>;
-
-/** What {@link ServiceOptions.persist} may resolve with: written, durable later. */
-export interface Persisted {
-  /** Resolves once the events are durable (rejects when they never will be). */
-  readonly durable: Promise<void>;
+export interface ServiceBatch extends OperatorBatch {
+  /**
+   * The trail's name for the request (1 to 128 letters, digits and `. _ : @ / + = -`); one
+   * is made up when absent.
+   */
+  readonly requestId?: string | undefined;
+  /** The sender's address, when there is one. */
+  readonly remote?: string | undefined;
 }
-
-/** How many times a change is computed again after conflicts before it is refused (503). */
-const MAX_PERSIST_ATTEMPTS = 32;
 
 /** A service: answers requests, one state change at a time. */
 export interface Service {
@@ -133,6 +146,15 @@ export interface Service {
    * the state reads see; what {@link Service.handle} resolves with for it.
    */
   read(request: HttpRequest): HttpResponse;
+  /**
+   * The one port of every operator's batch: decided (`decideBatch`: scopes, chain bounds, a
+   * loosening that waits) on the newest state in the queue of changes, with the requests;
+   * persisted with its record and shown before it resolves. Resolves with the outcome as
+   * data: applied, waiting as a change, or refused with the event's index and code. Rejects
+   * only when the outcome could not be kept: the log's `LogUnavailable`, `LogBusy` (other
+   * writers held it), or the persisting error; a malformed `requestId` is a `LimitsError`.
+   */
+  applyBatch(batch: ServiceBatch): Promise<BatchOutcome>;
   /** Calls `fn` with each new state reads see (once durable); returns a stop function. */
   watch(fn: (state: LimitsState) => void): () => void;
   /** The current state. */
@@ -163,151 +185,141 @@ export function createService(options: ServiceOptions): Service {
   const initial = options.state ?? log?.state;
   if (initial === undefined)
     throw new LimitsError('invalid_option', 'createService needs a state or a log');
-  const persist = log !== undefined ? log.append.bind(log) : options.persist;
-  const refresh = log !== undefined ? log.catchUp.bind(log) : options.refresh;
-  // `visible`: what reads see, only ever durable. `written`: what the next change is
-  // computed on; ahead of `visible` while a flush is under way.
-  let visible = initial;
-  let written = initial;
-  const queue = serialQueue();
-  // Resolves once every change accepted so far is durable (and shown); rejects once a flush
-  // has failed, until the log hands over a durable state to go on from (`adopt`).
-  let allDurable: Promise<void> = Promise.resolve();
+  const changes = new ChangeQueue(
+    initial,
+    log !== undefined ? log.append.bind(log) : options.persist,
+    log !== undefined ? log.catchUp.bind(log) : options.refresh,
+  );
   const handleOptions = { ...handleOptionsOf(options), health: healthOf(options, log) };
 
-  // Runs in arrival order, one at a time; returns the answer and what it must wait for.
-  async function change(
-    request: HttpRequest,
-    requestId: string,
-  ): Promise<{ response: HttpResponse; wait: Promise<void> | undefined }> {
+  // An operator's batch decided on `state`: the outcome, and the operators told of a jump
+  // past the chain bounds (an emergency, not traffic).
+  function decided(state: LimitsState, batch: OperatorBatch): BatchOutcome {
+    const outcome = decideBatch(state, batch, handleOptions);
+    if (outcome.outcome === 'refused' && outcome.by === 'chain-bounds')
+      tell(options, {
+        type: 'chainBoundRefused',
+        actor: actorOf(batch.operator.name),
+        path: outcome.error.path,
+        detail: located(outcome.error),
+      });
+    return outcome;
+  }
+
+  // A request's turn: a batch route's batch decided at the port, or the handler's answer.
+  function requestTurn(state: LimitsState, request: HttpRequest): Turn<HttpResponse> {
+    const taken = takeRequest(state, request, handleOptions);
+    const result =
+      taken.kind === 'batch'
+        ? batchResult(state, taken.read, decided(state, taken.read.batch))
+        : taken.kind === 'answered'
+          ? taken.result
+          : handleRequest(state, request, handleOptions);
+    return {
+      state: result.state,
+      events: result.events,
+      actor: result.actor,
+      value: result.response,
+    };
+  }
+
+  // The port's turn: the outcome itself.
+  function batchTurn(state: LimitsState, batch: OperatorBatch): Turn<BatchOutcome> {
+    const outcome = decided(state, batch);
+    return outcome.outcome === 'refused'
+      ? { state, events: [], actor: undefined, value: outcome }
+      : {
+          state: outcome.state,
+          events: outcome.events,
+          actor: actorOf(batch.operator.name),
+          value: outcome,
+        };
+  }
+
+  // A route the adapter serves itself, outside the queue of changes (it sends its own
+  // batches through the port), on the state reads see.
+  async function served(request: HttpRequest): Promise<HttpResponse> {
+    const state = changes.visible;
+    const taken = takeRequest(state, request, handleOptions);
+    if (taken.kind !== 'served') return handleRequest(state, request, handleOptions).response;
     try {
-      // A log with a write lock takes it here and catches up under it: the change is then
-      // computed on the newest state, and no other writer can append before it.
-      const newer = await refresh?.(written);
-      if (newer !== undefined) adopt(newer);
+      return taken.answer(await taken.route.serve!(request, taken.operator));
     } catch (e) {
-      if (e instanceof LogBusy) return { response: busy(e), wait: undefined };
-      // Nothing newer could be read: the append below says whether the log takes writes.
+      return changeFailed(e);
     }
-    for (let attempt = 1; ; attempt++) {
-      const result = handleRequest(written, request, handleOptions);
-      if (result.notice !== undefined) tell(options, result.notice);
-      // A refusal or a no-op computed on a state not yet durable waits for that state.
-      if (result.events.length === 0) return { response: result.response, wait: allDurable };
-      let persisted: Persisted | undefined;
-      try {
-        const meta: BatchMeta = metaOf(result.actor, requestId, request);
-        persisted = (await persist?.(result.events, result.state, written, meta)) ?? undefined;
-      } catch (e) {
-        if (e instanceof LogConflict) {
-          // Another writer was first: its rows are durable; compute the request again on them.
-          adopt(e.state);
-          if (attempt < MAX_PERSIST_ATTEMPTS) {
-            // Writers that keep colliding take turns: a short, growing, random pause.
-            await new Promise((r) => setTimeout(r, Math.random() * Math.min(50, 2 ** attempt)));
-            continue;
-          }
-          return { response: writeConflict(attempt), wait: undefined };
-        }
-        if (e instanceof LogBusy) return { response: busy(e), wait: undefined };
-        return { response: failed(e), wait: undefined };
-      }
-      written = result.state;
-      const durable = persisted?.durable;
-      allDurable = Promise.all([allDurable, durable]).then(() => {
-        show(result.state);
-      });
-      return { response: result.response, wait: allDurable };
-    }
-  }
-
-  // What reads see changes: tell the watchers (`GET /events`).
-  const watchers = new Set<(state: LimitsState) => void>();
-  function show(state: LimitsState): void {
-    if (state === visible) return;
-    visible = state;
-    for (const fn of watchers) {
-      try {
-        fn(state);
-      } catch {
-        // A watcher's failure is its own.
-      }
-    }
-  }
-
-  // `state` is durable (another writer's rows, or what the log holds after a write of this
-  // service failed): what comes next is computed on it, and it is shown once the changes
-  // before it are settled. A change that failed does not hold back the ones after it.
-  function adopt(state: LimitsState): void {
-    written = state;
-    allDurable = allDurable
-      .catch(() => undefined)
-      .then(() => {
-        show(state);
-      });
-  }
-
-  function replace(state: LimitsState, newer?: (current: LimitsState) => boolean): Promise<void> {
-    return queue
-      .run(() => {
-        if (newer === undefined || newer(written)) adopt(state);
-      })
-      .then(() => allDurable);
   }
 
   // What other writers append is shown once the changes before it are durable (a failure
   // there is the writes' to report), unless a change of this service went past it already.
   log?.follow((state, position) => {
-    replace(state, (current) => (log.positionOf(current) ?? -1) < position).catch(() => undefined);
+    changes
+      .replace(state, (current) => (log.positionOf(current) ?? -1) < position)
+      .catch(() => undefined);
   });
 
   return {
     get state() {
-      return visible;
+      return changes.visible;
     },
-    replace,
-    watch(fn) {
-      watchers.add(fn);
-      return () => watchers.delete(fn);
-    },
-    read: (request) => handleRequest(visible, request, handleOptions).response,
+    replace: (state, newer) => changes.replace(state, newer),
+    watch: (fn) => changes.watch(fn),
+    read: (request) => handleRequest(changes.visible, request, handleOptions).response,
     async handle(request) {
-      // The held blocks, and a block posted here, are the Stacks feed's: answered outside the
-      // queue of changes, since the feed sends its own batches through it.
-      const match = request.match ?? matchPath(request.path, true);
-      if (match !== undefined && routeFor(match, request.method.toUpperCase())?.feed === true)
-        return feedAnswer(visible, request, handleOptions, options);
-      if (!isChange(request.method)) {
-        const result = handleRequest(visible, request, handleOptions);
-        const audit = log?.audit;
-        if (result.audit === undefined || audit === undefined) return result.response;
-        // The audit trail, as its lines are: each record's exact text.
-        const lines = await audit(result.audit.after, result.audit.limit);
-        return {
-          status: 200,
-          headers: { 'content-type': 'application/json', 'cache-control': 'no-store' },
-          body: `[${lines.join(',')}]`,
-        };
-      }
+      if (servesItself(request, handleOptions)) return served(request);
+      if (!isChange(request.method))
+        return handleRequest(changes.visible, request, handleOptions).response;
       // A change is recorded under its request id: the one given, or one made up; the
       // answer carries it back either way.
       const given = givenRequestId(request);
       if (!given.ok) return given.response;
       const id = given.id ?? newRequestId();
-      // The next change waits for this one to be written, not for it to be flushed.
-      const { response, wait } = await queue.run(() => change(request, id));
+      let turn: { value: HttpResponse; wait: Promise<void> };
       try {
-        await wait;
+        // The next change waits for this one to be written, not for it to be flushed.
+        turn = await changes.run(
+          (state) => requestTurn(state, request),
+          id,
+          request.remote ?? null,
+        );
       } catch (e) {
-        return withRequestId(failed(e), id);
+        return withRequestId(changeFailed(e), id);
       }
-      return withRequestId(response, id);
+      try {
+        await turn.wait;
+      } catch (e) {
+        return withRequestId(changeFailed(e), id);
+      }
+      return withRequestId(turn.value, id);
+    },
+    async applyBatch(batch) {
+      const id = batch.requestId ?? newRequestId();
+      if (!isRequestId(id))
+        throw new LimitsError(
+          'invalid_request',
+          `a batch's requestId takes 1 to 128 letters, digits and . _ : @ / + = -, got ${JSON.stringify(id.slice(0, 40))}`,
+          'requestId',
+        );
+      const { value, wait } = await changes.run(
+        (state) => batchTurn(state, batch),
+        id,
+        batch.remote ?? null,
+      );
+      await wait;
+      return value;
     },
   };
 }
 
+// The operator as the audit trail names it.
+function actorOf(name: string): AuditActor {
+  return { kind: 'operator', name };
+}
+
 // Tells the listener what a request refused that the operators should hear of.
-function tell(options: ServiceOptions, notice: NonNullable<HandleResult['notice']>): void {
+function tell(
+  options: ServiceOptions,
+  notice: { readonly type: string } & Readonly<Record<string, unknown>>,
+): void {
   try {
     options.onNotice?.(notice);
   } catch {
@@ -315,49 +327,9 @@ function tell(options: ServiceOptions, notice: NonNullable<HandleResult['notice'
   }
 }
 
-function metaOf(actor: HandleResult['actor'], requestId: string, request: HttpRequest): BatchMeta {
-  return { actor: actor ?? { kind: 'system' }, requestId, remote: request.remote ?? null };
-}
-
-// Other writers were first every time.
-function writeConflict(attempts: number): HttpResponse {
-  return problem(
-    503,
-    'write_conflict',
-    `other writers were first ${attempts} times in a row; try again`,
-    { headers: { 'retry-after': '1' } },
-  );
-}
-
-// What GET /readyz reads: the log's readiness (or the one given), with the held blocks.
+// What GET /readyz reads: the log's readiness, or the one given.
 function healthOf(options: ServiceOptions, log: EventLog | undefined) {
-  const health = options.health ?? (log === undefined ? undefined : () => readinessOf(log));
-  const held = options.stacksFeed ?? options.heldBlocks;
-  if (held === undefined || health === undefined) return health;
-  return (): Readiness => {
-    const r = health();
-    const n = held.count();
-    return r.ready && n > 0 ? { ...r, heldBlocks: n } : r;
-  };
-}
-
-// `/admin/held` and `POST /new_block`, admitted by their routes, answered by the Stacks
-// feed's hooks outside the queue of changes, writing as the operator the request's token names.
-function feedAnswer(
-  state: LimitsState,
-  request: HttpRequest,
-  handleOptions: HandleOptions,
-  options: ServiceOptions,
-): Promise<HttpResponse> | HttpResponse {
-  const result = handleRequest(state, request, handleOptions);
-  const given = presentedToken(request);
-  const authorization = given.ok ? `Bearer ${given.token}` : '';
-  const held = options.stacksFeed ?? options.heldBlocks;
-  if (result.held !== undefined && held !== undefined)
-    return held.handle(result.held.op, result.held.by, authorization);
-  if (result.block !== undefined && options.stacksFeed !== undefined)
-    return options.stacksFeed.newBlock(result.block.payload, authorization, request.remote);
-  return result.response;
+  return options.health ?? (log === undefined ? undefined : () => readinessOf(log));
 }
 
 /** Whether a request of `method` may change the state (POST, PUT, PATCH, DELETE): it waits its turn. */
@@ -375,6 +347,7 @@ export function handleOptionsOf(options: ServiceOptions) {
     cacheMaxAge: options.cacheMaxAge,
     chainBounds: options.chainBounds,
     loosening: options.loosening,
+    routes: options.routes,
     get operators() {
       return typeof operators === 'function' ? operators() : operators;
     },
@@ -398,8 +371,12 @@ export function readinessOf(log: EventLog): Readiness {
   return { ready: true };
 }
 
-// A change that could not be kept: 503 while the log cannot take writes, 500 otherwise.
-function failed(e: unknown): HttpResponse {
+/**
+ * The answer of a change that could not be kept: 503 `store_unavailable` while the log cannot
+ * take writes, 503 `write_conflict` when other writers held it, 500 otherwise.
+ */
+function changeFailed(e: unknown): HttpResponse {
+  if (e instanceof LogBusy) return busy(e);
   if (e instanceof LogUnavailable)
     return problem(503, 'store_unavailable', e.message, { headers: { 'retry-after': '1' } });
   const message = e instanceof Error ? e.message : String(e);

@@ -5,6 +5,7 @@ import { describe, expect, test } from 'vitest';
 import {
   applyAll,
   createLimitsState,
+  createService,
   decodeJson,
   getAccountLimits,
   getLimits,
@@ -493,9 +494,33 @@ describe('POST and PUT /chainstate', () => {
       expect(r.response.status).toBe(409);
       expect(r.json).toMatchObject({ code: 'chain_bound_exceeded' });
       expect(r.state).toBe(at);
-      expect(r.notice).toMatchObject({ type: 'chainBoundRefused', actor: { name: 'signer' } });
       expectEmily('/chainstate', 'POST', r.response);
     }
+  });
+
+  test('past the chain bounds, the service tells the operators who tried (onNotice)', async () => {
+    const notices: Array<Record<string, unknown>> = [];
+    const service = createService({
+      ...options,
+      state: createLimitsState(),
+      onNotice: (notice) => notices.push(notice),
+    });
+    const post = (height: number) =>
+      service.handle({
+        method: 'POST',
+        path: '/chainstate',
+        headers: { 'content-type': 'application/json', 'x-api-key': SIGNER },
+        body: JSON.stringify(chainstate(height)),
+      });
+    expect((await post(100)).status).toBe(201);
+    expect(notices).toEqual([]);
+    expect((await post(100 + 145)).status).toBe(409);
+    expect(notices).toEqual([
+      expect.objectContaining({
+        type: 'chainBoundRefused',
+        actor: { kind: 'operator', name: 'signer' },
+      }),
+    ]);
   });
 
   test('a missing bitcoinBlockHeight is 400', () => {
@@ -588,7 +613,7 @@ describe('loosening that waits', () => {
   });
 });
 
-describe('the paths without an operator, and POST /new_block without a feed', () => {
+describe('the paths without an operator', () => {
   test('without any operator, POST /limits is 405 (Allow: GET, HEAD) and the other writes 404', () => {
     const s = createLimitsState();
     const r = send(s, 'POST', '/limits', { pegCap: 1 }, { 'x-api-key': OPS }, {});
@@ -598,18 +623,6 @@ describe('the paths without an operator, and POST /new_block without a feed', ()
       const w = send(s, 'POST', path, {}, { 'x-api-key': OPS }, {});
       expect(w.response.status, path).toBe(404);
     }
-  });
-
-  test('POST /new_block without a credential is 401, without the chain scope 403, without a feed 404', () => {
-    const s = createLimitsState();
-    expect(send(s, 'POST', '/new_block', {}, {}).response.status).toBe(401);
-    expect(send(s, 'POST', '/new_block', {}, { 'x-api-key': OPS }).response.status).toBe(403);
-    const r = send(s, 'POST', '/new_block', JSON.stringify(JSON.stringify({ block_height: 1 })), {
-      'x-api-key': SIGNER,
-    });
-    expect(r.response.status).toBe(404);
-    expect(r.block).toEqual({ payload: { block_height: 1 }, by: 'signer' });
-    expectEmily('/new_block', 'POST', r.response);
   });
 });
 

@@ -330,16 +330,6 @@ describe('errors speak JSON on the wire', () => {
     expect(r.body.detail).toMatch(/got -5$/);
     expect(String(r.body.detail)).not.toMatch(/-5n|bigint/);
   });
-
-  test("GET /admin/audit's 400 names only what was sent", () => {
-    const r = call(base(), '/admin/audit', {
-      method: 'GET',
-      path: '/admin/audit?limit=20000',
-      headers: { authorization: `Bearer ${TOKEN}` },
-    });
-    expect(r.response.status).toBe(400);
-    expect(r.body.detail).toBe('limit must be an integer from 0 to 10000, got "20000"');
-  });
 });
 
 describe('the OpenAPI check itself', () => {

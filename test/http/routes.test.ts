@@ -1,15 +1,26 @@
 // The route table (src/http/routes.ts): the one place the service's resources are written.
 import { describe, expect, test } from 'vitest';
+import { matchPath } from '../../src/http/route-match.js';
 import { ROUTES } from '../../src/http/routes.js';
 import { createLimitsState, decodeJson, handleRequest, openApiDocument } from '../../src/index.js';
-import { admitRequest, matchPath } from '../../src/internal.js';
+import { admitRequest } from '../../src/internal.js';
+import { auditRoute } from '../../src/server/node-http/audit-route.js';
+import { feedRoutes } from '../../src/server/stacks/feed-routes.js';
+
+// The server's own routes: the audit trail, and a Stacks feed's blocks on the service's port.
+const SERVER_ROUTES = [
+  auditRoute({} as never),
+  ...feedRoutes({ configured: false, observer: () => undefined }),
+];
 
 const state = createLimitsState();
 const operator = { adminToken: 'op' };
 
 describe('the route table', () => {
-  test('the OpenAPI document has exactly the paths and methods of the table, with a preflight on every public path', () => {
-    const fromTable = ROUTES.map((r) => `${r.method.toLowerCase()} ${r.pattern}`).sort();
+  test("the OpenAPI document has exactly the paths and methods of the table and the server's own routes, with a preflight on every public path", () => {
+    const fromTable = [...ROUTES, ...SERVER_ROUTES]
+      .map((r) => `${r.method.toLowerCase()} ${r.pattern}`)
+      .sort();
     const fromDocument: string[] = [];
     const preflights: string[] = [];
     for (const [path, item] of Object.entries(openApiDocument.paths)) {
@@ -69,19 +80,11 @@ describe('the route table', () => {
     'PATCH /throttle/deactivate': [401, 'invalid_token', 400, 'invalid_request'],
     'POST /chainstate': [401, 'invalid_token', 415, 'unsupported_media_type'],
     'PUT /chainstate': [401, 'invalid_token', 415, 'unsupported_media_type'],
-    // Only the Stacks feed takes blocks: a handler alone says so.
-    'POST /new_block': [401, 'invalid_token', 400, 'invalid_json'],
     'POST /start_throttle': [415, 'unsupported_media_type', 415, 'unsupported_media_type'],
     'POST /admin/events': [401, 'invalid_token', 415, 'unsupported_media_type'],
     'GET /admin/changes': [401, 'invalid_token', 200, ''],
     'POST /admin/changes/{id}/approve': [401, 'invalid_token', 404, 'change_not_found'],
     'DELETE /admin/changes/{id}': [401, 'invalid_token', 404, 'change_not_found'],
-    // A handler alone keeps no audit trail: the node:http server answers it from its log.
-    'GET /admin/audit': [401, 'invalid_token', 404, 'not_found'],
-    // Only the Stacks observer holds blocks: a handler alone says so.
-    'GET /admin/held': [401, 'invalid_token', 404, 'not_found'],
-    'POST /admin/held/release': [401, 'invalid_token', 404, 'not_found'],
-    'DELETE /admin/held': [401, 'invalid_token', 404, 'not_found'],
     'GET /openapi.json': [200, '', 200, ''],
     // The node:http server's own: a service alone says so.
     'GET /events': [404, 'not_found', 404, 'not_found'],
@@ -119,6 +122,23 @@ describe('the route table', () => {
       if (route.pattern === '/metrics' || route.pattern === '/events')
         expect(r.response.body).toContain('peg-limits serve');
     }
+  });
+
+  test("the server's own routes are no resource of the handler alone, and no route of the table is one", () => {
+    for (const route of SERVER_ROUTES) {
+      const path = route.pattern;
+      const r = handleRequest(
+        state,
+        { method: route.method, path, headers: { authorization: 'Bearer op' } },
+        operator,
+      );
+      expect([r.response.status, decodeJson(r.response.body)], path).toMatchObject([
+        404,
+        { code: 'not_found', detail: `no resource at ${path}` },
+      ]);
+      expect(route.serve, path).toBeTypeOf('function');
+    }
+    expect(ROUTES.filter((r) => r.serve !== undefined)).toEqual([]);
   });
 });
 

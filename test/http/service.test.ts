@@ -302,3 +302,124 @@ test('a log written elsewhere signals a conflict with the public LogConflict, an
   expect(getLimits(service.state).availableToWithdraw).toBe(995n);
   expect(position).toBe(2);
 });
+
+describe('the batch port (Service.applyBatch): every operator batch, as data', () => {
+  const feeder = { name: 'feeder', scopes: ['chain'] as const };
+  const governor = { name: 'gov', scopes: ['chain', 'limits'] as const };
+  function recorded() {
+    const batches: Array<{ events: ReadonlyArray<LimitsEvent>; meta: unknown }> = [];
+    const service = createService({
+      state: at(100),
+      loosening: { delayBlocks: 6, quorum: 0 },
+      persist: (events, _next, _base, meta) => {
+        batches.push({ events, meta });
+      },
+    });
+    return { service, batches };
+  }
+
+  test('applied: the state after it, persisted under the request id and address given, with the operator as the actor', async () => {
+    const { service, batches } = recorded();
+    const outcome = await service.applyBatch({
+      events: [{ type: 'blockConnected', height: 101 }],
+      operator: feeder,
+      requestId: 'stacks-block:ab12',
+      remote: '10.0.0.7',
+    });
+    expect(outcome).toMatchObject({ outcome: 'applied', events: [{ height: 101 }] });
+    if (outcome.outcome !== 'applied') throw new Error('not applied');
+    expect(service.state).toBe(outcome.state);
+    expect(batches).toEqual([
+      {
+        events: [{ type: 'blockConnected', height: 101 }],
+        meta: {
+          actor: { kind: 'operator', name: 'feeder' },
+          requestId: 'stacks-block:ab12',
+          remote: '10.0.0.7',
+        },
+      },
+    ]);
+  });
+
+  test('refused: the rule that refused it, the event at fault and its code, and nothing persisted', async () => {
+    const { service, batches } = recorded();
+    const scope = await service.applyBatch({
+      events: [{ type: 'blockConnected', height: 101 }, { type: 'throttleEnded' }],
+      operator: feeder,
+    });
+    expect(scope).toMatchObject({ outcome: 'refused', by: 'operator' });
+    if (scope.outcome !== 'refused') throw new Error('not refused');
+    expect([scope.error.code, scope.error.event, scope.error.path]).toEqual([
+      'scope_denied',
+      1,
+      '[1]',
+    ]);
+    const bounds = await service.applyBatch({
+      events: [{ type: 'blockConnected', height: 100 + 145 }],
+      operator: feeder,
+    });
+    expect(bounds).toMatchObject({ outcome: 'refused', by: 'chain-bounds' });
+    const state = await service.applyBatch({
+      events: [{ type: 'withdrawalRejected', id: 'nope' }],
+      operator: feeder,
+    });
+    expect(state).toMatchObject({ outcome: 'refused', by: 'state' });
+    if (state.outcome !== 'refused') throw new Error('not refused');
+    expect([state.error.code, state.error.event]).toEqual(['unknown_withdrawal', 0]);
+    // The override passes the bounds only for an operator holding chain and limits.
+    const overridden = await service.applyBatch({
+      events: [{ type: 'blockConnected', height: 100 + 145 }],
+      operator: governor,
+      override: true,
+    });
+    expect(overridden.outcome).toBe('applied');
+    const feederOverride = await service.applyBatch({
+      events: [{ type: 'blockConnected', height: 400 }],
+      operator: feeder,
+      override: true,
+    });
+    expect(feederOverride).toMatchObject({ outcome: 'refused', by: 'operator' });
+    expect(batches).toHaveLength(1);
+  });
+
+  test('waiting: a loosening becomes a pending change, its proposal persisted', async () => {
+    const { service, batches } = recorded();
+    const tighten = await service.applyBatch({
+      events: [{ type: 'limitsSet', limits: { perWithdrawalCap: 10n } }],
+      operator: governor,
+    });
+    expect(tighten.outcome).toBe('applied');
+    const outcome = await service.applyBatch({
+      events: [{ type: 'limitsSet', limits: {} }],
+      operator: governor,
+    });
+    expect(outcome).toMatchObject({
+      outcome: 'waiting',
+      change: { id: 1, proposedBy: 'gov', effectiveAt: 106 },
+    });
+    expect(batches.map((b) => b.events[0]?.type)).toEqual(['limitsSet', 'changeProposed']);
+  });
+
+  test('a batch and a request go through one queue, in arrival order, and the port rejects only what could not be kept', async () => {
+    const service = createService({
+      state: at(100),
+      adminToken: TOKEN,
+      persist: async (events) => {
+        if (events.some((e) => e.type === 'blockConnected' && e.height === 103))
+          throw new Error('disk full');
+      },
+    });
+    const [viaPort, viaHttp] = await Promise.all([
+      service.applyBatch({ events: [{ type: 'blockConnected', height: 101 }], operator: feeder }),
+      service.handle(post({ type: 'blockConnected', height: 102 })),
+    ]);
+    expect([viaPort.outcome, viaHttp.status]).toEqual(['applied', 200]);
+    await expect(
+      service.applyBatch({ events: [{ type: 'blockConnected', height: 103 }], operator: feeder }),
+    ).rejects.toThrow('disk full');
+    expect(getLimits(service.state)).toEqual(getLimits(at(102)));
+    await expect(
+      service.applyBatch({ events: [], operator: feeder, requestId: 'no spaces allowed' }),
+    ).rejects.toMatchObject({ code: 'invalid_request', path: 'requestId' });
+  });
+});

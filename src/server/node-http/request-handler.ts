@@ -14,11 +14,11 @@ import {
   bodyCollector,
   declaredTooLarge,
   isChange,
-  matchPath,
   type PathMatch,
   payloadTooLarge,
   problem,
   routeFor,
+  routeTable,
 } from '../../internal.js';
 import type { ServerMetrics } from '../ops/index.js';
 import type { ServerLimits } from './client-limits.js';
@@ -127,7 +127,9 @@ export class RequestHandler {
     const admitted = admitRequest(request, handleOptions);
     if (!admitted.ok) {
       if (metrics !== undefined)
-        taken.route = matchPath(request.path, this.#parts.operatorOn())?.pattern ?? 'none';
+        taken.route =
+          routeTable(handleOptions.routes)(request.path, this.#parts.operatorOn())?.pattern ??
+          'none';
       this.#answer(taken, admitted.response);
       return;
     }
@@ -201,7 +203,8 @@ export class RequestHandler {
   #dispatch(taken: Taken): void {
     const { request, maxBody } = taken;
     const match = request.match;
-    const server = match === undefined ? undefined : routeFor(match, request.method)?.server;
+    const route = match === undefined ? undefined : routeFor(match, request.method);
+    const server = route?.server;
     if (server === 'stream' && request.method.toUpperCase() === 'GET') {
       this.#stream(taken);
       return;
@@ -221,8 +224,8 @@ export class RequestHandler {
     }
     if (maxBody === 0) {
       // A read is answered at once from the state reads see; only a change waits its turn,
-      // and a read of the log (the audit trail, the held blocks) takes its time.
-      if (isChange(request.method) || server === 'log') this.#handle(taken, undefined);
+      // and a route the server serves itself (the audit trail, the held blocks) takes its time.
+      if (isChange(request.method) || route?.serve !== undefined) this.#handle(taken, undefined);
       else this.#answer(taken, this.#parts.service.read(request));
       return;
     }

@@ -1,16 +1,17 @@
 /**
  * The server's side of the Stacks event observer (`--stacks-observer`): what the metrics
- * read of it, the feed the service hands its blocks to, and the operators it acts as.
- * Node-only.
+ * read of it, the routes its feed adds to the service's port, and what `GET /readyz` says
+ * while it holds blocks. The feed applies its batches through the service's port as
+ * operators of the process alone (`stacks-node`, `stacks-node-confirmed`). Node-only.
  */
 
-import type { StacksFeed } from 'peg-limits';
-import { problem } from '../../internal.js';
+import type { EventLog, Readiness } from 'peg-limits';
+import { type Route, readinessOf } from '../../internal.js';
 import {
-  STACKS_NODE_CONFIRMED_OPERATOR,
+  feedRoutes,
+  heldNotes,
   type StacksObserver,
   type StacksObserverOptions,
-  stacksNodeOperator,
 } from '../stacks/index.js';
 
 // What of the server's options the observer's wiring reads: the observer's options (off
@@ -31,39 +32,18 @@ export function observerSources(
   };
 }
 
-/** What the service hands the Stacks observer (nothing when it is off): its feed. */
-export function observerHooks(
+/** The feed's routes on the service's port (404 without an observer, saying what serves them). */
+export function observerRoutes(
   options: ObserverOptions,
   observer: () => StacksObserver | undefined,
-) {
-  if (options.stacksObserver === undefined) return {};
-  return { stacksFeed: stacksFeedOf(observer) };
+): ReadonlyArray<Route> {
+  return feedRoutes({ configured: options.stacksObserver !== undefined, observer });
 }
 
-// The Stacks observer's feed, once it is open: its held blocks, and the blocks posted to the
-// service's own port.
-function stacksFeedOf(observer: () => StacksObserver | undefined): StacksFeed {
-  const notOpen = () =>
-    Promise.resolve(problem(503, 'store_unavailable', 'the Stacks observer is not open yet'));
-  return {
-    count: () => observer()?.held ?? 0,
-    handle: (op, by, authorization) => observer()?.heldBlocks(op, by, authorization) ?? notOpen(),
-    newBlock: (payload, authorization, remote) =>
-      observer()?.newBlock(payload, authorization, remote) ?? notOpen(),
-  };
-}
-
-/**
- * The observer acts as an operator of its own, with the chain scope alone; with the node's
- * RPC, a jump it confirms passes the chain bounds: an operator of the process alone holds
- * chain and limits for that.
- */
-export function observerOperators(options: ObserverOptions) {
-  return {
-    feeder: options.stacksObserver === undefined ? undefined : stacksNodeOperator(),
-    confirmer:
-      options.stacksObserver?.rpc === undefined
-        ? undefined
-        : stacksNodeOperator(STACKS_NODE_CONFIRMED_OPERATOR, ['chain', 'limits']),
-  };
+/** `GET /readyz`: the log's readiness, with the blocks the observer holds. */
+export function observerHealth(
+  log: EventLog,
+  observer: () => StacksObserver | undefined,
+): () => Readiness {
+  return () => heldNotes(readinessOf(log), observer()?.held ?? 0);
 }

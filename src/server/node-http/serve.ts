@@ -11,7 +11,7 @@ import {
   type Service,
   type ServiceOptions,
 } from 'peg-limits';
-import { CAP_FIELDS } from '../../internal.js';
+import { CAP_FIELDS, ROUTES, type Route } from '../../internal.js';
 import type { RequestLine } from '../ops/index.js';
 import { createMetrics, MetricsUnavailable, type ServerMetrics } from '../ops/index.js';
 import {
@@ -27,6 +27,7 @@ import {
   startStacksObserver,
 } from '../stacks/index.js';
 import { createAnswers } from './answer-writer.js';
+import { auditRoute } from './audit-route.js';
 import { DEFAULT_SERVER_LIMITS, limitsInForce, type ServerLimits } from './client-limits.js';
 import { guardConnections } from './connection-policy.js';
 import { connectionGate } from './connections.js';
@@ -34,7 +35,7 @@ import { isLingering } from './linger.js';
 import { closeListener, listen, listener } from './listener.js';
 import { RequestHandler } from './request-handler.js';
 import { createRequestLog } from './request-log.js';
-import { observerHooks, observerOperators, observerSources } from './serve-observer.js';
+import { observerHealth, observerRoutes, observerSources } from './serve-observer.js';
 import { createStreams } from './streams.js';
 
 export { DEFAULT_SERVER_LIMITS, type ServerLimits } from './client-limits.js';
@@ -156,15 +157,15 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     ready: () => eventLog.writable && !eventLog.catchingUp,
     ...observerSources(options, () => observer),
   });
-  const { feeder, confirmer } = observerOperators(options);
-  const own = [feeder?.operator, confirmer?.operator].filter((o) => o !== undefined);
-  const operatorsNow = operatorsWith(options.operators, own);
+  const operatorsNow = operatorsOf(options.operators);
+  const routes = routesOf(options, eventLog, () => observer);
   const service = createService({
     ...serviceOptionsOf(options),
     log: servedLog(options, metrics, alerts),
-    operators: feeder === undefined ? options.operators : operatorsNow,
+    operators: options.operators,
+    routes,
+    health: observerHealth(eventLog, () => observer),
     onNotice: (notice) => alerts?.notify(notice),
-    ...observerHooks(options, () => observer),
   });
   const storeUnavailable = () => !eventLog.writable;
   const limitsRequest = { method: 'GET', path: '/limits', headers: {} };
@@ -181,6 +182,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     adminToken: options.adminToken,
     cors: options.cors,
     cacheMaxAge: options.cacheMaxAge,
+    routes,
     get operators() {
       return operatorsNow();
     },
@@ -235,14 +237,13 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     logLine: log,
   });
   const url = await listen(server, options.port ?? 8080, options.host ?? '127.0.0.1');
-  if (options.stacksObserver !== undefined && feeder !== undefined) {
+  if (options.stacksObserver !== undefined) {
     try {
-      observer = await startStacksObserver(
-        service,
-        { token: feeder.token, confirmedToken: confirmer?.token },
-        options.stacksObserver,
-        { logLine: log ?? options.warn, warn: options.warn, notify: (a) => alerts?.notify(a) },
-      );
+      observer = await startStacksObserver(service, options.stacksObserver, {
+        logLine: log ?? options.warn,
+        warn: options.warn,
+        notify: (a) => alerts?.notify(a),
+      });
     } catch (e) {
       await new Promise<void>((resolve) => server.close(() => resolve()));
       stopGuard();
@@ -308,23 +309,18 @@ async function metricsOf(
   }
 }
 
-// The operators in force: the given ones (a list, or a function read at every request) and
-// the process's own. The same list while the given one is the same (its registry of token
-// hashes is made once per list): a new one only when SIGHUP swaps the given list.
-function operatorsWith(
-  given: ServerOptions['operators'],
-  own: ReadonlyArray<Operator>,
-): () => ReadonlyArray<Operator> {
-  let lastGiven: ReadonlyArray<Operator> | undefined;
-  let lastNow: ReadonlyArray<Operator> = NO_OPERATORS;
-  return () => {
-    const now = (typeof given === 'function' ? given() : given) ?? NO_OPERATORS;
-    if (now !== lastGiven) {
-      lastGiven = now;
-      lastNow = own.length === 0 ? now : [...now, ...own];
-    }
-    return lastNow;
-  };
+// The service's routes and the server's own: the audit trail, a Stacks feed's blocks.
+function routesOf(
+  options: ServerOptions,
+  log: EventLog,
+  observer: () => StacksObserver | undefined,
+): ReadonlyArray<Route> {
+  return [...ROUTES, auditRoute(log), ...observerRoutes(options, observer)];
+}
+
+// The operators in force: the given ones, a list or a function read at every request.
+function operatorsOf(given: ServerOptions['operators']): () => ReadonlyArray<Operator> {
+  return () => (typeof given === 'function' ? given() : given) ?? NO_OPERATORS;
 }
 
 // The service's own options, as the server was given them.

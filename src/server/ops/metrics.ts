@@ -6,6 +6,7 @@
  */
 
 import {
+  chainView,
   type EventLog,
   getLimits,
   type LimitsState,
@@ -170,7 +171,7 @@ function stateGauges(
     limits().throttleModeInitiator === null ? 0 : 1,
   );
   gauge('peg_limits_tip_height', 'The tip height; absent before any block.', () => {
-    const tip = windowOf(source.state())?.tip ?? null;
+    const tip = chainView(source.state()).tip;
     return tip === null ? undefined : tip;
   });
   gauge('peg_limits_log_position', 'The event-log position the state reflects.', () =>

@@ -1,39 +1,49 @@
 /**
- * What the parts of the Stacks feed share: its options, its credentials, where it tells
- * what it did, and the steps of the feed that its start from the node's state
+ * What the parts of the Stacks feed share: its options, the operators it writes as, where it
+ * tells what it did, and the steps of the feed that its start from the node's state
  * (`node-start.ts`) and its held blocks (`held-blocks.ts`) call back. Node-only.
  */
-import type { HttpResponse, LimitsEvent, Service } from 'peg-limits';
-import type { BlockMemory, Observed, observeBlock } from '../../internal.js';
+import type { BatchAuthor, BatchOutcome, HttpResponse, LimitsEvent, Service } from 'peg-limits';
+import type { BlockMemory, DecodeClarity, Observed } from '../../internal.js';
 import type { BlockMemoryStore } from './block-memory.js';
 import type { StacksRpc } from './rpc-client.js';
 
-/** What the feed needs. */
+/** What the feed needs (the observer's options are these and where it listens). */
 export interface BlockFeedOptions {
   /** The registry contract whose prints are read. */
   readonly registry: string;
-  readonly decode: Parameters<typeof observeBlock>[2]['decode'];
+  /** Clarity's hex decoder (`@stacks/transactions`' `hexToCV`). */
+  readonly decode: DecodeClarity;
+  /** What the observer remembers of the blocks, on the data folder or PostgreSQL. */
   readonly memory: BlockMemoryStore;
-  /** Burn heights of blocks remembered below the newest. */
+  /** Burn heights of blocks remembered below the newest (the command: the reorg bound and a margin). */
   readonly keepBurnBlocks: number;
-  /** The same node's RPC (`--stacks-rpc`). */
+  /**
+   * The same node's RPC (`--stacks-rpc`): the first block (and one after a gap) starts from
+   * the node's own state, and the supply is read from it.
+   */
   readonly rpc?: StacksRpc | undefined;
-  /** The node and the service started together (`--stacks-history-complete`). */
+  /**
+   * The node and the service started together from the registry's deployment
+   * (`--stacks-history-complete`): nothing came before the first block.
+   */
   readonly historyComplete?: boolean | undefined;
-  /** The least time between two tries to start from the node's state while it fails. */
+  /** The least time between two tries to start from the node's state while it fails (default 10 s). */
   readonly startRetryMs?: number | undefined;
 }
 
-/** The credentials the feed writes with. */
-export interface FeedCredentials {
-  /** The operator `stacks-node` (the chain scope alone). */
-  readonly token: string;
-  /**
-   * An operator holding chain and limits, used only to pass the chain bounds once the
-   * node's own RPC confirmed the jump (its token never leaves the process).
-   */
-  readonly confirmedToken?: string | undefined;
-}
+/** The operator the feed writes as: `stacks-node`, with the chain scope alone. */
+export const STACKS_NODE: BatchAuthor = { name: 'stacks-node', scopes: ['chain'] };
+
+/**
+ * The operator the feed writes as only to pass the chain bounds once the node's own RPC
+ * confirmed the jump: `stacks-node-confirmed`, with chain and limits. No token names it: it
+ * exists inside the process alone.
+ */
+export const STACKS_NODE_CONFIRMED: BatchAuthor = {
+  name: 'stacks-node-confirmed',
+  scopes: ['chain', 'limits'],
+};
 
 /** Where the feed tells what it did. */
 export interface FeedTell {
@@ -55,7 +65,6 @@ export type Block = Extract<Observed, { kind: 'block' }>;
 export interface FeedCore {
   readonly service: Service;
   readonly options: BlockFeedOptions;
-  readonly credentials: FeedCredentials;
   readonly tell: FeedTell;
   /** Warns (`warning: …`). */
   warn(line: string): void;
@@ -65,16 +74,18 @@ export interface FeedCore {
   observe(memory: BlockMemory, body: unknown, parentSupply: bigint | undefined): Observed;
   /** The supply as of the block, and its rejections checked against the node. */
   prepare(observed: Block): Promise<Block>;
-  /** Applies events as the operator whose token `authorization` carries (`Bearer <token>`). */
+  /**
+   * Applies events through the service's port as `author` (with the override: past the
+   * chain bounds); an event the state cannot take that a feed may drop is dropped and the
+   * rest applied. Resolves with the outcome.
+   */
   apply(
     events: ReadonlyArray<LimitsEvent>,
     requestId: string,
     remote: string | undefined,
-    authorization: string,
+    author: BatchAuthor,
     override?: boolean,
-  ): Promise<HttpResponse>;
-  /** The credential of the operator `stacks-node`, as `apply` takes it. */
-  feeder(): string;
+  ): Promise<BatchOutcome>;
   /** Takes a payload now, in the turn of the block in hand (as a drop takes the blocks behind it). */
   takeNow(body: unknown): Promise<HttpResponse>;
 }

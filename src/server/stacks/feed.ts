@@ -1,7 +1,8 @@
 /**
  * What the Stacks observer does with each block a node posts: the pure mapping
- * (`stacks/blocks.ts`) turned into batches of the service, applied as the operator
- * `stacks-node` (the `chain` scope alone). Around it, what a real chain needs:
+ * (`stacks/blocks.ts`) turned into batches applied through the service's port
+ * (`Service.applyBatch`) as the operator `stacks-node` (the `chain` scope alone), or as the
+ * operator who posted the block to the service's own port. Around it, what a real chain needs:
  * - a first block, or one after a gap, starts from the node's own state (`--stacks-rpc`), or
  *   declares the history complete only from the next burn height;
  * - the supply is read from the node when a block changes it;
@@ -14,26 +15,29 @@
  * `node-start.ts`, the held blocks in `held-blocks.ts`. Node-only.
  */
 import {
-  encodeJson,
+  type BatchAuthor,
+  type BatchOutcome,
+  chainView,
   type HttpResponse,
   type LimitsEvent,
   type Service,
-  windowOf,
 } from 'peg-limits';
 import {
   type BlockMemory,
+  batchAnswer,
   type Observed,
   observeBlock,
   type RememberedBlock,
+  refusalDetail,
   withSupply,
 } from '../../internal.js';
-import type {
-  Block,
-  BlockFeedOptions,
-  FeedCore,
-  FeedCredentials,
-  FeedTell,
-  HeldOp,
+import {
+  type Block,
+  type BlockFeedOptions,
+  type FeedCore,
+  type FeedTell,
+  type HeldOp,
+  STACKS_NODE,
 } from './feed-parts.js';
 import { HeldBlocks } from './held-blocks.js';
 import {
@@ -48,7 +52,6 @@ import {
 /** The observer's handling of blocks, one at a time. */
 export class BlockFeed {
   readonly #service: Service;
-  readonly #credentials: FeedCredentials;
   readonly #options: BlockFeedOptions;
   readonly #tell: FeedTell;
   readonly #token: string;
@@ -58,30 +61,22 @@ export class BlockFeed {
   #skipped = 0;
   #notShown = 0;
 
-  constructor(
-    service: Service,
-    credentials: FeedCredentials,
-    options: BlockFeedOptions,
-    tell: FeedTell,
-  ) {
+  constructor(service: Service, options: BlockFeedOptions, tell: FeedTell) {
     this.#service = service;
-    this.#credentials = credentials;
     this.#options = options;
     this.#tell = tell;
     this.#token = options.rpc?.token ?? tokenOf(options.registry);
     const core: FeedCore = {
       service,
       options,
-      credentials,
       tell,
       warn: (line) => this.#warn(line),
       skip: (what) => this.#skip(what),
       observe: (memory, body, parentSupply) => this.#observe(memory, body, parentSupply),
       prepare: (observed) => this.#prepare(observed),
-      apply: (events, requestId, remote, authorization, override) =>
-        this.#apply(events, requestId, remote, authorization, override),
-      feeder: () => this.#feeder(),
-      takeNow: (body) => this.#newBlock(body, undefined, this.#feeder()),
+      apply: (events, requestId, remote, author, override) =>
+        this.#apply(events, requestId, remote, author, override),
+      takeNow: (body) => this.#newBlock(body, undefined, STACKS_NODE),
     };
     this.#start = new NodeStart(core);
     this.#held = new HeldBlocks(core, this.#start, this.#token);
@@ -116,27 +111,22 @@ export class BlockFeed {
 
   /**
    * Takes one `/new_block` payload, after every one before it, writing as the operator
-   * `stacks-node` or, for a block posted to the service's own port, as the operator whose
-   * token `authorization` carries (`Bearer <token>`).
+   * `stacks-node` or, for a block posted to the service's own port, as the operator who
+   * posted it (`author`).
    */
   newBlock(
     body: unknown,
     remote: string | undefined,
-    authorization = this.#feeder(),
+    author: BatchAuthor = STACKS_NODE,
   ): Promise<HttpResponse> {
-    return this.#serially(() => this.#newBlock(body, remote, authorization));
+    return this.#serially(() => this.#newBlock(body, remote, author));
   }
 
-  // The operator stacks-node's credential (the chain scope alone).
-  #feeder(): string {
-    return `Bearer ${this.#credentials.token}`;
-  }
-
-  /** An operator's request on the held blocks (`/admin/held`), `by` the operator's name. */
-  heldBlocks(op: HeldOp, by: string, authorization: string): Promise<HttpResponse> {
+  /** An operator's request on the held blocks (`/admin/held`): `author` lists, releases or drops them. */
+  heldBlocks(op: HeldOp, author: BatchAuthor): Promise<HttpResponse> {
     if (op === 'list') return this.#held.list();
     return this.#serially(() =>
-      op === 'drop' ? this.#held.drop(by, authorization) : this.#held.release(by, authorization),
+      op === 'drop' ? this.#held.drop(author) : this.#held.release(author),
     );
   }
 
@@ -164,7 +154,7 @@ export class BlockFeed {
     return observeBlock(memory, body, {
       registry: this.#options.registry,
       decode: this.#options.decode,
-      tip: windowOf(this.#service.state)?.tip ?? null,
+      tip: chainView(this.#service.state).tip,
       keepBurnBlocks: this.#options.keepBurnBlocks,
       token: this.#token,
       parentSupply,
@@ -177,7 +167,7 @@ export class BlockFeed {
   async #newBlock(
     body: unknown,
     remote: string | undefined,
-    authorization: string,
+    author: BatchAuthor,
   ): Promise<HttpResponse> {
     const memory = await this.#options.memory.load();
     this.#held.saw(memory);
@@ -197,19 +187,12 @@ export class BlockFeed {
         observed.block,
         parentBurnOf(body, observed.block),
         remote,
-        authorization,
+        author,
       );
-      if (started !== undefined && 'response' in started)
-        return isBoundRefusal(started.response)
-          ? this.#held.refusedByBounds(
-              memory,
-              observed,
-              body,
-              started.response,
-              remote,
-              authorization,
-            )
-          : started.response;
+      if (started !== undefined && 'refused' in started)
+        return isBoundRefusal(started.refused)
+          ? this.#held.refusedByBounds(memory, observed, body, started.refused, remote, author)
+          : batchAnswer(started.refused);
       if (started !== undefined)
         observed = this.#observe(memory, body, observed.startsChain ? started.supply : undefined);
       else if (observed.startsChain) {
@@ -223,10 +206,10 @@ export class BlockFeed {
     const prepared = await this.#prepare(observed);
     const events = prefix.length === 0 ? prepared.events : mergeStart(prefix, prepared.events);
     if (events.length > 0) {
-      const response = await this.#apply(events, `stacks-block:${at}`, remote, authorization);
-      if (isBoundRefusal(response))
-        return this.#held.refusedByBounds(memory, prepared, body, response, remote, authorization);
-      if (response.status !== 200) return response;
+      const outcome = await this.#apply(events, `stacks-block:${at}`, remote, author);
+      if (isBoundRefusal(outcome))
+        return this.#held.refusedByBounds(memory, prepared, body, outcome, remote, author);
+      if (outcome.outcome !== 'applied') return batchAnswer(outcome);
     }
     await this.#options.memory.save(prepared.memory);
     if (prepared.forkedAt !== undefined)
@@ -301,43 +284,38 @@ export class BlockFeed {
     };
   }
 
-  // Applies events as the operator stacks-node (or, to pass the chain bounds, the given
-  // credentials with the override); an event the state cannot take (a rejection of a
-  // withdrawal it does not hold, a request it holds with another payload) is dropped and
-  // counted, and the rest applied.
+  // Applies events through the service's port as `author` (with the override: past the
+  // chain bounds); an event the state cannot take (a rejection of a withdrawal it does not
+  // hold, a request it holds with another payload) is dropped and counted, and the rest
+  // applied.
   async #apply(
     events: ReadonlyArray<LimitsEvent>,
     requestId: string,
     remote: string | undefined,
-    authorization: string,
+    author: BatchAuthor,
     override = false,
-  ): Promise<HttpResponse> {
+  ): Promise<BatchOutcome> {
     let batch = events;
+    const id = requestId.slice(0, 128);
     for (;;) {
-      const response = await this.#service.handle({
-        method: 'POST',
-        path: '/admin/events',
-        headers: {
-          authorization,
-          'content-type': 'application/json',
-          'peg-limits-request-id': requestId.slice(0, 128),
-          ...(override ? { 'peg-limits-override': 'chain-bounds' } : {}),
-        },
-        body: encodeJson(batch),
+      const outcome = await this.#service.applyBatch({
+        events: batch,
+        operator: author,
+        requestId: id,
         remote,
+        override,
       });
-      if (response.status === 200) return response;
-      // The service says which event the state refused, as data.
-      const refused = response.refused;
-      const event = refused === undefined ? undefined : batch[refused.event];
+      if (outcome.outcome !== 'refused' || outcome.by !== 'state') return outcome;
+      const at = outcome.error.event;
+      const event = at === undefined ? undefined : batch[at];
       const droppable =
         event?.type === 'withdrawalRequested' ||
         event?.type === 'withdrawalRejected' ||
         event?.type === 'withdrawalRejectionUndone';
-      if (refused === undefined || !droppable) return response;
-      this.#skip(`event ${refused.event} of ${requestId} (${refused.code}): ${refused.detail}`);
-      batch = batch.filter((_, i) => i !== refused.event);
-      if (batch.length === 0) return okJson({ ok: true });
+      if (!droppable) return outcome;
+      this.#skip(`event ${at} of ${requestId} (${outcome.error.code}): ${refusalDetail(outcome)}`);
+      batch = batch.filter((_, i) => i !== at);
+      if (batch.length === 0) return { outcome: 'applied', state: this.#service.state, events: [] };
     }
   }
 }

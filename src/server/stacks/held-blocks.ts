@@ -5,15 +5,18 @@
  * confirms is no forgery: the state is read again from the node, and nothing is held.
  * Node-only.
  */
-import { type HttpResponse, windowOf } from 'peg-limits';
+import { type BatchAuthor, type BatchOutcome, chainView, type HttpResponse } from 'peg-limits';
 import {
   type BlockMemory,
+  batchAnswer,
   type HeldBlock,
   payloadToKeep,
   problem,
   type RememberedBlock,
+  refusalDetail,
+  refusalStatus,
 } from '../../internal.js';
-import type { Block, FeedCore } from './feed-parts.js';
+import { type Block, type FeedCore, STACKS_NODE } from './feed-parts.js';
 import { isBoundRefusal, type NodeStart, okJson, parentBurnOf } from './node-start.js';
 
 /** The held blocks of one feed, and how many this process last saw. */
@@ -51,27 +54,27 @@ export class HeldBlocks {
   // The state says blocks are held (no window reports room until the hold ends), written
   // before the blocks are kept: a stop in between fails closed. A no-op once it says so.
   async #markHeld(block: { readonly hash: string; readonly burnHeight: number }) {
-    if (windowOf(this.#core.service.state)?.heldFrom != null) return undefined;
-    const r = await this.#core.apply(
+    if (chainView(this.#core.service.state).heldFrom !== null) return undefined;
+    const outcome = await this.#core.apply(
       [{ type: 'blocksHeld', height: block.burnHeight }],
       `stacks-hold:${block.hash}`,
       undefined,
-      this.#core.feeder(),
+      STACKS_NODE,
     );
-    return r.status === 200 ? undefined : r;
+    return outcome.outcome === 'applied' ? undefined : batchAnswer(outcome);
   }
 
   // The hold ended (nothing is held any more): the windows report their room again. Written
   // as the operator who released or dropped the blocks (it needs the limits scope).
-  async #markReleased(requestId: string, authorization: string) {
-    if (windowOf(this.#core.service.state)?.heldFrom == null) return undefined;
-    const r = await this.#core.apply(
+  async #markReleased(requestId: string, author: BatchAuthor) {
+    if (chainView(this.#core.service.state).heldFrom === null) return undefined;
+    const outcome = await this.#core.apply(
       [{ type: 'blocksReleased' }],
       requestId,
       undefined,
-      authorization,
+      author,
     );
-    return r.status === 200 ? undefined : r;
+    return outcome.outcome === 'applied' ? undefined : batchAnswer(outcome);
   }
 
   // The chain bounds refused the block's batch. A jump the node itself confirms (its burn
@@ -81,36 +84,37 @@ export class HeldBlocks {
     memory: BlockMemory,
     observed: Block,
     body: unknown,
-    refusal: HttpResponse,
+    refusal: Extract<BatchOutcome, { readonly outcome: 'refused' }>,
     remote: string | undefined,
-    authorization: string,
+    author: BatchAuthor,
   ): Promise<HttpResponse> {
-    const reason = refusal.refused?.detail ?? 'past the chain bounds';
+    const reason = refusalDetail(refusal);
     if (await this.#confirmedByNode(observed.block)) {
       const started = await this.#start.fromNode(
         observed.block,
         parentBurnOf(body, observed.block),
         remote,
-        'confirmed',
+        author,
+        true,
       );
-      if (started !== undefined && !('response' in started)) {
+      if (started !== undefined && !('refused' in started)) {
         const again = this.#core.observe({ ...memory, blocks: [], head: '' }, body, started.supply);
         if (again.kind === 'block') {
           const prepared = await this.#core.prepare(again);
-          const response = await this.#core.apply(
+          const outcome = await this.#core.apply(
             prepared.events,
             `stacks-block:${prepared.block.hash}`,
             remote,
-            authorization,
+            author,
           );
-          if (response.status === 200) {
+          if (outcome.outcome === 'applied') {
             await this.#core.options.memory.save(prepared.memory);
             this.#core.tell.logLine?.(
               `stacks observer: block ${prepared.block.hash} jumps past the chain bounds (${reason}); the node confirms it, so the state was read again from the node`,
             );
             return okJson({ ok: true, confirmed: true });
           }
-          if (!isBoundRefusal(response)) return response;
+          if (!isBoundRefusal(outcome)) return batchAnswer(outcome);
         }
       }
     }
@@ -140,7 +144,7 @@ export class HeldBlocks {
 
   async #confirmedByNode(block: RememberedBlock): Promise<boolean> {
     const rpc = this.#core.options.rpc;
-    if (rpc === undefined || this.#core.credentials.confirmedToken === undefined) return false;
+    if (rpc === undefined) return false;
     try {
       const info = await rpc.info();
       if (info.burnBlockHeight < block.burnHeight) return false;
@@ -191,11 +195,12 @@ export class HeldBlocks {
 
   // Drops the first held block (the one the bounds refused: a forgery, say); the blocks
   // held behind it are then taken in order as if just posted: applied, or held again.
-  async drop(by: string, authorization: string): Promise<HttpResponse> {
+  async drop(author: BatchAuthor): Promise<HttpResponse> {
+    const by = author.name;
     const memory = await this.#core.options.memory.load();
     const [first, ...rest] = memory.held ?? [];
     if (first === undefined) {
-      const ended = await this.#markReleased('stacks-hold-end:drop', authorization);
+      const ended = await this.#markReleased('stacks-hold-end:drop', author);
       return ended ?? okJson({ dropped: 0, applied: 0, held: 0 });
     }
     await this.#core.options.memory.save({ ...memory, held: [] });
@@ -206,13 +211,15 @@ export class HeldBlocks {
     this.#core.tell.notify?.({ type: 'heldBlockDropped', by, block: first.hash });
     let applied = 0;
     for (const h of rest) {
+      const held = this.#count;
       const response = await this.#core.takeNow(h.payload);
       if (response.status !== 200) break;
-      if (!(JSON.parse(response.body) as { held?: boolean }).held) applied++;
+      // A block taken again is held anew when the bounds refuse it too.
+      if (this.#count === held) applied++;
     }
     // The hold ends once nothing is held again (a block retaken may be held anew).
     if (this.#count === 0) {
-      const ended = await this.#markReleased(`stacks-hold-end:drop:${first.hash}`, authorization);
+      const ended = await this.#markReleased(`stacks-hold-end:drop:${first.hash}`, author);
       if (ended !== undefined) return ended;
     }
     return okJson({ dropped: 1, applied, held: this.#count });
@@ -220,7 +227,7 @@ export class HeldBlocks {
 
   // The held blocks apply in order, each as a batch of the releasing operator with the
   // override (so the trail names who let them through); one that fails stops the release.
-  async release(by: string, authorization: string): Promise<HttpResponse> {
+  async release(author: BatchAuthor): Promise<HttpResponse> {
     let memory = await this.#core.options.memory.load();
     let held = [...(memory.held ?? [])];
     let released = 0;
@@ -231,22 +238,22 @@ export class HeldBlocks {
       if (observed.kind === 'block') {
         const prepared = await this.#core.prepare(observed);
         if (prepared.events.length > 0) {
-          const response = await this.#core.apply(
+          const outcome = await this.#core.apply(
             prepared.events,
             `stacks-release:${h.hash}`,
             undefined,
-            authorization,
+            author,
             true,
           );
-          if (response.status !== 200) {
+          if (outcome.outcome !== 'applied') {
             this.#count = held.length;
-            return response.status === 403 || response.status === 401
-              ? response
-              : problem(
-                  response.status,
-                  'release_stopped',
-                  `block ${h.hash} did not apply (${released} released before it): ${(JSON.parse(response.body) as { detail?: string }).detail ?? response.status}`,
-                );
+            if (outcome.outcome !== 'refused' || outcome.by === 'operator')
+              return batchAnswer(outcome);
+            return problem(
+              refusalStatus(outcome.error),
+              'release_stopped',
+              `block ${h.hash} did not apply (${released} released before it): ${refusalDetail(outcome)}`,
+            );
           }
         }
         memory = { ...prepared.memory, held: rest };
@@ -256,10 +263,10 @@ export class HeldBlocks {
       released++;
     }
     this.#count = 0;
-    const ended = await this.#markReleased('stacks-hold-end:release', authorization);
+    const ended = await this.#markReleased('stacks-hold-end:release', author);
     if (ended !== undefined) return ended;
-    this.#core.tell.logLine?.(`stacks observer: ${by} released ${released} held block(s)`);
-    this.#core.tell.notify?.({ type: 'heldBlocksReleased', by, blocks: released });
-    return okJson({ released, tip: windowOf(this.#core.service.state)?.tip ?? null });
+    this.#core.tell.logLine?.(`stacks observer: ${author.name} released ${released} held block(s)`);
+    this.#core.tell.notify?.({ type: 'heldBlocksReleased', by: author.name, blocks: released });
+    return okJson({ released, tip: chainView(this.#core.service.state).tip });
   }
 }

@@ -5,6 +5,8 @@
  * blocks themselves is pure and lives in `src/stacks/`. Node-only.
  * @packageDocumentation
  */
+
+export { feedRoutes, heldNotes } from './feed-routes.js';
 export {
   dataBlockMemory,
   isPrivateAddress,
@@ -15,7 +17,6 @@ export {
   STACKS_NODE_OPERATOR,
   type StacksObserver,
   type StacksObserverOptions,
-  stacksNodeOperator,
   startStacksObserver,
 } from './observer.js';
 export { type ClarityCodec, StacksRpc } from './rpc-client.js';

@@ -3,10 +3,16 @@
  * retained history as of a block, read from the node's RPC, and what the observer's block
  * handling needs around it. Node-only.
  */
-import { type HttpResponse, type LimitsEvent, windowOf } from 'peg-limits';
+import {
+  type BatchAuthor,
+  type BatchOutcome,
+  chainView,
+  type HttpResponse,
+  type LimitsEvent,
+} from 'peg-limits';
 import type { RegistryRequest, RememberedBlock } from '../../internal.js';
 import { NodeAnswerError, startBatch } from '../../internal.js';
-import type { FeedCore } from './feed-parts.js';
+import { type FeedCore, STACKS_NODE_CONFIRMED } from './feed-parts.js';
 import type { StacksRpc } from './rpc-client.js';
 
 /** The token contract next to a registry (`ADDRESS.sbtc-token`). */
@@ -61,9 +67,11 @@ async function readNodeState(
   return { requests, supply: await rpc.totalSupply(tip) };
 }
 
-/** Whether a service's answer is the chain bounds' refusal (the service says so as data). */
-export function isBoundRefusal(response: HttpResponse): boolean {
-  return response.refused?.code === 'chain_bound_exceeded';
+/** Whether an outcome is the chain bounds' refusal. */
+export function isBoundRefusal(
+  outcome: BatchOutcome,
+): outcome is Extract<BatchOutcome, { readonly outcome: 'refused' }> {
+  return outcome.outcome === 'refused' && outcome.by === 'chain-bounds';
 }
 
 /** The parent's burn height as the payload gives it (the block's own when it does not). */
@@ -114,16 +122,16 @@ export class NodeStart {
 
   // Whether some heights of the retained history were never reported (a late start).
   historyIncomplete(): boolean {
-    const s = this.#core.service.state;
-    if (s.completeFrom === null) return false;
-    const tip = windowOf(s)?.tip ?? null;
-    return tip === null || s.completeFrom > Math.max(0, tip - s.historyBlocks + 1);
+    const chain = chainView(this.#core.service.state);
+    if (chain.completeFrom === null) return false;
+    const tip = chain.tip;
+    return tip === null || chain.completeFrom > Math.max(0, tip - chain.historyBlocks + 1);
   }
 
   // Blocks before this one were never seen: the history is complete from the next burn
   // height only (others at this one may have come before).
   lateStart(block: RememberedBlock, first: boolean): LimitsEvent[] {
-    const tip = windowOf(this.#core.service.state)?.tip ?? null;
+    const tip = chainView(this.#core.service.state).tip;
     if (this.#core.options.rpc === undefined)
       this.#core.warn(
         `stacks observer: block ${block.hash} ${first ? 'is the first one seen' : 'follows a gap'}, and without --stacks-rpc what came before it is unknown: the window is incomplete (no room reported, withdrawals refused) until it holds only burn heights from ${block.burnHeight + 1}`,
@@ -140,14 +148,18 @@ export class NodeStart {
   // batch on the trail; the supply as of the parent, or undefined when it failed (then the
   // history stays incomplete, and a later block tries again, no sooner than the retry time).
   // `confirmed`: the node confirmed a jump past the chain bounds, which the batch passes as
-  // the process's own confirmed operator; else it is written as `authorization` names.
+  // the process's own confirmed operator; else it is written as `author`.
   async fromNode(
     block: RememberedBlock,
     parentBurnHeight: number,
     remote: string | undefined,
-    authorization: string | 'confirmed',
-  ): Promise<{ supply: bigint } | { response: HttpResponse } | undefined> {
-    const confirmed = authorization === 'confirmed';
+    author: BatchAuthor,
+    confirmed = false,
+  ): Promise<
+    | { supply: bigint }
+    | { refused: Extract<BatchOutcome, { readonly outcome: 'refused' }> }
+    | undefined
+  > {
     const rpc = this.#core.options.rpc;
     if (rpc === undefined) return undefined;
     const retry = this.#core.options.startRetryMs ?? 10_000;
@@ -158,7 +170,7 @@ export class NodeStart {
     try {
       read = await readNodeState(rpc, {
         tip: block.parent,
-        from: Math.max(0, block.burnHeight - this.#core.service.state.historyBlocks + 1),
+        from: Math.max(0, block.burnHeight - chainView(this.#core.service.state).historyBlocks + 1),
         tipBurnHeight: parentBurnHeight,
       });
     } catch (e) {
@@ -171,30 +183,25 @@ export class NodeStart {
     }
     this.#failedAt = 0;
     const readMs = Date.now() - began;
+    const chain = chainView(this.#core.service.state);
     const events = startBatch({
-      tip: windowOf(this.#core.service.state)?.tip ?? null,
+      tip: chain.tip,
       burnHeight: block.burnHeight,
-      historyBlocks: this.#core.service.state.historyBlocks,
+      historyBlocks: chain.historyBlocks,
       requests: read.requests,
       supply: read.supply,
     });
-    const confirmedToken = this.#core.credentials.confirmedToken;
-    const response =
-      confirmed && confirmedToken !== undefined
-        ? await this.#core.apply(
-            events,
-            `stacks-start:${block.parent}`,
-            remote,
-            `Bearer ${confirmedToken}`,
-            true,
-          )
-        : await this.#core.apply(
-            events,
-            `stacks-start:${block.parent}`,
-            remote,
-            confirmed ? this.#core.feeder() : authorization,
-          );
-    if (response.status !== 200) return { response };
+    const outcome = confirmed
+      ? await this.#core.apply(
+          events,
+          `stacks-start:${block.parent}`,
+          remote,
+          STACKS_NODE_CONFIRMED,
+          true,
+        )
+      : await this.#core.apply(events, `stacks-start:${block.parent}`, remote, author);
+    // A start batch takes chain events alone: it applies, or it is refused.
+    if (outcome.outcome === 'refused') return { refused: outcome };
     this.#core.tell.logLine?.(
       `stacks observer: started from the node's state as of block ${block.parent} (burn height ${block.burnHeight}): ${read.requests.length} withdrawal request(s) in the history, supply ${read.supply}, ${rpc.calls - callsBefore} RPC calls in ${readMs} ms, applied in ${Date.now() - began - readMs} ms`,
     );

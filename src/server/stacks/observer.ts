@@ -13,33 +13,31 @@
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
-import {
-  generateOperatorToken,
-  type HttpResponse,
-  hashOperatorToken,
-  type Operator,
-  PegLimitsError,
-  type Scope,
-  type Service,
-} from 'peg-limits';
+import { type BatchAuthor, type HttpResponse, PegLimitsError, type Service } from 'peg-limits';
 import { type DecodeClarity, MAX_BLOCK_BODY, problem } from '../../internal.js';
 import { loadPeer } from '../ops/index.js';
-import type { BlockMemoryStore } from './block-memory.js';
 import { BlockFeed } from './feed.js';
-import type { FeedTell, HeldOp } from './feed-parts.js';
+import {
+  type BlockFeedOptions,
+  type FeedTell,
+  type HeldOp,
+  STACKS_NODE,
+  STACKS_NODE_CONFIRMED,
+} from './feed-parts.js';
 import { okJson } from './node-start.js';
-import type { ClarityCodec, StacksRpc } from './rpc-client.js';
+import { blockPayloadOf } from './posted-block.js';
+import type { ClarityCodec } from './rpc-client.js';
 
 export { dataBlockMemory, pgBlockMemory } from './block-memory.js';
 
-/** The operator the observer acts as. */
-export const STACKS_NODE_OPERATOR = 'stacks-node';
+/** The operator the observer acts as (the chain scope alone). */
+export const STACKS_NODE_OPERATOR = STACKS_NODE.name;
 
 /**
  * The operator the observer acts as only to pass the chain bounds on a jump the node's own
- * RPC confirmed (chain and limits; its token never leaves the process).
+ * RPC confirmed (chain and limits; it exists inside the process alone).
  */
-export const STACKS_NODE_CONFIRMED_OPERATOR = 'stacks-node-confirmed';
+export const STACKS_NODE_CONFIRMED_OPERATOR = STACKS_NODE_CONFIRMED.name;
 
 /** Mainnet's sBTC registry contract. */
 export const MAINNET_REGISTRY = 'SM3VDXK3WZZSA84XXFKAFAF15NNZX32CTSG82JFQ4.sbtc-registry';
@@ -62,28 +60,10 @@ const OBSERVER_LIMITS = {
   keepAliveTimeoutMs: 5_000,
 } as const;
 
-/** Options of {@link startStacksObserver}. */
-export interface StacksObserverOptions {
+/** Options of {@link startStacksObserver}: where it listens, and what its feed needs. */
+export interface StacksObserverOptions extends BlockFeedOptions {
   readonly host: string;
   readonly port: number;
-  /** The registry contract whose prints are read. */
-  readonly registry: string;
-  readonly decode: DecodeClarity;
-  readonly memory: BlockMemoryStore;
-  /** Burn heights of blocks remembered below the newest (default: the reorg bound and a margin). */
-  readonly keepBurnBlocks: number;
-  /**
-   * The same node's RPC (`--stacks-rpc`): the first block (and one after a gap) starts from
-   * the node's own state, and the supply is read from it.
-   */
-  readonly rpc?: StacksRpc | undefined;
-  /**
-   * The node and the service started together from the registry's deployment
-   * (`--stacks-history-complete`): nothing came before the first block.
-   */
-  readonly historyComplete?: boolean | undefined;
-  /** The least time between two tries to start from the node's state while it fails (default 10 s). */
-  readonly startRetryMs?: number | undefined;
 }
 
 /** What is missing when `@stacks/transactions` is not installed. */
@@ -137,16 +117,16 @@ export interface StacksObserver {
   readonly startFailures: number;
   /** Rejections the node did not show, skipped (`peg_limits_observer_rejections_not_shown_total`). */
   readonly rejectionsNotShown: number;
-  /** An operator's request on the held blocks (`/admin/held`). */
-  heldBlocks(op: HeldOp, by: string, authorization: string): Promise<HttpResponse>;
+  /** An operator's request on the held blocks (`/admin/held`): `author` lists, releases or drops them. */
+  heldBlocks(op: HeldOp, author: BatchAuthor): Promise<HttpResponse>;
   /**
    * A block posted to the service's own port (`POST /new_block` with an operator's token,
    * as Emily's sidecar forwards it): the same feed as the observer's port, in the same
-   * order, written as that operator.
+   * order, written as the operator who posted it.
    */
   newBlock(
     payload: unknown,
-    authorization: string,
+    author: BatchAuthor,
     remote: string | undefined,
   ): Promise<HttpResponse>;
   close(): Promise<void>;
@@ -164,26 +144,17 @@ function reply(res: ServerResponse, response: HttpResponse): void {
   res.end(response.body);
 }
 
-/** A new in-process operator of the observer, and its token. */
-export function stacksNodeOperator(
-  name = STACKS_NODE_OPERATOR,
-  scopes: ReadonlyArray<Scope> = ['chain'],
-): { operator: Operator; token: string } {
-  const token = generateOperatorToken();
-  return { operator: { name, tokenHash: hashOperatorToken(token), scopes }, token };
-}
-
 /**
- * Opens the observer listener over a service, acting as the operator whose token it is given
- * (and, with the RPC, as the confirmed operator on a jump the node confirms).
+ * Opens the observer listener over a service, whose port (`Service.applyBatch`) its feed
+ * applies each block's batch through as the operator `stacks-node` (and, with the RPC, as
+ * `stacks-node-confirmed` on a jump the node confirms).
  */
 export async function startStacksObserver(
   service: Service,
-  credentials: { readonly token: string; readonly confirmedToken?: string | undefined },
   options: StacksObserverOptions,
   tell: FeedTell,
 ): Promise<StacksObserver> {
-  const feed = new BlockFeed(service, credentials, options, tell);
+  const feed = new BlockFeed(service, options, tell);
   await feed.open();
   const server: Server = createServer(
     {
@@ -216,8 +187,8 @@ export async function startStacksObserver(
     get rejectionsNotShown() {
       return feed.rejectionsNotShown;
     },
-    heldBlocks: (op, by, authorization) => feed.heldBlocks(op, by, authorization),
-    newBlock: (payload, authorization, remote) => feed.newBlock(payload, remote, authorization),
+    heldBlocks: (op, author) => feed.heldBlocks(op, author),
+    newBlock: (payload, author, remote) => feed.newBlock(payload, remote, author),
     async close() {
       await new Promise<void>((resolve) => {
         server.close(() => resolve());
@@ -284,16 +255,12 @@ function onRequest(
       reply(res, okJson({ ok: true, skipped: 'too large' }));
       return;
     }
-    let body: unknown;
-    try {
-      body = JSON.parse(Buffer.concat(chunks).toString('utf8'));
-      // Emily's sidecar forwards the payload as a JSON string holding it.
-      if (typeof body === 'string') body = JSON.parse(body);
-    } catch (e) {
-      reply(res, problem(400, 'invalid_json', `the body is not JSON: ${(e as Error).message}`));
+    const read = blockPayloadOf(Buffer.concat(chunks).toString('utf8'));
+    if (!read.ok) {
+      reply(res, read.response);
       return;
     }
-    feed.newBlock(body, req.socket.remoteAddress).then(
+    feed.newBlock(read.payload, req.socket.remoteAddress).then(
       (response) => reply(res, response),
       (e: unknown) => {
         (tell.warn ?? tell.logLine)?.(
