@@ -301,7 +301,9 @@ test('GET / serves the dashboard: one page with no outside resource', () => {
   expect(response.status).toBe(200);
   expect(response.headers['content-type']).toBe('text/html; charset=utf-8');
   expect(response.body).toBe(DASHBOARD_HTML);
-  // Nothing is loaded from anywhere else: no src/href to another place, no URL in styles.
-  expect(DASHBOARD_HTML).not.toMatch(/\b(src|href)\s*=/i);
+  // Nothing is loaded from anywhere else: no src/href to another place (the icon is inline,
+  // a data: URL), no URL in styles.
+  expect(DASHBOARD_HTML).not.toMatch(/\b(src|href)\s*=\s*(?!["']?data:)/i);
+  expect(DASHBOARD_HTML).toMatch(/<link rel="icon" href="data:image\/svg\+xml,/);
   expect(DASHBOARD_HTML).not.toMatch(/url\(|@import|https?:\/\/(?!www\.w3\.org\/2000\/svg)/);
 });

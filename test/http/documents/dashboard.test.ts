@@ -216,6 +216,16 @@ describe.skipIf(CHROMIUM === undefined)('the dashboard in a real browser', () =>
     expect(await page.textContent('#changesNote')).toBe(
       'Give an operator token to see the pending changes.',
     );
+    // The icon a browser asks for: the page's own, or /favicon.ico when it declares none (a
+    // headless browser often never asks, so the test asks as a browser would).
+    const icon = await page.evaluate(async () => {
+      const href = document.querySelector<HTMLLinkElement>('link[rel~="icon"]')?.href;
+      const url = new URL(href ?? '/favicon.ico', location.href).href;
+      const r = await fetch(url);
+      return { url: url.slice(0, 30), status: r.status };
+    });
+    expect(icon).toMatchObject({ status: 200 });
+    expect(icon.url).toMatch(/^data:/);
     await page.close();
   });
 
