@@ -21,7 +21,7 @@ export { bodyCollector, declaredTooLarge, payloadTooLarge } from './http/body.js
 export { decodeBatch, encodeBatch } from './http/codec.js';
 export { admitRequest, problem } from './http/handler.js';
 export type { PathMatch, Route } from './http/messages.js';
-export { ADMIN_OPERATOR, holds, validateOperators } from './http/operators.js';
+export { ADMIN_OPERATOR, holds, operatorsFromJson } from './http/operators.js';
 export { routeFor, routeTable } from './http/route-match.js';
 export { ROUTES } from './http/routes.js';
 export { serialQueue } from './http/serial-queue.js';

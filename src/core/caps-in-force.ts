@@ -47,7 +47,7 @@ function withShare(caps: Caps, total: Amount): Caps {
  */
 export function globalCapsInForce(state: LimitsState): Caps {
   const caps = withShare(state.limits, state.peggedTotal);
-  return state.throttleInitiator === null ? caps : throttledGlobal(caps, state.throttleProfile);
+  return state.throttleModeInitiator === null ? caps : throttledGlobal(caps, state.throttleProfile);
 }
 
 /**
@@ -64,18 +64,18 @@ export function entryCapsInForce(
     entry.rollingWithdrawalCapShare === null
       ? entry
       : withShare(entry, mapGet(state.accountPegged, account) ?? 0n);
-  return state.throttleInitiator === null ? caps : throttledEntry(caps, state.throttleProfile);
+  return state.throttleModeInitiator === null ? caps : throttledEntry(caps, state.throttleProfile);
 }
 
 /** The global caps beneath the share: the fixed window cap (throttle overlay included). */
 export function fixedGlobal(state: LimitsState): Caps {
-  return state.throttleInitiator === null
+  return state.throttleModeInitiator === null
     ? state.limits
     : throttledGlobal(state.limits, state.throttleProfile);
 }
 
 /** An entry beneath its share: its fixed window cap (overlay included), when it has an entry. */
 export function fixedEntry(state: LimitsState, entry: Caps | undefined): Caps | undefined {
-  if (entry === undefined || state.throttleInitiator === null) return entry;
+  if (entry === undefined || state.throttleModeInitiator === null) return entry;
   return throttledEntry(entry, state.throttleProfile);
 }

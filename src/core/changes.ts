@@ -20,8 +20,8 @@ import {
   isRecord,
   rejectUnknownFields,
   requireAccount,
+  requireCaps,
   requireName,
-  validateCaps,
 } from './limits.js';
 import { delayOf, loosens, quorumOf } from './loosening.js';
 
@@ -325,15 +325,15 @@ function checkEvent(event: unknown, historyBlocks: number, path: string): Limits
     );
   if (type === 'limitsUpdated') checkUpdate(event.limits, joinPath(path, 'limits'));
   else if (type === 'limitsSet') {
-    validateCaps(event.limits, joinPath(path, 'limits'), historyBlocks, ['accountCaps']);
+    requireCaps(event.limits, joinPath(path, 'limits'), historyBlocks, ['accountCaps']);
     const accountCaps = (event.limits as Record<string, unknown>).accountCaps;
     if (accountCaps !== undefined)
       forEachAccountEntry(accountCaps, joinPath(path, 'limits'), (_account, caps, at) => {
-        validateCaps(caps, at, historyBlocks);
+        requireCaps(caps, at, historyBlocks);
       });
   } else if (type === 'accountLimitsSet') {
     requireAccount(event.account, joinPath(path, 'account'));
-    validateCaps(event.limits, joinPath(path, 'limits'), historyBlocks);
+    requireCaps(event.limits, joinPath(path, 'limits'), historyBlocks);
   } else if (type !== 'throttleEnded') {
     requireName(event.name, joinPath(path, 'name'), 'invalid_key_name', 'a key name');
     if (type === 'throttleKeyAdded' && !isSecretHash(event.secretHash))

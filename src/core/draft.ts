@@ -73,7 +73,7 @@ export interface LimitsState {
   /** @internal The caps throttle mode imposes. */
   readonly throttleProfile: ThrottleProfile;
   /** @internal The name of the key that started throttle mode, or `null` when it is not active. */
-  readonly throttleInitiator: string | null;
+  readonly throttleModeInitiator: string | null;
   /** @internal The throttle key registry. */
   readonly throttleKeys: PMap<ThrottleKey>;
   /** @internal The ring of per-block sums of all accounts, with the ids listed per height. */
@@ -200,7 +200,7 @@ function copyOf(s: StateFields, owner: Owner): Draft {
     heldFrom: s.heldFrom,
     peggedTotal: s.peggedTotal,
     throttleProfile: s.throttleProfile,
-    throttleInitiator: s.throttleInitiator,
+    throttleModeInitiator: s.throttleModeInitiator,
     throttleKeys: s.throttleKeys,
     treeShape: s.treeShape,
     historySums: s.historySums,

@@ -80,7 +80,7 @@ export function isRecord(value: unknown): value is Readonly<Record<string, unkno
  *
  * @param allowed - extra field names the caller handles itself (e.g. `accountCaps`)
  */
-export function validateCaps(
+export function requireCaps(
   input: unknown,
   path: string,
   historyBlocks: number,
@@ -95,7 +95,7 @@ export function validateCaps(
     out[f] = v === undefined || v === null ? null : requireCap(v, joinPath(path, f));
   }
   const caps = out as unknown as Caps;
-  checkCaps(caps, path, historyBlocks);
+  requireCapRules(caps, path, historyBlocks);
   return caps;
 }
 
@@ -118,7 +118,7 @@ export function rejectUnknownFields(
 }
 
 /** The cross-field rules of caps whose fields are already valid amounts. */
-export function checkCaps(caps: Caps, path: string, historyBlocks: number): void {
+export function requireCapRules(caps: Caps, path: string, historyBlocks: number): void {
   const blocks = caps.rollingWithdrawalBlocks;
   if ((blocks === null) !== (caps.rollingWithdrawalCap === null)) {
     fail(

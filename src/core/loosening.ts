@@ -81,7 +81,7 @@ const FIELDS: ReadonlyArray<readonly [LoosenedField, 1 | -1]> = [
 // An account's caps (or the global ones, entry undefined), resolved, with or without the
 // overlay that throttle mode lays on them while it is on.
 function resolved(state: LimitsState, entry: Caps | undefined, overlay: boolean): ResolvedCaps {
-  if (!overlay || state.throttleInitiator === null) return resolveCaps(state.limits, entry);
+  if (!overlay || state.throttleModeInitiator === null) return resolveCaps(state.limits, entry);
   const profile = state.throttleProfile;
   return resolveCaps(
     throttledGlobal(state.limits, profile),
@@ -128,22 +128,22 @@ function compare(
 export function loosenings(before: LimitsState, after: LimitsState): ReadonlyArray<Loosening> {
   const out: Loosening[] = [];
   if (before === after) return out;
-  if (before.throttleInitiator !== null && after.throttleInitiator === null)
-    out.push({ kind: 'throttleEnded', initiator: before.throttleInitiator });
+  if (before.throttleModeInitiator !== null && after.throttleModeInitiator === null)
+    out.push({ kind: 'throttleEnded', initiator: before.throttleModeInitiator });
   if (before.throttleKeys !== after.throttleKeys) {
     mapForEach(after.throttleKeys, (key, name) => {
       if (key.revoked && mapGet(before.throttleKeys, name)?.revoked === false)
         out.push({ kind: 'keyRevoked', name });
     });
   }
-  const throttled = before.throttleInitiator !== null || after.throttleInitiator !== null;
+  const throttled = before.throttleModeInitiator !== null || after.throttleModeInitiator !== null;
   const views: ReadonlyArray<'effective' | 'configured'> = throttled
     ? ['effective', 'configured']
     : ['effective'];
   const seen = new Set<string>();
   const sameGlobal =
     before.limits === after.limits &&
-    before.throttleInitiator === after.throttleInitiator &&
+    before.throttleModeInitiator === after.throttleModeInitiator &&
     before.throttleProfile === after.throttleProfile;
   if (!sameGlobal) {
     for (const view of views)

@@ -249,7 +249,7 @@ function snapshotHead(state: LimitsState): Snapshot {
     peggedTotal: state.peggedTotal.toString(),
     accountPeggedTotals: sortedRecord(pegged),
     throttleKeys: keys.sort((a, b) => byKey(a.name, b.name)),
-    throttleInitiator: state.throttleInitiator,
+    throttleInitiator: state.throttleModeInitiator,
     withdrawals: [],
     changes: state.changes.map((c) => ({
       ...c,

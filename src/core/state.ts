@@ -47,18 +47,18 @@ import {
   NO_CAPS,
   rejectUnknownFields,
   requireAccount,
-  validateCaps,
+  requireCaps,
 } from './limits.js';
 import { emptyMap, mapDelete, mapGet, mapSet } from './pmap.js';
 import { treeShapeOf } from './sum-tree.js';
 import {
   DEFAULT_THROTTLE_PROFILE,
+  requireProfile,
   throttleEnded,
   throttleKeyAdded,
   throttleKeyReactivated,
   throttleKeyRevoked,
   throttleStarted,
-  validateProfile,
 } from './throttle.js';
 import { flushWithdrawals } from './withdrawals.js';
 
@@ -125,7 +125,7 @@ export function createLimitsState(options: LimitsOptions = {}): LimitsState {
     heldFrom: null,
     peggedTotal: 0n,
     throttleProfile: DEFAULT_THROTTLE_PROFILE,
-    throttleInitiator: null,
+    throttleModeInitiator: null,
     throttleKeys: emptyMap(),
     treeShape,
     historySums: treeShape.empty,
@@ -147,13 +147,13 @@ export function createLimitsState(options: LimitsOptions = {}): LimitsState {
   const draft = draftOf(base);
   try {
     if (options.throttleProfile !== undefined) {
-      draft.throttleProfile = validateProfile(
+      draft.throttleProfile = requireProfile(
         options.throttleProfile,
         historyBlocks,
         'throttleProfile',
       );
     } else {
-      validateProfile(DEFAULT_THROTTLE_PROFILE, historyBlocks, 'throttleProfile');
+      requireProfile(DEFAULT_THROTTLE_PROFILE, historyBlocks, 'throttleProfile');
     }
     if (options.limits !== undefined) setLimits(draft, options.limits, 'limits');
   } catch (e) {
@@ -195,17 +195,17 @@ const batches: BatchTrials = {
 // the whole draft, so the input state is never touched.
 
 function setLimits(d: Draft, input: unknown, path: string): void {
-  const caps = validateCaps(input, path, d.historyBlocks, ['accountCaps']);
+  const caps = requireCaps(input, path, d.historyBlocks, ['accountCaps']);
   const accountCaps = (input as LimitsConfig).accountCaps;
   const updates: Array<[string, Caps]> = [];
   if (accountCaps !== undefined)
     forEachAccountEntry(accountCaps, path, (account, entry, entryPath) => {
-      updates.push([account, validateCaps(entry, entryPath, d.historyBlocks)]);
+      updates.push([account, requireCaps(entry, entryPath, d.historyBlocks)]);
     });
   d.limits = caps;
   for (const [account, entry] of updates) setEntry(d, account, entry);
   // An operator setting the caps overrides throttle mode.
-  d.throttleInitiator = null;
+  d.throttleModeInitiator = null;
   d.changed = true;
 }
 
@@ -214,7 +214,7 @@ function setLimits(d: Draft, input: unknown, path: string): void {
 function updateLimits(d: Draft, input: unknown, path: string): void {
   if (!isRecord(input))
     fail('invalid_event', `expected an object of limits, got ${describe(input)}`, path);
-  const caps = validateCaps(merged(d.limits, input, path, ['accountCaps']), path, d.historyBlocks, [
+  const caps = requireCaps(merged(d.limits, input, path, ['accountCaps']), path, d.historyBlocks, [
     'accountCaps',
   ]);
   const updates: Array<[string, Caps]> = [];
@@ -226,7 +226,7 @@ function updateLimits(d: Draft, input: unknown, path: string): void {
       const before = mapGet(d.entries, account) ?? NO_CAPS;
       updates.push([
         account,
-        validateCaps(merged(before, entry, entryPath, []), entryPath, d.historyBlocks),
+        requireCaps(merged(before, entry, entryPath, []), entryPath, d.historyBlocks),
       ]);
     });
   d.limits = caps;
@@ -304,7 +304,7 @@ function blocksReleased(d: Draft): void {
 
 function accountLimitsSet(d: Draft, e: Record<string, unknown>): void {
   const account = requireAccount(e.account, 'account');
-  setEntry(d, account, validateCaps(e.limits, 'limits', d.historyBlocks));
+  setEntry(d, account, requireCaps(e.limits, 'limits', d.historyBlocks));
 }
 
 type EventHandler = (d: Draft, e: Record<string, unknown>) => void;

@@ -11,10 +11,10 @@ import { describe, fail, joinPath } from './errors.js';
 import { isSecretHash } from './keys.js';
 import {
   type Caps,
-  checkCaps,
   isRecord,
   NO_CAPS,
   rejectUnknownFields,
+  requireCapRules,
   requireName,
 } from './limits.js';
 import { mapGet, mapSet } from './pmap.js';
@@ -27,7 +27,7 @@ export const DEFAULT_THROTTLE_PROFILE: ThrottleProfile = {
 };
 
 /** Validates a throttle profile against the history. Throws a LimitsError. */
-export function validateProfile(
+export function requireProfile(
   value: unknown,
   historyBlocks: number,
   path: string,
@@ -50,7 +50,7 @@ export function validateProfile(
       joinPath(path, 'rollingWithdrawalCap'),
     ),
   };
-  checkCaps({ ...NO_CAPS, ...profile }, path, historyBlocks);
+  requireCapRules({ ...NO_CAPS, ...profile }, path, historyBlocks);
   return profile;
 }
 
@@ -155,14 +155,14 @@ function setRevoked(d: Draft, e: Record<string, unknown>, revoked: boolean): voi
 /** `throttleStarted`: turns the overlay on; while active, nothing changes and the first initiator stays. */
 export function throttleStarted(d: Draft, e: Record<string, unknown>): void {
   const initiator = requireKeyName(e.initiator, 'initiator');
-  if (d.throttleInitiator !== null) return;
-  d.throttleInitiator = initiator;
+  if (d.throttleModeInitiator !== null) return;
+  d.throttleModeInitiator = initiator;
   d.changed = true;
 }
 
 /** `throttleEnded`: removes the overlay; a no-op when throttle mode is not active. */
 export function throttleEnded(d: Draft): void {
-  if (d.throttleInitiator === null) return;
-  d.throttleInitiator = null;
+  if (d.throttleModeInitiator === null) return;
+  d.throttleModeInitiator = null;
   d.changed = true;
 }

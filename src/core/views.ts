@@ -118,7 +118,7 @@ export function getLimits(state: LimitsState): Limits {
   for (const name of names) {
     accountCaps[name] = accountView(
       entryCapsInForce(state, mapGet(state.entries, name), name)!,
-      state.throttleInitiator,
+      state.throttleModeInitiator,
     );
   }
   const blocks = caps.rollingWithdrawalBlocks;
@@ -134,7 +134,7 @@ export function getLimits(state: LimitsState): Limits {
     perWithdrawalCap: caps.perWithdrawalCap,
     rollingWithdrawalBlocks: blocks,
     rollingWithdrawalCap: cap,
-    throttleModeInitiator: state.throttleInitiator,
+    throttleModeInitiator: state.throttleModeInitiator,
     accountCaps,
   };
 }
@@ -153,7 +153,7 @@ export function getLimits(state: LimitsState): Limits {
 export function getAccountLimits(state: LimitsState, account: string): AccountLimits | undefined {
   if (!isAccountName(account)) return undefined;
   const entry = entryCapsInForce(state, mapGet(state.entries, account), account);
-  return entry === undefined ? undefined : accountView(entry, state.throttleInitiator);
+  return entry === undefined ? undefined : accountView(entry, state.throttleModeInitiator);
 }
 
 /**
@@ -204,7 +204,7 @@ export function effectiveLimits(state: LimitsState, account: string): EffectiveL
     accountRollingWithdrawalCapFixed: fixedEntry(state, rawEntry)?.rollingWithdrawalCap ?? null,
     peggedTotal: state.peggedTotal,
     accountPeggedTotal: accountPeggedTotal(state, account),
-    throttleModeInitiator: state.throttleInitiator,
+    throttleModeInitiator: state.throttleModeInitiator,
   };
 }
 
@@ -349,7 +349,7 @@ export function windowOf(state: LimitsState, account?: string): WindowView | und
       oldest === undefined || release === undefined || release > Number.MAX_SAFE_INTEGER
         ? null
         : { height: release, amount: oldest.amount },
-    throttleModeInitiator: state.throttleInitiator,
+    throttleModeInitiator: state.throttleModeInitiator,
   };
 }
 

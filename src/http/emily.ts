@@ -125,12 +125,12 @@ const ACCOUNT_FIELDS = [...CAP_FIELDS, 'throttleModeInitiator'] as const;
 // which only a throttle key may do.
 function keepsThrottle(state: LimitsState, value: unknown, path: string): boolean {
   if (value === undefined || value === null) return false;
-  if (typeof value === 'string' && value === state.throttleInitiator) return true;
+  if (typeof value === 'string' && value === state.throttleModeInitiator) return true;
   return fail(
     'invalid_request',
-    state.throttleInitiator === null
+    state.throttleModeInitiator === null
       ? `throttle mode is off, and only a throttle key starts it (POST /start_throttle): send null, got ${describe(value)}`
-      : `throttle mode is on, started by ${JSON.stringify(state.throttleInitiator)}: send that name to keep it or null to end it, got ${describe(value)}`,
+      : `throttle mode is on, started by ${JSON.stringify(state.throttleModeInitiator)}: send that name to keep it or null to end it, got ${describe(value)}`,
     path,
   );
 }
@@ -223,7 +223,7 @@ function accountAnswer(state: LimitsState, account: string): HttpResponse {
     201,
     getAccountLimits(state, account) ?? {
       ...NO_REPORTED_CAPS,
-      throttleModeInitiator: state.throttleInitiator,
+      throttleModeInitiator: state.throttleModeInitiator,
     },
   );
 }

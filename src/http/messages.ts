@@ -110,7 +110,7 @@ export interface HandleOptions {
    */
   readonly adminToken?: string | undefined;
   /**
-   * The operators, by the hash of their tokens, and their scopes (`validateOperators`
+   * The operators, by the hash of their tokens, and their scopes (`operatorsFromJson`
    * checks a list): an event outside the caller's scopes is 403 `scope_denied`.
    */
   readonly operators?: ReadonlyArray<Operator> | undefined;

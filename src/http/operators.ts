@@ -25,11 +25,11 @@ export const ADMIN_OPERATOR = 'admin';
  * @param reserved - names taken already (`admin` when an admin token is set)
  * @example
  * ```ts
- * validateOperators([{ name: 'feeder', tokenHash: hashOperatorToken(token), scopes: ['chain'] }]);
+ * operatorsFromJson([{ name: 'feeder', tokenHash: hashOperatorToken(token), scopes: ['chain'] }]);
  * // { ok: true, operators: [ … ] }
  * ```
  */
-export function validateOperators(
+export function operatorsFromJson(
   value: unknown,
   reserved: ReadonlyArray<string> = [],
   path = 'operators',

@@ -17,7 +17,7 @@ import {
   pendingChanges,
   startThrottle,
 } from '../../src/index.js';
-import { admitRequest, validateOperators } from '../../src/internal.js';
+import { admitRequest, operatorsFromJson } from '../../src/internal.js';
 import { at, run } from '../support/helpers.js';
 import { expectDocumented } from '../support/openapi.js';
 
@@ -160,10 +160,10 @@ describe('operators and their tokens', () => {
     ).toBe(404);
   });
 
-  test('validateOperators names what is wrong: an unknown scope, a name or a hash twice, a malformed hash', () => {
+  test('operatorsFromJson names what is wrong: an unknown scope, a name or a hash twice, a malformed hash', () => {
     const ok = { name: 'a', tokenHash: hashOperatorToken(FEEDER), scopes: ['chain'] };
     const check = (list: unknown, reserved: string[] = []) => {
-      const r = validateOperators(list, reserved);
+      const r = operatorsFromJson(list, reserved);
       return r.ok ? 'ok' : r.error.path;
     };
     expect(check([ok])).toBe('ok');

@@ -94,7 +94,7 @@ export function canonical(state: LimitsState): unknown {
     peggedTotal: state.peggedTotal,
     accountPegged: entries(state.accountPegged),
     throttleProfile: state.throttleProfile,
-    throttleInitiator: state.throttleInitiator,
+    throttleInitiator: state.throttleModeInitiator,
     throttleKeys: entries(state.throttleKeys),
     withdrawals: heldWithdrawals(state).map((w) => [w.id, w]),
     withdrawalCount: heldWithdrawals(state).length,

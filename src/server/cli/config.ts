@@ -19,7 +19,7 @@ import {
   type Operator,
   tryDecodeJson,
 } from 'peg-limits';
-import { located, validateOperators } from '../../internal.js';
+import { located, operatorsFromJson } from '../../internal.js';
 
 /** The configuration used when `--config` is not given: a BTC bridge with modest caps. */
 export const DEFAULT_SERVER_CONFIG = {
@@ -112,7 +112,7 @@ export function serverConfigFrom(
   const fields = config as Record<string, unknown>;
   let operators: ReadonlyArray<Operator> = [];
   if (fields.operators !== undefined) {
-    const r = validateOperators(fields.operators, reserved);
+    const r = operatorsFromJson(fields.operators, reserved);
     if (!r.ok) throw new LimitsError(r.error.code, `${source}: ${located(r.error)}`, r.error.path);
     operators = r.operators;
   }
