@@ -7,6 +7,7 @@
 import {
   apply,
   applyAll,
+  checkDeposit,
   checkWithdrawal,
   createLimitsState,
   decodeJson,
@@ -335,6 +336,69 @@ function row(label, bar, times, a, b) {
     applyTimes,
     'shared',
     'plain',
+  );
+}
+
+// --- the peg's backing checked: views, checks and applies with the check on ------------------
+{
+  const accounts = 500;
+  const large = build(accounts, stream({ blocks: HISTORY, perBlock: 50, accounts }).events);
+  const total = { type: 'peggedTotalObserved', total: 10n ** 15n };
+  const off = applyAll(large, [total]);
+  // The same state with the check on and the peg backed: every view and check asks it.
+  const on = applyAll(large, [
+    total,
+    { type: 'reservesObserved', total: 10n ** 15n, height: large.tip },
+    { type: 'pegIntegritySet', maxUnbacked: 10n ** 8n, reservesMaxAge: 6 },
+  ]);
+  if (!off.ok || !on.ok) throw new Error('the integrity states did not build');
+  let k = 0;
+  const views = (s) => () => {
+    for (let i = 0; i < 100; i++) {
+      getLimits(s);
+      checkWithdrawal(s, { account: `acct${(k++ % 10) * 10}`, amount: 12_345n });
+      checkDeposit(s, { account: `acct${k % 10}`, amount: 12_345n });
+    }
+  };
+  const applies = (s) => () => {
+    for (let i = 0; i < 100; i++) {
+      const r = apply(s, {
+        type: 'withdrawalRequested',
+        id: `checked${k++}`,
+        account: `acct${k % accounts}`,
+        amount: 12_345n,
+        height: s.tip,
+      });
+      if (!r.ok) throw r.error;
+    }
+  };
+  const viewTimes = interleave(
+    [
+      { name: 'on', run: views(on.state) },
+      { name: 'off', run: views(off.state) },
+    ],
+    { rounds: ROUNDS },
+  );
+  row(
+    "getLimits and the checks with the peg's backing checked ÷ not, 100k held",
+    1.2,
+    viewTimes,
+    'on',
+    'off',
+  );
+  const applyTimes = interleave(
+    [
+      { name: 'on', run: applies(on.state) },
+      { name: 'off', run: applies(off.state) },
+    ],
+    { rounds: APPLY_ROUNDS },
+  );
+  row(
+    "one apply(withdrawalRequested) with the peg's backing checked ÷ not, 100k held",
+    1.2,
+    applyTimes,
+    'on',
+    'off',
   );
 }
 

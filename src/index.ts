@@ -29,6 +29,13 @@ export {
 } from './core/checks.js';
 export { LimitsError, type LimitsErrorCode, PegLimitsError, type Result } from './core/errors.js';
 export {
+  DEFAULT_RESERVES_MAX_AGE,
+  type PegFailure,
+  type PegIntegrity,
+  type PegIntegrityState,
+  pegIntegrity,
+} from './core/integrity.js';
+export {
   generateOperatorToken,
   generateThrottleSecret,
   hashOperatorToken,
@@ -61,6 +68,7 @@ export {
   type Snapshot,
   type SnapshotCaps,
   type SnapshotChange,
+  type SnapshotObservation,
   type SnapshotProfile,
   type SnapshotWithdrawal,
   snapshotOf,
@@ -75,13 +83,16 @@ export {
   DEFAULT_HISTORY_BLOCKS,
   DEFAULT_THROTTLE_PROFILE,
   type Height,
+  type IntegrityPolicy,
   type LimitsEvent,
   type LimitsOptions,
   type LimitsState,
   type PendingChange,
+  type ReservesReading,
   type SettledChange,
   type ThrottleKey,
   type ThrottleProfile,
+  type Tripped,
   type Withdrawal,
 } from './core/state.js';
 export {

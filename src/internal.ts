@@ -34,9 +34,11 @@ export {
   type Observed,
   observeBlock,
   type RememberedBlock,
+  withKeys,
   withSupply,
 } from './stacks/blocks.js';
 export {
+  aggregateKeyOfClarity,
   NodeAnswerError,
   okUintOfClarity,
   type RegistryRequest,

@@ -81,6 +81,7 @@ describe('the packed package', () => {
   const PUBLIC = [
     'DEFAULT_CHAIN_BOUNDS',
     'DEFAULT_HISTORY_BLOCKS',
+    'DEFAULT_RESERVES_MAX_AGE',
     'DEFAULT_THROTTLE_PROFILE',
     'LimitsError',
     'LogBusy',
@@ -126,6 +127,7 @@ describe('the packed package', () => {
     'loosens',
     'openApiDocument',
     'parseAmount',
+    'pegIntegrity',
     'pendingChanges',
     'scopeOf',
     'scopesOf',

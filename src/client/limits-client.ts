@@ -7,7 +7,8 @@ import { type Amount, MAX_AMOUNT } from '../core/amount.js';
 import type { VerdictReason } from '../core/checks.js';
 import type { Result } from '../core/errors.js';
 import { PegLimitsError } from '../core/errors.js';
-import type { LimitsEvent, PendingChange } from '../core/state.js';
+import type { PegIntegrity } from '../core/integrity.js';
+import type { LimitsEvent, PendingChange, Tripped } from '../core/state.js';
 import type { AccountLimits, HeightSum, Limits, WindowView } from '../core/views.js';
 import { encodeJson, tryDecodeJson } from '../http/json.js';
 
@@ -67,6 +68,8 @@ export interface LimitsClient {
   checkDeposit(account: string, amount: Amount): Promise<Result<Answered<CheckAnswer>, Problem>>;
   /** `GET /window`, or `GET /window/{account}` (`window_not_found` when it has none). */
   getWindow(account?: string): Promise<Result<Answered<WindowView>, Problem>>;
+  /** `GET /integrity`: the check of the peg's backing (when every cap reads 0, why). */
+  getIntegrity(): Promise<Result<Answered<PegIntegrity>, Problem>>;
   /** `POST /start_throttle`. */
   startThrottle(name: string, secret: string): Promise<Result<Answered<Limits>, Problem>>;
   /**
@@ -144,6 +147,17 @@ function toWindow(value: unknown): WindowView {
     heldFrom: num(w.heldFrom),
     sums: (w.sums as unknown[]).map(sum),
     nextRelease: w.nextRelease === null ? null : sum(w.nextRelease),
+  };
+}
+
+function toIntegrity(value: unknown): PegIntegrity {
+  const i = value as Record<string, unknown>;
+  const t = i.tripped as Record<string, unknown> | null;
+  return {
+    ...(i as unknown as PegIntegrity),
+    reservesHeight: num(i.reservesHeight),
+    reservesMaxAge: Number(i.reservesMaxAge),
+    tripped: t === null ? null : ({ ...t, height: num(t.height) } as unknown as Tripped),
   };
 }
 
@@ -339,6 +353,7 @@ export function createLimitsClient(options: LimitsClientOptions): LimitsClient {
     checkDeposit: (name, amount) => check('deposits', name, amount),
     getWindow: (name) =>
       call(name === undefined ? '/window' : `/window/${account(name)}`, toWindow),
+    getIntegrity: () => call('/integrity', toIntegrity),
     startThrottle: (name, secret) => post('/start_throttle', JSON.stringify({ name, secret })),
     postEvents: (events, token) =>
       call('/admin/events', changeOrLimits, {

@@ -1,13 +1,16 @@
 /**
  * The caps in force: what every view, check, batch admission and `whenAvailable` sees of the
- * configured caps. Two overlays, in this order, neither rewriting what is configured: the
- * window cap's share of the pegged total (the lower of the fixed cap and the share, rounded
- * down), then throttle mode's profile. The throttle overlay itself is `throttle.ts`'s; this
- * module composes them, globally and for an account entry.
+ * configured caps. Three overlays, in this order, none rewriting what is configured: the
+ * window cap's share of the pegged total's basis (the lower of the fixed cap and the share of
+ * the lowest total in force during the window, rounded down: `pegged-totals.ts`), throttle
+ * mode's profile (`throttle.ts`), and, while the limits fail closed on the peg's backing
+ * (`integrity.ts`), zero caps. This module composes them, globally and for an account entry.
  */
 import type { Amount } from './amount.js';
-import type { LimitsState } from './draft.js';
-import type { Caps } from './limits.js';
+import type { Height, LimitsState, Observation } from './draft.js';
+import { pegFailure } from './integrity.js';
+import { type Caps, isAccountName } from './limits.js';
+import { shareBasis } from './pegged-totals.js';
 import { mapGet } from './pmap.js';
 import { throttledEntry, throttledGlobal } from './throttle.js';
 
@@ -24,11 +27,17 @@ function lower(a: Amount, b: Amount): Amount {
 }
 
 // The caps with the window cap in force: the lower of the fixed cap and the share of the
-// total (the same caps when no share is set).
-function withShare(caps: Caps, total: Amount): Caps {
+// total's basis over `totals` (the same caps when no share is set).
+function withShare(
+  caps: Caps,
+  totals: ReadonlyArray<Observation> | undefined,
+  tip: Height | null,
+): Caps {
   const share = caps.rollingWithdrawalCapShare;
   const cap = caps.rollingWithdrawalCap;
-  if (share === null || cap === null) return caps;
+  const blocks = caps.rollingWithdrawalBlocks;
+  if (share === null || cap === null || blocks === null) return caps;
+  const total = shareBasis(totals, tip, blocks);
   // Written out, not spread: this runs at every view and check of a state with a share.
   return {
     pegCap: caps.pegCap,
@@ -41,18 +50,42 @@ function withShare(caps: Caps, total: Amount): Caps {
   };
 }
 
+// Failing closed on the peg's backing: nothing may be withdrawn or deposited. The global
+// per-transfer caps read 0, and the window cap 0 where a window is set.
+function closedGlobal(caps: Caps): Caps {
+  return {
+    ...caps,
+    perDepositCap: 0n,
+    perWithdrawalCap: 0n,
+    rollingWithdrawalCap: caps.rollingWithdrawalCap === null ? null : 0n,
+  };
+}
+
+// An entry while failing closed: its set caps read 0, its unset ones stay unset (the zero
+// global caps apply to them).
+function closedEntry(caps: Caps): Caps {
+  const zero = (v: Amount | null) => (v === null ? null : 0n);
+  return {
+    ...caps,
+    perDepositCap: zero(caps.perDepositCap),
+    perWithdrawalCap: zero(caps.perWithdrawalCap),
+    rollingWithdrawalCap: zero(caps.rollingWithdrawalCap),
+  };
+}
+
 /**
  * The global caps every view and check sees: the window cap in force (the lower of the
- * fixed cap and its share of the pegged total), then throttle mode's overlay.
+ * fixed cap and its share of the pegged total's basis), then throttle mode's overlay, then
+ * zero caps while the limits fail closed on the peg's backing.
  */
 export function globalCapsInForce(state: LimitsState): Caps {
-  const caps = withShare(state.limits, state.peggedTotal);
-  return state.throttleModeInitiator === null ? caps : throttledGlobal(caps, state.throttleProfile);
+  return fixed(state, withShare(state.limits, state.totals, state.tip), true);
 }
 
 /**
  * An account entry as every view and check sees it (its window cap in force against the
- * account's own pegged total, then the overlay), or `undefined` when the account has none.
+ * basis of the account's own pegged total, then the overlays), or `undefined` when the
+ * account has none.
  */
 export function entryCapsInForce(
   state: LimitsState,
@@ -63,19 +96,73 @@ export function entryCapsInForce(
   const caps =
     entry.rollingWithdrawalCapShare === null
       ? entry
-      : withShare(entry, mapGet(state.accountPegged, account) ?? 0n);
-  return state.throttleModeInitiator === null ? caps : throttledEntry(caps, state.throttleProfile);
+      : withShare(entry, mapGet(state.accountTotals, account), state.tip);
+  return fixed(state, caps, false);
 }
 
-/** The global caps beneath the share: the fixed window cap (throttle overlay included). */
+// The overlays beneath which no share reaches: throttle mode's, then failing closed.
+function fixed(state: LimitsState, caps: Caps, global: boolean): Caps {
+  const throttled =
+    state.throttleModeInitiator === null
+      ? caps
+      : global
+        ? throttledGlobal(caps, state.throttleProfile)
+        : throttledEntry(caps, state.throttleProfile);
+  if (pegFailure(state) === null) return throttled;
+  return global ? closedGlobal(throttled) : closedEntry(throttled);
+}
+
+/**
+ * The global caps beneath the share: the fixed window cap, throttle mode's overlay included
+ * (not the zeros of failing closed: what shows again once the peg's check lets through).
+ */
 export function fixedGlobal(state: LimitsState): Caps {
   return state.throttleModeInitiator === null
     ? state.limits
     : throttledGlobal(state.limits, state.throttleProfile);
 }
 
-/** An entry beneath its share: its fixed window cap (overlay included), when it has an entry. */
+/** An entry beneath its share: its fixed window cap (throttle mode's overlay included), when it has an entry. */
 export function fixedEntry(state: LimitsState, entry: Caps | undefined): Caps | undefined {
   if (entry === undefined || state.throttleModeInitiator === null) return entry;
   return throttledEntry(entry, state.throttleProfile);
+}
+
+/** The basis the global window cap's share applies to at the state's tip (see `shareBasis`). */
+export function globalShareBasis(state: LimitsState): Amount {
+  const blocks = state.limits.rollingWithdrawalBlocks;
+  return blocks === null ? state.peggedTotal : shareBasis(state.totals, state.tip, blocks);
+}
+
+/** The basis an entry's window cap's share applies to: of the account's own totals. */
+export function accountShareBasis(
+  state: LimitsState,
+  entry: Caps | undefined,
+  account: string,
+): Amount {
+  if (!isAccountName(account)) return 0n;
+  const blocks = entry?.rollingWithdrawalBlocks ?? null;
+  const totals = mapGet(state.accountTotals, account);
+  if (blocks === null) return mapGet(state.accountPegged, account) ?? 0n;
+  return shareBasis(totals, state.tip, blocks);
+}
+
+/**
+ * The global window cap in force were the tip `tip` and nothing else changed: the share's
+ * basis taken at that tip (it only rises as the lower totals leave the window), the other
+ * overlays as they are now.
+ */
+export function globalWindowCapAt(state: LimitsState, tip: Height): Amount | null {
+  return fixed(state, withShare(state.limits, state.totals, tip), true).rollingWithdrawalCap;
+}
+
+/** The same for an account entry's own window, over the account's own totals. */
+export function entryWindowCapAt(
+  state: LimitsState,
+  entry: Caps,
+  account: string,
+  tip: Height,
+): Amount | null {
+  return fixed(state, withShare(entry, mapGet(state.accountTotals, account), tip), false)
+    .rollingWithdrawalCap;
 }

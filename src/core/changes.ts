@@ -13,6 +13,7 @@ import type { Draft, LimitsState } from './draft.js';
 import { describe, fail, joinPath, LimitsError } from './errors.js';
 import type { LimitsEvent, PendingChange, SettledChange } from './events.js';
 import { heightFromJson } from './heights.js';
+import { requireIntegrityPolicy } from './integrity.js';
 import { isSecretHash } from './keys.js';
 import {
   CAP_FIELDS,
@@ -34,6 +35,8 @@ export const CHANGE_EVENT_TYPES: ReadonlySet<string> = new Set([
   'throttleKeyAdded',
   'throttleKeyRevoked',
   'throttleKeyReactivated',
+  'pegIntegritySet',
+  'pegBreakerCleared',
 ]);
 
 /** The state's batch machinery, as the change rules need it. */
@@ -334,7 +337,8 @@ function checkEvent(event: unknown, historyBlocks: number, path: string): Limits
   } else if (type === 'accountLimitsSet') {
     requireAccount(event.account, joinPath(path, 'account'));
     requireCaps(event.limits, joinPath(path, 'limits'), historyBlocks);
-  } else if (type !== 'throttleEnded') {
+  } else if (type === 'pegIntegritySet') requireIntegrityPolicy(event, path);
+  else if (type !== 'throttleEnded' && type !== 'pegBreakerCleared') {
     requireName(event.name, joinPath(path, 'name'), 'invalid_key_name', 'a key name');
     if (type === 'throttleKeyAdded' && !isSecretHash(event.secretHash))
       fail(

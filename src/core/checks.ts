@@ -3,12 +3,16 @@
  * order, and when a withdrawal would fit. A cap is inclusive: an amount equal to it passes.
  */
 import { type Amount, isInt64, roomLeft } from './amount.js';
-import { globalCapsInForce } from './caps-in-force.js';
+import { entryWindowCapAt, globalCapsInForce, globalWindowCapAt } from './caps-in-force.js';
+import { oldestRetained } from './draft.js';
 import { describe, LimitsError } from './errors.js';
+import { pegFailure } from './integrity.js';
 import type { ResolvedCaps } from './limits.js';
 import { isAccountName } from './limits.js';
+import { highestObservedTip } from './pegged-totals.js';
+import { mapGet } from './pmap.js';
 import type { LimitsState } from './state.js';
-import type { SumNode } from './sum-tree.js';
+import { type SumNode, sumHeights } from './sum-tree.js';
 import { accountPeggedTotal, resolvedCaps } from './views.js';
 import {
   accountTree,
@@ -21,8 +25,10 @@ import {
 
 /**
  * Why a request is refused. `invalid_amount` and `invalid_account` flag malformed requests;
- * `window_incomplete` says that what a window holds is unknown: it reaches below the height
- * from which the history is complete, or blocks are held past the chain bounds.
+ * `peg_unbacked` and `reserves_unknown` say that the limits fail closed on the peg's backing
+ * (the breaker tripped; the reserves are not known); `window_incomplete` says that what a
+ * window holds is unknown: it reaches below the height from which the history is complete,
+ * or blocks are held past the chain bounds.
  */
 export type VerdictReason =
   | 'above_per_withdrawal_cap'
@@ -34,7 +40,9 @@ export type VerdictReason =
   | 'peg_cap_exceeded'
   | 'account_peg_cap_exceeded'
   | 'invalid_amount'
-  | 'invalid_account';
+  | 'invalid_account'
+  | 'peg_unbacked'
+  | 'reserves_unknown';
 
 /**
  * A check's answer. When refused, `limit` is the bound the rule would have allowed: the
@@ -91,6 +99,12 @@ function malformed(request: unknown): Verdict | undefined {
   return undefined;
 }
 
+// Failing closed on the peg's backing: refused whatever the request, nothing allowed.
+function closed(state: LimitsState): Verdict | undefined {
+  const failure = pegFailure(state);
+  return failure === null ? undefined : refuse(failure, 0n);
+}
+
 // What a batch has admitted so far, counted against the requests after it.
 interface Pending {
   total: Amount;
@@ -103,7 +117,7 @@ function withdrawalVerdict(
   pending: Pending,
   globalUsed: Amount,
 ): Verdict {
-  const bad = malformed(req);
+  const bad = malformed(req) ?? closed(state);
   if (bad !== undefined) return bad;
   const r = resolvedCaps(state, req.account);
   if (r.perWithdrawalCap !== null && req.amount > r.perWithdrawalCap) {
@@ -143,7 +157,7 @@ function incompleteFor(
 const HELD = { at: null } as const;
 
 function depositVerdict(state: LimitsState, req: TransferRequest, pending: Pending): Verdict {
-  const bad = malformed(req);
+  const bad = malformed(req) ?? closed(state);
   if (bad !== undefined) return bad;
   const r = resolvedCaps(state, req.account);
   if (r.perDepositMinimum !== null && req.amount < r.perDepositMinimum)
@@ -313,30 +327,89 @@ function availableAt(
   request: TransferRequest,
   pending: Pending,
 ): number | null {
-  if (malformed(request) !== undefined || state.tip === null) return null;
+  if (malformed(request) !== undefined || state.tip === null || pegFailure(state) !== null)
+    return null;
   const { account, amount } = request;
   const r = resolvedCaps(state, account);
   if (r.perWithdrawalCap !== null && amount > r.perWithdrawalCap) return null;
   const incomplete = incompleteFor(state, r);
   if (incomplete !== undefined && incomplete.at === null) return null;
   let height = Math.max(state.tip, incomplete?.at ?? state.tip);
-  const windows: Array<[Amount | null, Amount | null, SumNode | undefined, Amount]> = [
-    [r.rollingWithdrawalBlocks, r.rollingWithdrawalCap, state.historySums, pending.total],
+  const entry = mapGet(state.entries, account);
+  const windows: Array<[Amount | null, Amount | null, SumNode | undefined, Amount, CapAt]> = [
+    [
+      r.rollingWithdrawalBlocks,
+      r.rollingWithdrawalCap,
+      state.historySums,
+      pending.total,
+      r.rollingWithdrawalCapShare === null
+        ? undefined
+        : { at: (u) => globalWindowCapAt(state, u), top: highestObservedTip(state.totals) },
+    ],
     [
       r.accountRollingWithdrawalBlocks,
       r.accountRollingWithdrawalCap,
       accountTree(state, account),
       pending.byAccount.get(account) ?? 0n,
+      r.accountRollingWithdrawalCapShare === null || entry === undefined
+        ? undefined
+        : {
+            at: (u) => entryWindowCapAt(state, entry, account, u),
+            top: highestObservedTip(mapGet(state.accountTotals, account)),
+          },
     ],
   ];
-  for (const [blocks, cap, tree, held] of windows) {
+  for (const [blocks, cap, tree, held, capAt] of windows) {
     if (blocks === null || cap === null) continue;
-    if (amount > cap) return null;
-    const h = heightWith(state, tree, blocks, cap - amount, held);
+    const h =
+      capAt === undefined
+        ? amount > cap
+          ? undefined
+          : heightWith(state, tree, blocks, cap - amount, held)
+        : heightUnderShare(state, tree, blocks, amount, held, capAt);
     if (h === undefined) return null;
     height = Math.max(height, h);
   }
   return height;
+}
+
+// A window cap set as a share moves with the tip: the basis rises as the lower totals leave
+// the window (never falls, absent a new total), while what is withdrawn in it only leaves.
+type CapAt =
+  | { readonly at: (tip: number) => Amount | null; readonly top: number | null }
+  | undefined;
+
+// The earliest tip ≥ the tip at which `amount` fits a window whose cap is `capAt` there, with
+// `held` more withdrawn at the tip; undefined when it never does. Fitting only gets easier as
+// the tip rises, so the first tip that fits is found by halving.
+function heightUnderShare(
+  state: LimitsState,
+  tree: SumNode | undefined,
+  blocks: Amount,
+  amount: Amount,
+  held: Amount,
+  capAt: NonNullable<CapAt>,
+): number | undefined {
+  const tip = state.tip!;
+  const b = Number(blocks);
+  const fits = (u: number) => {
+    const from = Math.max(u - b + 1, oldestRetained(state));
+    const withdrawn =
+      tree === undefined || from > tip ? 0n : sumHeights(state.treeShape, tree, from, tip);
+    const cap = capAt.at(u) ?? 0n;
+    return withdrawn + (u < tip + b ? held : 0n) + amount <= cap;
+  };
+  // Past every observation and every withdrawal by a window, nothing changes any more.
+  let hi = Math.max(tip, capAt.top ?? tip) + b;
+  if (hi > Number.MAX_SAFE_INTEGER || !fits(hi)) return undefined;
+  let lo = tip;
+  if (fits(lo)) return lo;
+  while (hi - lo > 1) {
+    const mid = lo + Math.floor((hi - lo) / 2);
+    if (fits(mid)) hi = mid;
+    else lo = mid;
+  }
+  return hi;
 }
 
 // heightWithin, with `held` more withdrawn at the tip.

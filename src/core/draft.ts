@@ -91,12 +91,56 @@ export interface LimitsState {
   readonly books: PMap<Book>;
   /** @internal Each account's pegged-in total last observed (absent = 0). */
   readonly accountPegged: PMap<Amount>;
+  /**
+   * @internal Each global pegged total observed, with the tip it was applied at, in the order
+   * applied (the lagged basis of a window cap's share reads them); the oldest that no window
+   * can reach again are left out.
+   */
+  readonly totals: ReadonlyArray<Observation>;
+  /** @internal The same for each account's pegged total (an account never observed: absent). */
+  readonly accountTotals: PMap<ReadonlyArray<Observation>>;
+  /** @internal The reserves last observed (`reservesObserved`), or `null` before any. */
+  readonly reserves: ReservesReading | null;
+  /** @internal The check of the peg's backing (`pegIntegritySet`); off by default. */
+  readonly integrity: IntegrityPolicy;
+  /** @internal Where the breaker tripped, or `null` while it has not (or was cleared). */
+  readonly tripped: Tripped | null;
   /** @internal The pending changes, oldest (lowest id) first. */
   readonly changes: ReadonlyArray<PendingChange>;
   /** @internal The id the next pending change gets. */
   readonly nextChangeId: number;
   /** What makes the type opaque: no value made elsewhere is a state. */
   readonly [opaque]: 'LimitsState';
+}
+
+/** A pegged total as observed, and the tip when it was applied (`null` before any block). */
+export interface Observation {
+  readonly tip: Height | null;
+  readonly total: Amount;
+}
+
+/** The reserves that back the peg, as read from the base chain at burn height `height`. */
+export interface ReservesReading {
+  readonly total: Amount;
+  readonly height: Height;
+}
+
+/**
+ * The check of the peg's backing: the peg is unbacked when the pegged total exceeds the
+ * reserves by more than `maxUnbacked` (`null`: no check); reserves read more than
+ * `reservesMaxAge` blocks below the tip are unknown.
+ */
+export interface IntegrityPolicy {
+  readonly maxUnbacked: Amount | null;
+  readonly reservesMaxAge: number;
+}
+
+/** Where the breaker tripped: the tip (`null` before any block), and the figures then. */
+export interface Tripped {
+  readonly height: Height | null;
+  readonly peggedTotal: Amount;
+  readonly reserves: Amount;
+  readonly unbacked: Amount;
 }
 
 /** @internal A generation of withdrawals (see {@link LimitsState.generations}). */
@@ -147,6 +191,8 @@ export function asState(fields: StateFields): LimitsState {
 export type Draft = { -readonly [K in keyof StateFields]: StateFields[K] } & {
   /** Whether `generations` is this call's own copy yet (made on the first change). */
   gensOwned: boolean;
+  /** Whether `totals` is this call's own copy yet (made on the first observation). */
+  totalsOwned: boolean;
   /**
    * The withdrawals added, changed or removed (REMOVED) during this call, written into the
    * generations once at the end: a withdrawal added and forgotten within one batch never
@@ -207,9 +253,15 @@ function copyOf(s: StateFields, owner: Owner): Draft {
     generations: s.generations,
     books: s.books,
     accountPegged: s.accountPegged,
+    totals: s.totals,
+    accountTotals: s.accountTotals,
+    reserves: s.reserves,
+    integrity: s.integrity,
+    tripped: s.tripped,
     changes: s.changes,
     nextChangeId: s.nextChangeId,
     gensOwned: false,
+    totalsOwned: false,
     pending: undefined,
     openedAtOf: undefined,
     ownGenerations: undefined,

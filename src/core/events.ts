@@ -54,6 +54,23 @@ export type LimitsEvent =
       readonly total: Amount;
       readonly account?: string | undefined;
     }
+  /**
+   * The reserves that back the peg (sBTC: the BTC in the signers' wallet), read from the base
+   * chain at burn height `height` (docs/semantics.md, "A forged mint cannot be withdrawn").
+   */
+  | { readonly type: 'reservesObserved'; readonly total: Amount; readonly height: Height }
+  /**
+   * The check of the peg's backing: unbacked when the pegged total exceeds the reserves by
+   * more than `maxUnbacked` (`null`: no check); reserves read more than `reservesMaxAge`
+   * blocks below the tip are unknown. Raising either, or turning the check off, loosens.
+   */
+  | {
+      readonly type: 'pegIntegritySet';
+      readonly maxUnbacked: Amount | null;
+      readonly reservesMaxAge: number;
+    }
+  /** An operator clears the tripped breaker (a loosening); a peg still unbacked trips it again. */
+  | { readonly type: 'pegBreakerCleared' }
   | { readonly type: 'throttleKeyAdded'; readonly name: string; readonly secretHash: string }
   | { readonly type: 'throttleKeyRevoked'; readonly name: string }
   | { readonly type: 'throttleKeyReactivated'; readonly name: string }

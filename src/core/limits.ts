@@ -1,5 +1,6 @@
 /**
- * Caps: the six settable limits, their validation and the account fallback (the
+ * Caps: the seven settable limits (the six the interface reports and the window cap's share
+ * of the pegged total), their validation and the account fallback (the
  * README, "Semantics"). Pure functions over plain values.
  */
 import { type Amount, requireCap } from './amount.js';

@@ -11,7 +11,9 @@
  *   the pegged total (`rollingWithdrawalCapShare`, an entry's own) is raised or removed;
  * - a window (`rollingWithdrawalBlocks`, an entry's own) is shortened or removed;
  * - `perDepositMinimum` is lowered or removed;
- * - throttle mode ends, or a throttle key is revoked.
+ * - throttle mode ends, or a throttle key is revoked;
+ * - the check of the peg's backing lets more through (more unbacked, older reserves, no check),
+ *   or its tripped breaker is cleared.
  *
  * The caps compared are the effective ones: an entry's fields resolved against the global
  * ones, and throttle mode's overlay laid on them. While throttle mode is on (before or
@@ -20,7 +22,7 @@
  * hides it for now.
  */
 import type { Amount } from './amount.js';
-import type { LimitsState } from './draft.js';
+import type { LimitsState, Tripped } from './draft.js';
 import { describe, fail, joinPath, LimitsError, type Result } from './errors.js';
 import type { LimitsEvent } from './events.js';
 import { heightFromJson } from './heights.js';
@@ -60,7 +62,19 @@ export type Loosening =
       readonly view: 'effective' | 'configured';
     }
   | { readonly kind: 'throttleEnded'; readonly initiator: string }
-  | { readonly kind: 'keyRevoked'; readonly name: string };
+  | { readonly kind: 'keyRevoked'; readonly name: string }
+  /**
+   * The check of the peg's backing lets more through: more may be unbacked (`after` null:
+   * the check is off), or older reserves are taken as known.
+   */
+  | {
+      readonly kind: 'integrity';
+      readonly field: 'maxUnbacked' | 'reservesMaxAge';
+      readonly before: Amount | number;
+      readonly after: Amount | number | null;
+    }
+  /** The tripped breaker is cleared (or the check turned off): the limits open again. */
+  | { readonly kind: 'breakerCleared'; readonly tripped: Tripped };
 
 // Each field and which way loosens it: up for caps, down for windows and minimums (and
 // removing any of them loosens).
@@ -136,6 +150,7 @@ export function loosenings(before: LimitsState, after: LimitsState): ReadonlyArr
         out.push({ kind: 'keyRevoked', name });
     });
   }
+  integrityLoosenings(before, after, out);
   const throttled = before.throttleModeInitiator !== null || after.throttleModeInitiator !== null;
   const views: ReadonlyArray<'effective' | 'configured'> = throttled
     ? ['effective', 'configured']
@@ -175,6 +190,31 @@ export function loosenings(before: LimitsState, after: LimitsState): ReadonlyArr
     }
   }
   return out;
+}
+
+// The check of the peg's backing loosens when it was on and lets more through after: more
+// unbacked, older reserves, or no check at all; and a tripped breaker cleared loosens.
+function integrityLoosenings(before: LimitsState, after: LimitsState, out: Loosening[]): void {
+  const was = before.integrity;
+  const now = after.integrity;
+  if (was !== now && was.maxUnbacked !== null) {
+    if (now.maxUnbacked === null || now.maxUnbacked > was.maxUnbacked)
+      out.push({
+        kind: 'integrity',
+        field: 'maxUnbacked',
+        before: was.maxUnbacked,
+        after: now.maxUnbacked,
+      });
+    if (now.maxUnbacked !== null && now.reservesMaxAge > was.reservesMaxAge)
+      out.push({
+        kind: 'integrity',
+        field: 'reservesMaxAge',
+        before: was.reservesMaxAge,
+        after: now.reservesMaxAge,
+      });
+  }
+  if (before.tripped !== null && after.tripped === null)
+    out.push({ kind: 'breakerCleared', tripped: before.tripped });
 }
 
 /**

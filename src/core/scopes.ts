@@ -17,6 +17,7 @@ const BY_TYPE: Readonly<Record<string, Scope>> = {
   withdrawalRejected: 'chain',
   withdrawalRejectionUndone: 'chain',
   peggedTotalObserved: 'chain',
+  reservesObserved: 'chain',
   historyCompleteFrom: 'chain',
   blocksHeld: 'chain',
   limitsSet: 'limits',
@@ -26,6 +27,9 @@ const BY_TYPE: Readonly<Record<string, Scope>> = {
   throttleEnded: 'limits',
   // Ending a hold gives room back: not a feeder's to do.
   blocksReleased: 'limits',
+  // The check of the peg's backing, and the breaker's clearing: the limits' own.
+  pegIntegritySet: 'limits',
+  pegBreakerCleared: 'limits',
   changeProposed: 'limits',
   changeApproved: 'limits',
   changeCancelled: 'limits',

@@ -62,6 +62,10 @@ function eventOf(value: unknown, path: string, invalid: ReportInvalid): unknown 
         : value;
     case 'peggedTotalObserved':
       return 'total' in value ? { ...value, total: amountAt(value.total, `${path}.total`) } : value;
+    case 'pegIntegritySet':
+      return 'maxUnbacked' in value && value.maxUnbacked !== null
+        ? { ...value, maxUnbacked: amountAt(value.maxUnbacked, `${path}.maxUnbacked`) }
+        : value;
     default:
       return value;
   }
@@ -107,6 +111,7 @@ export function snapshotAmounts(
         ? { ...w, amount: amountAt(w.amount, `withdrawals[${i}].amount`) }
         : w,
     );
+  pegAmounts(s, out, amountAt);
   if (Array.isArray(s.changes))
     out.changes = s.changes.map((c: unknown, i) =>
       isRecord(c) && Array.isArray(c.events)
@@ -119,4 +124,40 @@ export function snapshotAmounts(
         : c,
     );
   return out;
+}
+
+// The amounts of the peg's backing (version 6): the totals observed, the reserves, the
+// check's `maxUnbacked` and the breaker's figures.
+function pegAmounts(
+  s: Record<string, unknown>,
+  out: Record<string, unknown>,
+  amountAt: (value: unknown, path: string) => unknown,
+): void {
+  const observations = (value: unknown, path: string) =>
+    Array.isArray(value)
+      ? value.map((o: unknown, i) =>
+          isRecord(o) && 'total' in o
+            ? { ...o, total: amountAt(o.total, `${path}[${i}].total`) }
+            : o,
+        )
+      : value;
+  const fields = (value: unknown, path: string, names: ReadonlyArray<string>) => {
+    if (!isRecord(value)) return value;
+    const copy: Record<string, unknown> = { ...value };
+    for (const f of names)
+      if (f in value && value[f] !== null) copy[f] = amountAt(value[f], joinPath(path, f));
+    return copy;
+  };
+  if ('totalsObserved' in s) out.totalsObserved = observations(s.totalsObserved, 'totalsObserved');
+  if (isRecord(s.accountTotalsObserved)) {
+    const lists: Record<string, unknown> = Object.create(null);
+    for (const [name, l] of Object.entries(s.accountTotalsObserved))
+      lists[name] = observations(l, joinPath('accountTotalsObserved', name));
+    out.accountTotalsObserved = lists;
+  }
+  if ('reserves' in s) out.reserves = fields(s.reserves, 'reserves', ['total']);
+  if ('pegIntegrity' in s)
+    out.pegIntegrity = fields(s.pegIntegrity, 'pegIntegrity', ['maxUnbacked']);
+  if ('pegBreaker' in s)
+    out.pegBreaker = fields(s.pegBreaker, 'pegBreaker', ['peggedTotal', 'reserves', 'unbacked']);
 }

@@ -8,10 +8,11 @@
 import { type Amount, requireCap, requirePositive } from './amount.js';
 import { requireId } from './chain.js';
 import { restoreChange } from './changes.js';
-import { asState, draftOf, stateFieldsOf } from './draft.js';
+import { asState, draftOf, type Observation, stateFieldsOf } from './draft.js';
 import { describe, joinPath, LimitsError, PegLimitsError, type Result } from './errors.js';
 import type { PendingChange } from './events.js';
 import { heightFromJson, requireHeight } from './heights.js';
+import { pegIntegrity, requireIntegrityPolicy } from './integrity.js';
 import { isSecretHash } from './keys.js';
 import {
   CAP_FIELDS,
@@ -21,6 +22,7 @@ import {
   rejectUnknownFields,
   requireAccount,
 } from './limits.js';
+import { mapForEach, mapGet, mapSet } from './pmap.js';
 import { SNAPSHOT_FORMAT, SNAPSHOT_VERSION, TOP_FIELDS } from './snapshot.js';
 import { snapshotAmounts } from './snapshot-json.js';
 import {
@@ -33,10 +35,24 @@ import {
 } from './state.js';
 import { requireKeyName } from './throttle.js';
 
-// What version 3 lacks, version 2 besides, and version 1 besides.
-const V3_FIELDS = TOP_FIELDS.filter((f) => f !== 'blocksHeldFrom');
+// What version 5 (and 4) lacks, version 3 besides, version 2 besides, and version 1 besides.
+const PEG_FIELDS = [
+  'totalsObserved',
+  'accountTotalsObserved',
+  'reserves',
+  'pegIntegrity',
+  'pegBreaker',
+];
+const V5_FIELDS = TOP_FIELDS.filter((f) => !PEG_FIELDS.includes(f));
+const V3_FIELDS = V5_FIELDS.filter((f) => f !== 'blocksHeldFrom');
 const V2_FIELDS = V3_FIELDS.filter((f) => f !== 'historyCompleteFrom');
 const V1_FIELDS = V2_FIELDS.filter((f) => f !== 'changes' && f !== 'nextChangeId');
+// The top fields a snapshot of `version` holds (this version's for one it cannot read: the
+// version check names what is wrong).
+function fieldsOf(version: unknown): ReadonlyArray<string> {
+  const byVersion = [V1_FIELDS, V2_FIELDS, V3_FIELDS, V5_FIELDS, V5_FIELDS];
+  return typeof version === 'number' ? (byVersion[version - 1] ?? TOP_FIELDS) : TOP_FIELDS;
+}
 const WITHDRAWAL_FIELDS = ['id', 'account', 'amount', 'height', 'rejected'];
 const KEY_FIELDS = ['name', 'secretHash', 'revoked'];
 const PROFILE_FIELDS = ['perWithdrawalCap', 'rollingWithdrawalBlocks', 'rollingWithdrawalCap'];
@@ -137,14 +153,10 @@ function restore(input: unknown): LimitsState {
   const version = typeof given === 'bigint' ? Number(given) : given;
   // From version 3 on, amounts are decimal strings: read back into bigints first.
   const value =
-    (version === 3 || version === 4 || version === SNAPSHOT_VERSION) && isRecord(input)
+    typeof version === 'number' && version >= 3 && version <= SNAPSHOT_VERSION && isRecord(input)
       ? snapshotAmounts(input, invalid)
       : input;
-  const s = record(
-    value,
-    '',
-    version === 1 ? V1_FIELDS : version === 2 ? V2_FIELDS : version === 3 ? V3_FIELDS : TOP_FIELDS,
-  );
+  const s = record(value, '', fieldsOf(version));
   if (s.format !== SNAPSHOT_FORMAT)
     invalid('format', `expected "${SNAPSHOT_FORMAT}", got ${describe(s.format)}`);
   if (
@@ -159,7 +171,7 @@ function restore(input: unknown): LimitsState {
     );
   const historyBlocks = height(s.historyBlocks, 'historyBlocks');
   // Before version 5, caps held the six fields of the interface (no share).
-  const capFields = version === SNAPSHOT_VERSION ? CAP_FIELDS : REPORTED_CAP_FIELDS;
+  const capFields = version >= 5 ? CAP_FIELDS : REPORTED_CAP_FIELDS;
   const limits = record(s.limits, 'limits', capFields);
   const accountCaps = record(s.accountCaps, 'accountCaps');
   for (const [name, caps] of Object.entries(accountCaps)) {
@@ -264,7 +276,11 @@ function restore(input: unknown): LimitsState {
   }
 
   const r = applyAll(state, events);
-  if (r.ok) return withChanges(r.state, s, version === 1);
+  if (r.ok) {
+    const state = withChanges(r.state, s, version === 1);
+    // Before version 6: the check off, no reserves read, each total its only observation.
+    return version >= 6 ? withPeg(state, s) : state;
+  }
   const m = /^\[(\d+)\](?:\.(.*))?$/.exec(r.error.path ?? '');
   const base = m === null ? '' : (paths[Number(m[1])] ?? '');
   const field = m?.[2];
@@ -303,4 +319,96 @@ function withChanges(state: LimitsState, s: Record<string, unknown>, v1: boolean
   d.changes = changes;
   d.nextChangeId = next;
   return asState(stateFieldsOf(d));
+}
+
+const OBSERVATION_FIELDS = ['tip', 'total'];
+
+// The pegged totals observed of a version 6 snapshot: in the order applied, a tip at or below
+// the highest, `null` (before any block) only first, the last one the total in force.
+function observations(value: unknown, path: string, total: Amount, highestTip: Height | null) {
+  const out: Observation[] = [];
+  for (const [i, item] of list(value, path).entries()) {
+    const at = `${path}[${i}]`;
+    const o = record(item, at, OBSERVATION_FIELDS);
+    const tip = nullable(o.tip, (v) => height(v, `${at}.tip`));
+    if (tip !== null && (highestTip === null || tip > highestTip))
+      invalid(
+        `${at}.tip`,
+        `an observation's tip is at or below the highest tip ${highestTip}, got ${tip}`,
+      );
+    if (tip === null && out.some((p) => p.tip !== null))
+      invalid(`${at}.tip`, 'an observation before any block comes before every other');
+    out.push({ tip, total: checked(() => requireCap(o.total, `${at}.total`), `${at}.total`) });
+  }
+  const last = out[out.length - 1];
+  if ((last?.total ?? 0n) !== total)
+    invalid(
+      path,
+      `the last total observed must be the total in force, ${total}, got ${last?.total ?? 'none'}`,
+    );
+  return out;
+}
+
+// The peg's backing of a version 6 snapshot, put in place once the rest is restored: the
+// totals observed, the reserves, the check and the breaker, each checked, and the breaker as
+// the rules leave it (a peg unbacked under the check has tripped).
+function withPeg(state: LimitsState, s: Record<string, unknown>): LimitsState {
+  const d = draftOf(state);
+  d.totals = observations(s.totalsObserved, 'totalsObserved', state.peggedTotal, state.highestTip);
+  const snapshotTotals = record(s.accountTotalsObserved, 'accountTotalsObserved');
+  let lists = d.accountTotals;
+  for (const [name, value] of Object.entries(snapshotTotals)) {
+    const at = joinPath('accountTotalsObserved', name);
+    checked(() => requireAccount(name, at), at);
+    const total = mapGet(state.accountPegged, name) ?? 0n;
+    lists = mapSet(lists, name, observations(value, at, total, state.highestTip), d.owner);
+  }
+  mapForEach(state.accountPegged, (_, name) => {
+    if (!(name in snapshotTotals))
+      invalid(
+        joinPath('accountTotalsObserved', name),
+        'an account with a pegged total has its observations',
+      );
+  });
+  d.accountTotals = lists;
+  const reserves = nullable(s.reserves, (v) => record(v, 'reserves', ['total', 'height']));
+  d.reserves =
+    reserves === null
+      ? null
+      : {
+          total: checked(() => requireCap(reserves.total, 'reserves.total'), 'reserves.total'),
+          height: height(reserves.height, 'reserves.height'),
+        };
+  const policy = record(s.pegIntegrity, 'pegIntegrity', ['maxUnbacked', 'reservesMaxAge']);
+  d.integrity = checked(() => requireIntegrityPolicy(policy, 'pegIntegrity'), 'pegIntegrity');
+  const breaker = nullable(s.pegBreaker, (v) =>
+    record(v, 'pegBreaker', ['height', 'peggedTotal', 'reserves', 'unbacked']),
+  );
+  if (breaker !== null) {
+    if (d.integrity.maxUnbacked === null)
+      invalid(
+        'pegBreaker',
+        'a breaker trips only while the check is on (turning it off clears it)',
+      );
+    const amount = (f: string) =>
+      checked(() => requireCap(breaker[f], `pegBreaker.${f}`), `pegBreaker.${f}`);
+    d.tripped = {
+      height: nullable(breaker.height, (v) => height(v, 'pegBreaker.height')),
+      peggedTotal: amount('peggedTotal'),
+      reserves: amount('reserves'),
+      unbacked: amount('unbacked'),
+    };
+  }
+  const restored = asState(stateFieldsOf(d));
+  const seen = pegIntegrity(restored);
+  if (
+    seen.tripped === null &&
+    seen.maxUnbacked !== null &&
+    (seen.unbacked ?? 0n) > seen.maxUnbacked
+  )
+    invalid(
+      'pegBreaker',
+      `the peg is unbacked by ${seen.unbacked} here, past ${seen.maxUnbacked}: the breaker would have tripped`,
+    );
+  return restored;
 }

@@ -5,6 +5,7 @@
  * `snapshot-reading.ts`.
  */
 
+import type { Observation } from './draft.js';
 import type { PendingChange } from './events.js';
 import { CAP_FIELDS, type Caps } from './limits.js';
 import { mapForEach, mapWalk } from './pmap.js';
@@ -14,13 +15,15 @@ import { forEachWithdrawal, withdrawalWalk } from './withdrawals.js';
 /** The `format` every snapshot carries. */
 export const SNAPSHOT_FORMAT = 'peg-limits/snapshot';
 /**
- * The snapshot version this release writes. It reads this one, version 4 (written before a
+ * The snapshot version this release writes. It reads this one, version 5 (written before the
+ * peg's backing was checked: the check off, no reserves read, each pegged total its only
+ * observation), version 4 (besides, written before a
  * window cap could be a share of the total: its caps hold none), version 3 (besides, written
  * before a feed could hold blocks: none held), version 2 (besides, amounts as integers, to
  * be read with `decodeJson`; written before a history could start late: complete from the
  * start) and version 1 (besides, written before pending changes existed: it holds none).
  */
-export const SNAPSHOT_VERSION = 5;
+export const SNAPSHOT_VERSION = 6;
 
 /** An amount in a snapshot: its decimal digits, which JSON keeps, every one of them. */
 export type AmountText = string;
@@ -40,6 +43,12 @@ export interface SnapshotWithdrawal {
 /** The throttle profile in a snapshot. */
 export type SnapshotProfile = { readonly [K in keyof ThrottleProfile]: AmountText };
 
+/** A pegged total observed, in a snapshot: the tip it was applied at (null before any block). */
+export interface SnapshotObservation {
+  readonly tip: Height | null;
+  readonly total: AmountText;
+}
+
 /** A pending change in a snapshot: its events with every amount as decimal digits. */
 export type SnapshotChange = Omit<PendingChange, 'events'> & {
   readonly events: ReadonlyArray<Readonly<Record<string, unknown>>>;
@@ -56,7 +65,7 @@ export interface Snapshot {
   readonly version: typeof SNAPSHOT_VERSION;
   readonly historyBlocks: number;
   readonly throttleProfile: SnapshotProfile;
-  /** The configured global caps (without the throttle overlay), all six fields. */
+  /** The configured global caps (without the throttle overlay), every settable field (seven since version 5). */
   readonly limits: SnapshotCaps;
   /** The configured account entries, by account name. */
   readonly accountCaps: Readonly<Record<string, SnapshotCaps>>;
@@ -76,6 +85,27 @@ export interface Snapshot {
   readonly withdrawals: ReadonlyArray<SnapshotWithdrawal>;
   /** The pending changes, by id. */
   readonly changes: ReadonlyArray<SnapshotChange>;
+  /**
+   * Each global pegged total observed that a window can still reach, with the tip it was
+   * applied at, in the order applied (the lagged basis of a share); the last is `peggedTotal`.
+   */
+  readonly totalsObserved: ReadonlyArray<SnapshotObservation>;
+  /** The same for each account's own pegged total, by account name. */
+  readonly accountTotalsObserved: Readonly<Record<string, ReadonlyArray<SnapshotObservation>>>;
+  /** The reserves last read (`reservesObserved`), or `null` before any. */
+  readonly reserves: { readonly total: AmountText; readonly height: Height } | null;
+  /** The check of the peg's backing (`maxUnbacked` null: off). */
+  readonly pegIntegrity: {
+    readonly maxUnbacked: AmountText | null;
+    readonly reservesMaxAge: number;
+  };
+  /** Where the breaker tripped, and the figures then; `null` while it has not. */
+  readonly pegBreaker: {
+    readonly height: Height | null;
+    readonly peggedTotal: AmountText;
+    readonly reserves: AmountText;
+    readonly unbacked: AmountText;
+  } | null;
   /** The id the next pending change gets. */
   readonly nextChangeId: number;
 }
@@ -99,6 +129,11 @@ export const TOP_FIELDS = [
   'withdrawals',
   'changes',
   'nextChangeId',
+  'totalsObserved',
+  'accountTotalsObserved',
+  'reserves',
+  'pegIntegrity',
+  'pegBreaker',
 ];
 function byKey(a: string, b: string): number {
   return a < b ? -1 : a > b ? 1 : 0;
@@ -227,6 +262,10 @@ interface SnapshotParts {
 function snapshotHead(state: LimitsState): Snapshot {
   const pegged: Array<[string, AmountText]> = [];
   mapForEach(state.accountPegged, (total, name) => pegged.push([name, total.toString()]));
+  const observed: Array<[string, ReadonlyArray<SnapshotObservation>]> = [];
+  mapForEach(state.accountTotals, (list, name) =>
+    observed.push([name, list.map(plainObservation)]),
+  );
   const keys: ThrottleKey[] = [];
   mapForEach(state.throttleKeys, (k) =>
     keys.push({ name: k.name, secretHash: k.secretHash, revoked: k.revoked }),
@@ -257,5 +296,28 @@ function snapshotHead(state: LimitsState): Snapshot {
       approvals: [...c.approvals],
     })),
     nextChangeId: state.nextChangeId,
+    totalsObserved: state.totals.map(plainObservation),
+    accountTotalsObserved: sortedRecord(observed),
+    reserves:
+      state.reserves === null
+        ? null
+        : { total: state.reserves.total.toString(), height: state.reserves.height },
+    pegIntegrity: {
+      maxUnbacked: state.integrity.maxUnbacked?.toString() ?? null,
+      reservesMaxAge: state.integrity.reservesMaxAge,
+    },
+    pegBreaker:
+      state.tripped === null
+        ? null
+        : {
+            height: state.tripped.height,
+            peggedTotal: state.tripped.peggedTotal.toString(),
+            reserves: state.tripped.reserves.toString(),
+            unbacked: state.tripped.unbacked.toString(),
+          },
   };
+}
+
+function plainObservation(o: Observation): SnapshotObservation {
+  return { tip: o.tip, total: o.total.toString() };
 }

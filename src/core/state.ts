@@ -8,7 +8,6 @@
  * one `apply`/`applyAll` may be changed in place while every earlier state stays untouched.
  * An event that fails discards the whole draft: the input state is never touched.
  */
-import { requireCap } from './amount.js';
 import { flushBooks, openBook } from './books.js';
 import {
   blockConnected,
@@ -38,6 +37,13 @@ import { describe, fail, LimitsError, type Result } from './errors.js';
 import type { LimitsEvent, SettledChange } from './events.js';
 import { requireHeight } from './heights.js';
 import {
+  NO_INTEGRITY_CHECK,
+  pegBreakerCleared,
+  pegIntegritySet,
+  reservesObserved,
+  settleBreaker,
+} from './integrity.js';
+import {
   CAP_FIELDS,
   type Caps,
   forEachAccountEntry,
@@ -49,6 +55,7 @@ import {
   requireAccount,
   requireCaps,
 } from './limits.js';
+import { peggedTotalObserved } from './pegged-totals.js';
 import { emptyMap, mapDelete, mapGet, mapSet } from './pmap.js';
 import { treeShapeOf } from './sum-tree.js';
 import {
@@ -62,7 +69,15 @@ import {
 } from './throttle.js';
 import { flushWithdrawals } from './withdrawals.js';
 
-export type { LimitsState, ThrottleKey, ThrottleProfile, Withdrawal } from './draft.js';
+export type {
+  IntegrityPolicy,
+  LimitsState,
+  ReservesReading,
+  ThrottleKey,
+  ThrottleProfile,
+  Tripped,
+  Withdrawal,
+} from './draft.js';
 export type { Height, LimitsEvent, PendingChange, SettledChange } from './events.js';
 export { DEFAULT_THROTTLE_PROFILE } from './throttle.js';
 
@@ -141,6 +156,11 @@ export function createLimitsState(options: LimitsOptions = {}): LimitsState {
     ],
     books: emptyMap(),
     accountPegged: emptyMap(),
+    totals: [],
+    accountTotals: emptyMap(),
+    reserves: null,
+    integrity: NO_INTEGRITY_CHECK,
+    tripped: null,
     changes: [],
     nextChangeId: 1,
   });
@@ -262,22 +282,6 @@ function setEntry(d: Draft, account: string, caps: Caps): void {
   d.changed = true;
 }
 
-function peggedTotalObserved(d: Draft, e: Record<string, unknown>): void {
-  const total = requireCap(e.total, 'total');
-  if (e.account === undefined) {
-    if (d.peggedTotal !== total) d.changed = true;
-    d.peggedTotal = total;
-    return;
-  }
-  const account = requireAccount(e.account, 'account');
-  if ((mapGet(d.accountPegged, account) ?? 0n) === total) return;
-  d.accountPegged =
-    total === 0n
-      ? mapDelete(d.accountPegged, account, d.owner)
-      : mapSet(d.accountPegged, account, total, d.owner);
-  d.changed = true;
-}
-
 // The history is complete from `height` on: windows reaching below it report no room.
 function historyCompleteFrom(d: Draft, e: Record<string, unknown>): void {
   const height = requireHeight(e.height, 'height');
@@ -319,6 +323,9 @@ const handlers = new Map<string, EventHandler>([
   ['withdrawalRejected', withdrawalRejected],
   ['withdrawalRejectionUndone', withdrawalRejectionUndone],
   ['peggedTotalObserved', peggedTotalObserved],
+  ['reservesObserved', reservesObserved],
+  ['pegIntegritySet', pegIntegritySet],
+  ['pegBreakerCleared', pegBreakerCleared],
   ['historyCompleteFrom', historyCompleteFrom],
   ['blocksHeld', blocksHeld],
   ['blocksReleased', blocksReleased],
@@ -377,6 +384,8 @@ function run(state: LimitsState, events: Iterable<unknown>, indexed: boolean): R
     for (const event of events) {
       try {
         step(d, event);
+        // No state the events pass through escapes the breaker.
+        settleBreaker(d);
       } catch (e) {
         if (e instanceof LimitsError && indexed) throw withIndex(e, index);
         throw e;

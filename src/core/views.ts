@@ -3,7 +3,15 @@
  * limits of one account. Reporting never fails: before any block, nothing is withdrawn.
  */
 import type { Amount } from './amount.js';
-import { entryCapsInForce, fixedEntry, fixedGlobal, globalCapsInForce } from './caps-in-force.js';
+import {
+  accountShareBasis,
+  entryCapsInForce,
+  fixedEntry,
+  fixedGlobal,
+  globalCapsInForce,
+  globalShareBasis,
+} from './caps-in-force.js';
+import { pegFailure } from './integrity.js';
 import { type Caps, isAccountName, type ResolvedCaps, resolveCaps } from './limits.js';
 import { mapForEach, mapGet } from './pmap.js';
 import type { LimitsState, PendingChange } from './state.js';
@@ -65,6 +73,14 @@ export interface EffectiveLimits extends ResolvedCaps {
   readonly accountRollingWithdrawalCapFixed: Amount | null;
   readonly peggedTotal: Amount;
   readonly accountPeggedTotal: Amount;
+  /**
+   * The total the global window cap's share applies to: the lowest pegged total in force
+   * during the window (a rise counts once the lower totals have left it); the pegged total
+   * when no window is set.
+   */
+  readonly shareBasis: Amount;
+  /** The same for the entry's own window, of the account's own totals. */
+  readonly accountShareBasis: Amount;
   readonly throttleModeInitiator: string | null;
 }
 
@@ -125,9 +141,15 @@ export function getLimits(state: LimitsState): Limits {
   const cap = caps.rollingWithdrawalCap;
   return {
     availableToWithdraw:
-      blocks === null || cap === null
-        ? null
-        : roomIn(windowsStatus(state, blocks), cap, withdrawnIn(state, state.historySums, blocks)),
+      pegFailure(state) !== null
+        ? 0n
+        : blocks === null || cap === null
+          ? null
+          : roomIn(
+              windowsStatus(state, blocks),
+              cap,
+              withdrawnIn(state, state.historySums, blocks),
+            ),
     pegCap: caps.pegCap,
     perDepositCap: caps.perDepositCap,
     perDepositMinimum: caps.perDepositMinimum,
@@ -197,13 +219,16 @@ export function effectiveLimits(state: LimitsState, account: string): EffectiveL
     ...resolved,
     account,
     hasEntry: rawEntry !== undefined,
-    availableToWithdraw: available,
+    // Failing closed on the peg's backing, nothing may be withdrawn, with no window too.
+    availableToWithdraw: pegFailure(state) !== null ? 0n : available,
     incompleteUntil: status.completeAt,
     heldFrom: state.heldFrom,
     rollingWithdrawalCapFixed: fixedGlobal(state).rollingWithdrawalCap,
     accountRollingWithdrawalCapFixed: fixedEntry(state, rawEntry)?.rollingWithdrawalCap ?? null,
     peggedTotal: state.peggedTotal,
     accountPeggedTotal: accountPeggedTotal(state, account),
+    shareBasis: globalShareBasis(state),
+    accountShareBasis: accountShareBasis(state, rawEntry, account),
     throttleModeInitiator: state.throttleModeInitiator,
   };
 }
@@ -232,6 +257,11 @@ export interface WindowView {
   readonly rollingWithdrawalCapShare: Amount | null;
   /** The pegged total the share is of: the global one, or the account's for its own window. */
   readonly peggedTotal: Amount;
+  /**
+   * The total the share applies to: the lowest of that pegged total in force during the
+   * window (a fall counts at once, a rise once the lower totals have left the window).
+   */
+  readonly shareBasis: Amount;
   /** The window's first and last height (`tip − blocks + 1 … tip`); null without a tip or a window. */
   readonly from: number | null;
   readonly to: number | null;
@@ -290,6 +320,7 @@ export function windowOf(state: LimitsState, account?: string): WindowView | und
   let fixed: Amount | null;
   let share: Amount | null;
   let total: Amount;
+  let basis: Amount;
   let tree: SumNode | undefined;
   if (account === undefined) {
     const caps = globalCapsInForce(state);
@@ -298,6 +329,7 @@ export function windowOf(state: LimitsState, account?: string): WindowView | und
     fixed = fixedGlobal(state).rollingWithdrawalCap;
     share = caps.rollingWithdrawalCapShare;
     total = state.peggedTotal;
+    basis = globalShareBasis(state);
     tree = state.historySums;
   } else {
     const r = resolvedCaps(state, account);
@@ -307,6 +339,7 @@ export function windowOf(state: LimitsState, account?: string): WindowView | und
     fixed = fixedEntry(state, entryOf(state, account))?.rollingWithdrawalCap ?? null;
     share = r.accountRollingWithdrawalCapShare;
     total = accountPeggedTotal(state, account);
+    basis = accountShareBasis(state, entryOf(state, account), account);
     tree = accountTree(state, account);
   }
   const sums: HeightSum[] = [];
@@ -336,6 +369,7 @@ export function windowOf(state: LimitsState, account?: string): WindowView | und
     rollingWithdrawalCapFixed: fixed,
     rollingWithdrawalCapShare: share,
     peggedTotal: total,
+    shareBasis: basis,
     from,
     to,
     withdrawn,
@@ -343,7 +377,8 @@ export function windowOf(state: LimitsState, account?: string): WindowView | und
     complete: status === COMPLETE && state.heldFrom === null,
     completeAt: status.completeAt,
     heldFrom: state.heldFrom,
-    availableToWithdraw: cap === null ? null : roomIn(status, cap, withdrawn),
+    availableToWithdraw:
+      pegFailure(state) !== null ? 0n : cap === null ? null : roomIn(status, cap, withdrawn),
     sums,
     nextRelease:
       oldest === undefined || release === undefined || release > Number.MAX_SAFE_INTEGER

@@ -50,6 +50,10 @@ function numbersOf(value: Readonly<Record<string, unknown>>): Readonly<Record<st
     case 'changeApproved':
     case 'changeCancelled':
       return { ...value, id: heightFromJson(value.id) };
+    case 'pegIntegritySet':
+      return 'reservesMaxAge' in value
+        ? { ...value, reservesMaxAge: heightFromJson(value.reservesMaxAge) }
+        : value;
     default:
       return 'height' in value ? { ...value, height: heightFromJson(value.height) } : value;
   }

@@ -158,7 +158,8 @@ function capsOf(body: Readonly<Record<string, unknown>>, share: Amount | null): 
   return caps as CapsInput;
 }
 
-// Emily's AccountLimits: the six caps, each absent or null for none.
+// Emily's AccountLimits: its six caps, each absent or null for none (and the share, this
+// service's own, kept when left out).
 function accountCaps(state: LimitsState, account: string, value: unknown, path: string): CapsInput {
   const body = requireObject(value, "Emily's AccountLimits", path);
   rejectUnknownFields(body, ACCOUNT_FIELDS, path);
@@ -167,8 +168,8 @@ function accountCaps(state: LimitsState, account: string, value: unknown, path: 
 }
 
 /**
- * The events of Emily's `POST /limits` body: the six global caps as given (absent or null:
- * none; `limitsSet`, which ends throttle mode, or `limitsUpdated` when the body names the
+ * The events of Emily's `POST /limits` body: Emily's six global caps as given (absent or
+ * null: none; the share kept when left out; `limitsSet`, which ends throttle mode, or `limitsUpdated` when the body names the
  * current initiator), then each listed account's entry replaced (`accountLimitsSet`).
  * `availableToWithdraw` is not settable and is ignored, as Emily ignores it. Where each
  * event's caps stand in the body comes with them.

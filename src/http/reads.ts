@@ -5,6 +5,7 @@
  */
 import { MAX_AMOUNT } from '../core/amount.js';
 import { checkDeposit, checkWithdrawal } from '../core/checks.js';
+import { pegIntegrity } from '../core/integrity.js';
 import type { LimitsState } from '../core/state.js';
 import { getAccountLimits, getLimits, windowOf } from '../core/views.js';
 import { accountOf, INVALID_ACCOUNT, json, problem } from './answers.js';
@@ -35,6 +36,8 @@ function perState(view: (state: LimitsState) => unknown): (state: LimitsState) =
 export const limitsResponse = perState(getLimits);
 /** `GET /window` of a state, made once per state. */
 export const windowResponse = perState((state) => windowOf(state));
+/** `GET /integrity` of a state, made once per state. */
+export const integrityResponse = perState(pegIntegrity);
 
 // A route on one account: the account decoded and checked first (400 invalid_account).
 function onAccount(

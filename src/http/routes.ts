@@ -30,6 +30,7 @@ import {
   accountLimitsRoute,
   accountWindowRoute,
   checkRoute,
+  integrityResponse,
   limitsResponse,
   unchanged,
   windowResponse,
@@ -82,6 +83,14 @@ export const ROUTES: ReadonlyArray<Route> = [
     maxBody: 0,
     cacheable: true,
     handle: (state) => unchanged(state, windowResponse(state)),
+  },
+  {
+    method: 'GET',
+    pattern: '/integrity',
+    access: 'public',
+    maxBody: 0,
+    cacheable: true,
+    handle: (state) => unchanged(state, integrityResponse(state)),
   },
   {
     method: 'GET',

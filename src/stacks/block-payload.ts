@@ -134,6 +134,18 @@ function eventOfPrint(value: ClarityValue): LimitsEvent | null | { readonly skip
   return null;
 }
 
+// The new aggregate key of a `key-rotation` print, as hex, or why it cannot be read.
+function rotatedKey(value: ClarityValue): string | { readonly skip: string } {
+  const key = (value.value as Readonly<Record<string, ClarityValue>>)['new-aggregate-pubkey'];
+  const hex =
+    key?.type === 'buffer' && typeof key.value === 'string'
+      ? key.value.replace(/^0x/, '').toLowerCase()
+      : '';
+  return /^0[23][0-9a-f]{64}$/.test(hex)
+    ? hex
+    : { skip: 'new-aggregate-pubkey is not a compressed public key' };
+}
+
 // Registry prints that change the supply: a deposit mints, an accepted withdrawal burns.
 const SUPPLY_TOPICS = new Set(['completed-deposit', 'withdrawal-accept']);
 
@@ -167,6 +179,8 @@ export interface BlockEvents {
   supplyDelta: bigint | undefined;
   /** Whether anything in the block changes the supply. */
   supplyTouched: boolean;
+  /** The signers' aggregate keys the registry rotated to in the block (`key-rotation`), hex. */
+  keys: string[];
 }
 
 /**
@@ -176,7 +190,13 @@ export interface BlockEvents {
 export function eventsOf(events: unknown, options: PayloadReading): BlockEvents {
   const out: LimitsEvent[] = [];
   const skipped: SkippedEvent[] = [];
-  const read: BlockEvents = { events: out, skipped, supplyDelta: undefined, supplyTouched: false };
+  const read: BlockEvents = {
+    events: out,
+    skipped,
+    supplyDelta: undefined,
+    supplyTouched: false,
+    keys: [],
+  };
   if (!Array.isArray(events)) return read;
   events.forEach((e: unknown, index) => {
     if (!isRecord(e) || e.committed !== true) return;
@@ -205,6 +225,12 @@ export function eventsOf(events: unknown, options: PayloadReading): BlockEvents 
     }
     const topic = topicOf(value);
     if (topic !== undefined && SUPPLY_TOPICS.has(topic)) read.supplyTouched = true;
+    if (topic === 'key-rotation') {
+      const key = rotatedKey(value);
+      if (typeof key === 'string') read.keys.push(key);
+      else skipped.push({ index, reason: key.skip });
+      return;
+    }
     const event = eventOfPrint(value);
     if (event === null) return;
     if ('skip' in event) skipped.push({ index, reason: event.skip });

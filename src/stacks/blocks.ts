@@ -72,6 +72,12 @@ export interface BlockMemory {
   readonly head: string;
   /** Blocks held back, oldest first, applied only when an operator releases them. */
   readonly held?: ReadonlyArray<HeldBlock> | undefined;
+  /**
+   * The signers' aggregate keys (compressed, hex) the registry has had, as the node's RPC
+   * and the registry's `key-rotation` prints told them, oldest first: every wallet whose BTC
+   * backs the peg (an old one holds BTC until the next sweep moves it).
+   */
+  readonly keys?: ReadonlyArray<string> | undefined;
 }
 
 /** The memory before the first block. */
@@ -115,11 +121,23 @@ export type Observed =
        * gap. What came before it is not known from the blocks.
        */
       readonly startsChain: boolean;
+      /**
+       * The signers' aggregate keys the registry rotated to in the block (`key-rotation`
+       * prints), for the feed to remember ({@link withKeys}) once it trusts them.
+       */
+      readonly rotatedKeys: ReadonlyArray<string>;
     }
   /** A block already remembered: sent again, it changes nothing. */
   | { readonly kind: 'known' }
   /** A payload that is not a block (it is logged and answered 200: the node would retry it for ever). */
   | { readonly kind: 'unusable'; readonly reason: string };
+
+/** `memory` with the aggregate keys `keys` it does not hold yet, added in order. */
+export function withKeys(memory: BlockMemory, keys: ReadonlyArray<string>): BlockMemory {
+  const known = memory.keys ?? [];
+  const fresh = keys.filter((k, i) => !known.includes(k) && keys.indexOf(k) === i);
+  return fresh.length === 0 ? memory : { ...memory, keys: [...known, ...fresh] };
+}
 
 // The canonical chain ending at `hash`, oldest first (as far back as the memory goes).
 function chainTo(byHash: ReadonlyMap<string, RememberedBlock>, hash: string): RememberedBlock[] {
@@ -215,6 +233,7 @@ export function observeBlock(
     kind: 'block',
     events,
     memory: { ...memory, blocks, head: hash },
+    rotatedKeys: read.keys,
     block,
     forkedAt,
     skipped: read.skipped,

@@ -7,7 +7,7 @@
  * Clarity decoder is passed in there.
  */
 
-import type { Amount } from '../core/amount.js';
+import { type Amount, MAX_AMOUNT } from '../core/amount.js';
 import { PegLimitsError } from '../core/errors.js';
 import type { Height, LimitsEvent } from '../core/events.js';
 import { isRecord } from '../core/limits.js';
@@ -24,8 +24,6 @@ export interface RegistryRequest {
   /** `pending` (status none), `accepted` (some true) or `rejected` (some false). */
   readonly status: 'pending' | 'accepted' | 'rejected';
 }
-
-const MAX_INT64 = 2n ** 63n - 1n;
 
 /** Why an answer of the node cannot be used. */
 export class NodeAnswerError extends PegLimitsError {
@@ -49,7 +47,7 @@ export function uintOfClarity(value: ClarityValue, what: string): bigint {
       : typeof value.value === 'string' && /^\d+$/.test(value.value)
         ? BigInt(value.value)
         : bad(`${what} is not a uint`);
-  if (n < 0n || n > MAX_INT64) bad(`${what} ${n} is past int64`);
+  if (n < 0n || n > MAX_AMOUNT) bad(`${what} ${n} is past int64`);
   return n;
 }
 
@@ -128,4 +126,19 @@ export function startBatch(options: {
   events.push({ type: 'peggedTotalObserved', total: options.supply });
   events.push({ type: 'historyCompleteFrom', height: from });
   return events;
+}
+
+/**
+ * A signers' aggregate public key as the registry holds it (`(buff 33)`, a compressed
+ * secp256k1 key: `02` or `03` and 32 bytes), as lower-case hex; `null` for the registry's
+ * placeholder before any key was set (`0x00`).
+ */
+export function aggregateKeyOfClarity(value: ClarityValue, what: string): string | null {
+  if (value.type !== 'buffer' || typeof value.value !== 'string')
+    bad(`${what} is not a buffer (${value.type})`);
+  const hex = value.value.replace(/^0x/, '').toLowerCase();
+  if (hex === '00' || hex === '') return null;
+  if (!/^0[23][0-9a-f]{64}$/.test(hex))
+    bad(`${what} is not a compressed public key (${hex.length / 2} bytes)`);
+  return hex;
 }

@@ -103,6 +103,22 @@ describe('createLimitsClient against the real server', () => {
     const own = await client.getWindow('a b/c');
     expect(own).toMatchObject({ ok: true, value: { account: 'a b/c', availableToWithdraw: 100n } });
 
+    const integrity = await client.getIntegrity();
+    expect(integrity).toEqual({
+      ok: true,
+      status: 200,
+      value: {
+        state: 'off',
+        peggedTotal: expect.any(BigInt),
+        reserves: null,
+        reservesHeight: null,
+        unbacked: null,
+        maxUnbacked: null,
+        reservesMaxAge: 6,
+        tripped: null,
+      },
+    });
+
     const started = await client.startThrottle('ops-1', SECRET);
     expect(started).toMatchObject({ ok: true, value: { throttleModeInitiator: 'ops-1' } });
   });

@@ -147,6 +147,7 @@ describe('window endpoints', () => {
       rollingWithdrawalCapFixed: 1000n,
       rollingWithdrawalCapShare: null,
       peggedTotal: 9_223_372_036_854_775_707n,
+      shareBasis: 9_223_372_036_854_775_707n,
       from: 857n,
       to: 1000n,
       withdrawn: 630n,

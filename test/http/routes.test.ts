@@ -71,6 +71,7 @@ describe('the route table', () => {
     'GET /limits/{account}/deposits/{amount}': [200, '', 200, ''],
     'GET /window': [200, '', 200, ''],
     'GET /window/{account}': [404, 'window_not_found', 404, 'window_not_found'],
+    'GET /integrity': [200, '', 200, ''],
     'GET /limits/{account}': [404, 'account_not_found', 404, 'account_not_found'],
     // Emily's private writes: an operator's, each with a body to read.
     'POST /limits': [401, 'invalid_token', 415, 'unsupported_media_type'],

@@ -55,6 +55,7 @@ describe('the validators of the public reads', () => {
     const cacheable = ROUTES.filter((r) => r.cacheable).map((r) => r.pattern);
     expect(cacheable.sort()).toEqual(
       [
+        '/integrity',
         '/limits',
         '/limits/{account}',
         '/limits/{account}/withdrawals/{amount}',

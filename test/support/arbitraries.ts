@@ -15,6 +15,7 @@ import {
   hashThrottleSecret,
   type LimitsEvent,
   type LimitsState,
+  pegIntegrity,
   pendingChanges,
   whenAvailable,
   windowOf,
@@ -94,6 +95,9 @@ export type Step =
   | { kind: 'global'; caps: CapsInput; accounts: Record<string, CapsInput> }
   | { kind: 'update'; caps: CapsInput; fields: string[]; accounts: Record<string, CapsInput> }
   | { kind: 'pegged'; total: bigint; account: string | undefined }
+  | { kind: 'reserves'; total: bigint; back: number }
+  | { kind: 'integrity'; maxUnbacked: bigint | null; reservesMaxAge: number }
+  | { kind: 'clearBreaker' }
   | { kind: 'completeFrom'; back: number }
   | { kind: 'hold'; ahead: number }
   | { kind: 'release' }
@@ -294,6 +298,24 @@ export function stepArb(history: number): fc.Arbitrary<Step> {
         account: fc.option(account, { nil: undefined }),
       }),
     },
+    // The peg's backing: reserves read around the tip, the check set and cleared.
+    {
+      weight: 2,
+      arbitrary: fc.record({
+        kind: fc.constant('reserves' as const),
+        total: fc.bigInt({ min: 0n, max: 2000n }),
+        back: fc.integer({ min: -2, max: 10 }),
+      }),
+    },
+    {
+      weight: 1,
+      arbitrary: fc.record({
+        kind: fc.constant('integrity' as const),
+        maxUnbacked: fc.option(fc.bigInt({ min: 0n, max: 300n }), { nil: null }),
+        reservesMaxAge: fc.oneof(fc.integer({ min: 1, max: 8 }), fc.constant(0)),
+      }),
+    },
+    { weight: 1, arbitrary: fc.constant({ kind: 'clearBreaker' as const }) },
   );
 }
 
@@ -340,6 +362,20 @@ export function toEvent(step: Step, model: NaiveModel): LimitsEvent {
       );
       return { type: 'limitsUpdated', limits: { ...pick(step.caps), accountCaps: accounts } };
     }
+    case 'reserves':
+      return {
+        type: 'reservesObserved',
+        total: step.total,
+        height: Math.max(0, (model.tip ?? 0) - step.back),
+      };
+    case 'integrity':
+      return {
+        type: 'pegIntegritySet',
+        maxUnbacked: step.maxUnbacked,
+        reservesMaxAge: step.reservesMaxAge,
+      };
+    case 'clearBreaker':
+      return { type: 'pegBreakerCleared' };
     case 'pegged':
       return step.account === undefined
         ? { type: 'peggedTotalObserved', total: step.total }
@@ -407,6 +443,7 @@ export function expectSameAsModel(state: LimitsState, model: NaiveModel): void {
   expect(state.tip).toBe(model.tip);
   expect(pendingChanges(state)).toEqual(model.changes);
   expect(getLimits(state)).toEqual(model.limits());
+  expect(pegIntegrity(state)).toEqual(model.integrity());
   expect(windowOf(state)).toEqual(model.window());
   for (const account of ACCOUNTS) {
     const entry = model.entries.has(account) ? model.limits().accountCaps[account] : undefined;

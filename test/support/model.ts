@@ -44,6 +44,8 @@ export interface ModelChange {
 }
 
 const CHANGE_TYPES = [
+  'pegIntegritySet',
+  'pegBreakerCleared',
   'limitsSet',
   'limitsUpdated',
   'accountLimitsSet',
@@ -74,6 +76,18 @@ export class NaiveModel {
   keys = new Map<string, { hash: string; revoked: boolean }>();
   changes: ModelChange[] = [];
   nextChangeId = 1;
+  /** Every global total observed, with the tip it was applied at, in order (never pruned). */
+  observations: Array<{ tip: number | null; total: bigint }> = [];
+  accountObservations = new Map<string, Array<{ tip: number | null; total: bigint }>>();
+  reserves: { total: bigint; height: number } | null = null;
+  maxUnbacked: bigint | null = null;
+  reservesMaxAge = 6;
+  tripped: {
+    height: number | null;
+    peggedTotal: bigint;
+    reserves: bigint;
+    unbacked: bigint;
+  } | null = null;
 
   constructor(
     readonly history: number,
@@ -97,6 +111,12 @@ export class NaiveModel {
     m.keys = new Map([...this.keys].map(([k, v]) => [k, { ...v }]));
     m.changes = this.changes.map((c) => ({ ...c, approvals: [...c.approvals] }));
     m.nextChangeId = this.nextChangeId;
+    m.observations = [...this.observations];
+    m.accountObservations = new Map([...this.accountObservations].map(([k, v]) => [k, [...v]]));
+    m.reserves = this.reserves;
+    m.maxUnbacked = this.maxUnbacked;
+    m.reservesMaxAge = this.reservesMaxAge;
+    m.tripped = this.tripped;
     return m;
   }
 
@@ -133,8 +153,26 @@ export class NaiveModel {
 
   // --- events ---------------------------------------------------------------------------
 
-  /** Applies an event in place; returns the error code when it is invalid (and changes nothing). */
+  /**
+   * Applies an event in place; returns the error code when it is invalid (and changes
+   * nothing). After every event, the breaker: the first time the peg is unbacked, it trips.
+   */
   apply(e: Record<string, unknown>): string | undefined {
+    const error = this.applyOne(e);
+    if (error === undefined && this.maxUnbacked !== null && this.tripped === null) {
+      const unbacked = this.unbacked();
+      if (unbacked !== null && unbacked > this.maxUnbacked)
+        this.tripped = {
+          height: this.tip,
+          peggedTotal: this.pegged,
+          reserves: this.reserves!.total,
+          unbacked,
+        };
+    }
+    return error;
+  }
+
+  private applyOne(e: Record<string, unknown>): string | undefined {
     switch (e.type) {
       case 'blockConnected': {
         const h = e.height as number;
@@ -252,10 +290,43 @@ export class NaiveModel {
       case 'peggedTotalObserved': {
         const t = e.total as bigint;
         if (typeof t !== 'bigint' || t < 0n || t > MAX) return 'invalid_amount';
-        if (e.account === undefined) this.pegged = t;
-        else this.accountPegged.set(e.account as string, t);
+        const observation = { tip: this.tip, total: t };
+        if (e.account === undefined) {
+          this.pegged = t;
+          this.observations.push(observation);
+        } else {
+          const a = e.account as string;
+          this.accountPegged.set(a, t);
+          this.accountObservations.set(a, [
+            ...(this.accountObservations.get(a) ?? []),
+            observation,
+          ]);
+        }
         return undefined;
       }
+      case 'reservesObserved': {
+        const t = e.total as bigint;
+        if (typeof t !== 'bigint' || t < 0n || t > MAX) return 'invalid_amount';
+        const h = e.height as number;
+        if (!Number.isSafeInteger(h) || h < 0) return 'invalid_height';
+        this.reserves = { total: t, height: h };
+        return undefined;
+      }
+      case 'pegIntegritySet': {
+        if (!('maxUnbacked' in e)) return 'invalid_event';
+        const max = e.maxUnbacked as bigint | null;
+        if (max !== null && (typeof max !== 'bigint' || max < 0n || max > MAX))
+          return 'invalid_amount';
+        const age = e.reservesMaxAge as number;
+        if (!Number.isSafeInteger(age) || age < 1) return 'invalid_amount';
+        this.maxUnbacked = max;
+        this.reservesMaxAge = age;
+        if (max === null) this.tripped = null;
+        return undefined;
+      }
+      case 'pegBreakerCleared':
+        this.tripped = null;
+        return undefined;
       case 'throttleKeyAdded': {
         if (typeof e.name !== 'string' || !NAME.test(e.name)) return 'invalid_key_name';
         if (typeof e.secretHash !== 'string' || !e.secretHash.startsWith('sha256:'))
@@ -373,15 +444,78 @@ export class NaiveModel {
 
   // --- views ----------------------------------------------------------------------------
 
-  /** The global caps in force: the fixed ones (overlay included), the share of the total laid on. */
-  globalCapsInForce(): Caps {
-    return this.withShare(this.fixedGlobal(), this.pegged);
+  /**
+   * The global caps in force at tip `at`: the fixed ones (overlay included), the share of the
+   * basis laid on, then zero caps while failing closed on the peg's backing.
+   */
+  globalCapsInForce(at: number | null = this.tip): Caps {
+    const blocks = this.global.rollingWithdrawalBlocks;
+    const basis = blocks === null ? this.pegged : naiveBasis(this.observations, at, blocks);
+    const caps = this.withShare(this.fixedGlobal(), basis);
+    if (this.failure() === null) return caps;
+    return {
+      ...caps,
+      perDepositCap: 0n,
+      perWithdrawalCap: 0n,
+      rollingWithdrawalCap: caps.rollingWithdrawalCap === null ? null : 0n,
+    };
   }
 
-  /** An entry in force: its fixed caps (overlay included), its share of its own total laid on. */
-  entryCapsInForce(account: string): Caps | undefined {
+  /** An entry in force at tip `at`: its fixed caps, its share of its own basis, then zeros. */
+  entryCapsInForce(account: string, at: number | null = this.tip): Caps | undefined {
     const e = this.fixedEntry(account);
-    return e === undefined ? e : this.withShare(e, this.accountPegged.get(account) ?? 0n);
+    if (e === undefined) return e;
+    const blocks = this.entries.get(account)!.rollingWithdrawalBlocks;
+    const basis =
+      blocks === null
+        ? (this.accountPegged.get(account) ?? 0n)
+        : naiveBasis(this.accountObservations.get(account) ?? [], at, blocks);
+    const caps = this.withShare(e, basis);
+    if (this.failure() === null) return caps;
+    const zero = (v: bigint | null) => (v === null ? null : 0n);
+    return {
+      ...caps,
+      perDepositCap: zero(caps.perDepositCap),
+      perWithdrawalCap: zero(caps.perWithdrawalCap),
+      rollingWithdrawalCap: zero(caps.rollingWithdrawalCap),
+    };
+  }
+
+  /** The reserves short of the total while they are known (read, fresh at the tip); else null. */
+  unbacked(): bigint | null {
+    const r = this.reserves;
+    if (r === null) return null;
+    if (this.tip !== null && this.tip - r.height > this.reservesMaxAge) return null;
+    return maxB(this.pegged - r.total, 0n);
+  }
+
+  /** Why the limits fail closed on the peg's backing, or null. */
+  failure(): 'peg_unbacked' | 'reserves_unknown' | null {
+    if (this.maxUnbacked === null) return null;
+    if (this.tripped !== null) return 'peg_unbacked';
+    return this.unbacked() === null ? 'reserves_unknown' : null;
+  }
+
+  /** GET /integrity, recomputed. */
+  integrity() {
+    const failure = this.failure();
+    return {
+      state:
+        this.maxUnbacked === null
+          ? 'off'
+          : failure === 'peg_unbacked'
+            ? 'tripped'
+            : failure === 'reserves_unknown'
+              ? 'reserves_unknown'
+              : 'backed',
+      peggedTotal: this.pegged,
+      reserves: this.reserves?.total ?? null,
+      reservesHeight: this.reserves?.height ?? null,
+      unbacked: this.unbacked(),
+      maxUnbacked: this.maxUnbacked,
+      reservesMaxAge: this.reservesMaxAge,
+      tripped: this.tripped,
+    };
   }
 
   // The window cap in force: the lower of the cap and the share of `total`, rounded down.
@@ -476,9 +610,11 @@ export class NaiveModel {
         : g.rollingWithdrawalCap - this.withdrawn(g.rollingWithdrawalBlocks!);
     return {
       availableToWithdraw:
-        room === null || this.heldFrom !== null || this.incomplete(g.rollingWithdrawalBlocks!)
-          ? null
-          : maxB(room, 0n),
+        this.failure() !== null
+          ? 0n
+          : room === null || this.heldFrom !== null || this.incomplete(g.rollingWithdrawalBlocks!)
+            ? null
+            : maxB(room, 0n),
       pegCap: g.pegCap,
       perDepositCap: g.perDepositCap,
       perDepositMinimum: g.perDepositMinimum,
@@ -490,9 +626,9 @@ export class NaiveModel {
     };
   }
 
-  resolved(account: string) {
-    const g = this.globalCapsInForce();
-    const e = this.entryCapsInForce(account);
+  resolved(account: string, at: number | null = this.tip) {
+    const g = this.globalCapsInForce(at);
+    const e = this.entryCapsInForce(account, at);
     return {
       perWithdrawalCap: e?.perWithdrawalCap ?? g.perWithdrawalCap,
       perDepositCap: e?.perDepositCap ?? g.perDepositCap,
@@ -542,7 +678,9 @@ export class NaiveModel {
     at: number | null,
     extra: ModelWithdrawal[],
   ): ModelVerdict {
-    const r = this.resolved(account);
+    const failure = this.failure();
+    if (failure !== null) return { ok: false, reason: failure, limit: 0n };
+    const r = this.resolved(account, at);
     if (r.perWithdrawalCap !== null && amount > r.perWithdrawalCap) {
       return { ok: false, reason: 'above_per_withdrawal_cap', limit: r.perWithdrawalCap };
     }
@@ -597,6 +735,8 @@ export class NaiveModel {
   }
 
   private depositVerdict(account: string, amount: bigint, extra: ModelWithdrawal[]): ModelVerdict {
+    const failure = this.failure();
+    if (failure !== null) return { ok: false, reason: failure, limit: 0n };
     const r = this.resolved(account);
     if (r.perDepositMinimum !== null && amount < r.perDepositMinimum) {
       return { ok: false, reason: 'below_minimum', limit: r.perDepositMinimum };
@@ -618,7 +758,7 @@ export class NaiveModel {
 
   /** Tries every tip height from the current one upwards (with `extra` admitted before). */
   whenAvailable(account: string, amount: bigint, extra: ModelWithdrawal[] = []): number | null {
-    if (this.tip === null) return null;
+    if (this.tip === null || this.failure() !== null) return null;
     // Held blocks hold every window that applies: no tip is known at which it passes.
     const r = this.resolved(account);
     if (
@@ -627,7 +767,10 @@ export class NaiveModel {
       (r.global.rollingWithdrawalBlocks !== null || r.entry?.rollingWithdrawalBlocks != null)
     )
       return null;
-    const limit = Math.max(this.tip, this.completeFrom ?? 0) + this.history + 1;
+    // Past every observation by a window, the basis stops moving.
+    const observed = [...this.observations, ...(this.accountObservations.get(account) ?? [])];
+    const top = Math.max(this.tip, ...observed.map((o) => o.tip ?? 0));
+    const limit = Math.max(top, this.completeFrom ?? 0) + this.history + 1;
     for (let at = this.tip; at <= limit; at++) {
       if (this.verdictAt(account, amount, at, extra).ok)
         return at > Number.MAX_SAFE_INTEGER ? null : at;
@@ -669,6 +812,7 @@ export class NaiveModel {
       rollingWithdrawalCapFixed: fixed?.rollingWithdrawalCap ?? null,
       rollingWithdrawalCapShare: caps?.rollingWithdrawalCapShare ?? null,
       peggedTotal: account === undefined ? this.pegged : (this.accountPegged.get(account) ?? 0n),
+      shareBasis: this.basisOf(account),
       from,
       to,
       withdrawn,
@@ -676,9 +820,11 @@ export class NaiveModel {
       completeAt,
       heldFrom: this.heldFrom,
       availableToWithdraw:
-        cap === null || completeAt !== null || this.heldFrom !== null
-          ? null
-          : maxB(cap - withdrawn, 0n),
+        this.failure() !== null
+          ? 0n
+          : cap === null || completeAt !== null || this.heldFrom !== null
+            ? null
+            : maxB(cap - withdrawn, 0n),
       sums,
       nextRelease:
         sums[0] === undefined || blocks === null
@@ -720,16 +866,54 @@ export class NaiveModel {
       accountRollingWithdrawalCapShare: e ? e.rollingWithdrawalCapShare : null,
       account,
       hasEntry: this.entries.has(account),
-      availableToWithdraw: incompleteUntil === null && this.heldFrom === null ? available : null,
+      availableToWithdraw:
+        this.failure() !== null
+          ? 0n
+          : incompleteUntil === null && this.heldFrom === null
+            ? available
+            : null,
       incompleteUntil,
       heldFrom: this.heldFrom,
       rollingWithdrawalCapFixed: this.fixedGlobal().rollingWithdrawalCap,
       accountRollingWithdrawalCapFixed: this.fixedEntry(account)?.rollingWithdrawalCap ?? null,
       peggedTotal: this.pegged,
       accountPeggedTotal: this.accountPegged.get(account) ?? 0n,
+      shareBasis: this.basisOf(undefined),
+      accountShareBasis: this.basisOf(account),
       throttleModeInitiator: this.throttle,
     } satisfies Mutable<Record<string, unknown>>;
   }
+
+  // The basis a window's share applies to now: the global one, or an account entry's own.
+  private basisOf(account: string | undefined): bigint {
+    if (account === undefined) {
+      const blocks = this.global.rollingWithdrawalBlocks;
+      return blocks === null ? this.pegged : naiveBasis(this.observations, this.tip, blocks);
+    }
+    const blocks = this.entries.get(account)?.rollingWithdrawalBlocks ?? null;
+    return blocks === null
+      ? (this.accountPegged.get(account) ?? 0n)
+      : naiveBasis(this.accountObservations.get(account) ?? [], this.tip, blocks);
+  }
+}
+
+/**
+ * The basis of a window of `blocks` at tip `tip`, as the rule says it and no cleverer: the
+ * lowest of the totals applied at a tip ≥ tip − blocks + 1 and of the last one applied at a
+ * lower tip (or before any block); nothing observed is 0.
+ */
+export function naiveBasis(
+  observations: ReadonlyArray<{ tip: number | null; total: bigint }>,
+  tip: number | null,
+  blocks: bigint,
+): bigint {
+  if (observations.length === 0) return 0n;
+  const from = tip === null ? Number.POSITIVE_INFINITY : tip - Number(blocks) + 1;
+  const counted = observations.filter((o) => o.tip !== null && o.tip >= from);
+  const before = observations.filter((o) => o.tip === null || o.tip < from);
+  const last = before[before.length - 1];
+  if (last !== undefined) counted.push(last);
+  return counted.reduce((m, o) => minB(o.total, m), counted[0]!.total);
 }
 
 const CAP_KEYS = [
@@ -778,6 +962,15 @@ function naiveResolved(m: NaiveModel, account: string | undefined, overlay: bool
  */
 export function naiveLoosens(before: NaiveModel, after: NaiveModel): boolean {
   if (before.throttle !== null && after.throttle === null) return true;
+  // The check of the peg's backing lets more through, or its breaker is cleared.
+  if (before.tripped !== null && after.tripped === null) return true;
+  if (
+    before.maxUnbacked !== null &&
+    (after.maxUnbacked === null ||
+      after.maxUnbacked > before.maxUnbacked ||
+      after.reservesMaxAge > before.reservesMaxAge)
+  )
+    return true;
   for (const [name, key] of after.keys)
     if (key.revoked && before.keys.get(name)?.revoked === false) return true;
   const accounts = [undefined, ...new Set([...before.entries.keys(), ...after.entries.keys()])];

@@ -15,6 +15,7 @@ import {
   bufferCV,
   type ClarityValue,
   hexToCV,
+  listCV,
   noneCV,
   principalCV,
   responseOkCV,
@@ -43,6 +44,8 @@ export interface ContractState {
   readonly requests: ReadonlyMap<bigint, ChainRequest>;
   readonly token: bigint;
   readonly locked: bigint;
+  /** The registry's current aggregate key (compressed, hex), or `00` before any. */
+  readonly aggregateKey: string;
 }
 
 export interface ChainBlock {
@@ -61,9 +64,17 @@ export type ChainOp =
   | { readonly kind: 'request'; readonly sender: string; readonly amount: bigint }
   | { readonly kind: 'accept'; readonly id: bigint }
   | { readonly kind: 'reject'; readonly id: bigint }
-  | { readonly kind: 'deposit'; readonly recipient: string; readonly amount: bigint };
+  | { readonly kind: 'deposit'; readonly recipient: string; readonly amount: bigint }
+  /** The signers rotate to a new aggregate key (compressed, hex): a `key-rotation` print. */
+  | { readonly kind: 'rotate'; readonly key: string };
 
-const GENESIS: ContractState = { lastId: 0n, requests: new Map(), token: 0n, locked: 0n };
+const GENESIS: ContractState = {
+  lastId: 0n,
+  requests: new Map(),
+  token: 0n,
+  locked: 0n,
+  aggregateKey: '00',
+};
 
 function strip(h: string): string {
   return h.replace(/^0x/, '').toLowerCase();
@@ -116,7 +127,7 @@ export class SbtcChain {
     const burnHeight = options.burnHeight ?? parent?.burnHeight ?? 100;
     const label = options.label ?? `blk${this.#n++}`;
     const requests = new Map(parent?.state.requests ?? GENESIS.requests);
-    let { lastId, token, locked } = parent?.state ?? GENESIS;
+    let { lastId, token, locked, aggregateKey } = parent?.state ?? GENESIS;
     const events: unknown[] = [];
     for (const op of ops) {
       const i = events.length;
@@ -170,6 +181,20 @@ export class SbtcChain {
             i + 2,
           ),
         );
+      } else if (op.kind === 'rotate') {
+        aggregateKey = op.key;
+        events.push(
+          print(
+            {
+              topic: stringAsciiCV('key-rotation'),
+              'new-keys': listCV([bufferCV(Buffer.from(op.key, 'hex'))]),
+              'new-address': principalCV(DEPLOYER),
+              'new-aggregate-pubkey': bufferCV(Buffer.from(op.key, 'hex')),
+              'new-signature-threshold': uintCV(1),
+            },
+            i,
+          ),
+        );
       } else {
         token += op.amount;
         events.push(asset('mint', 'sbtc-token', op.recipient, op.amount, i));
@@ -193,7 +218,7 @@ export class SbtcChain {
       height: (parent?.height ?? 0) + 1,
       burnHeight,
       burnHash,
-      state: { lastId, requests, token, locked },
+      state: { lastId, requests, token, locked, aggregateKey },
       payload: {
         block_hash: h,
         block_height: (parent?.height ?? 0) + 1,
@@ -343,6 +368,13 @@ export async function startNodeRpc(chain: SbtcChain): Promise<NodeRpc> {
         const args = (JSON.parse(body) as { arguments: string[] }).arguments;
         const id = hexToCV(args[0]!) as { value: bigint };
         send(200, { okay: true, result: hexCV(requestCV(s.requests.get(BigInt(id.value)))) });
+        return;
+      }
+      if (
+        req.method === 'POST' &&
+        p === `/v2/contracts/call-read/${DEPLOYER}/sbtc-registry/get-current-aggregate-pubkey`
+      ) {
+        send(200, { okay: true, result: hexCV(bufferCV(Buffer.from(s.aggregateKey, 'hex'))) });
         return;
       }
       if (

@@ -54,15 +54,19 @@ export async function serve(
   dir: string,
   args: string[],
   store?: string,
+  env: NodeJS.ProcessEnv = {},
 ): Promise<Proc & { observer: string }> {
-  const p = await startServe([
-    ...(store === undefined ? ['--data', dir] : ['--store', store]),
-    '--config',
-    join(dir, 'config.json'),
-    '--stacks-observer',
-    '127.0.0.1:0',
-    ...args,
-  ]);
+  const p = await startServe(
+    [
+      ...(store === undefined ? ['--data', dir] : ['--store', store]),
+      '--config',
+      join(dir, 'config.json'),
+      '--stacks-observer',
+      '127.0.0.1:0',
+      ...args,
+    ],
+    env,
+  );
   procs.push(p);
   await waitFor(() => /stacks observer on (http:\S+)/.test(p.stdout), 10_000);
   return Object.assign(p, { observer: /stacks observer on (http:\S+)/.exec(p.stdout)![1]! });

@@ -299,11 +299,28 @@ function drawChart(w) {
   label(pad, pad - 6, 'scale: ' + rounded(top) + ' ' + UNIT + ' per block', 'start');
 }
 
+// The check of the peg's backing: a red banner while the limits fail closed on it.
+const INTEGRITY_STATES = { off: 'no check', backed: 'backed', reserves_unknown: 'reserves unknown', tripped: 'breaker tripped' };
+function renderIntegrity(i) {
+  $('integrityState').textContent = INTEGRITY_STATES[i.state] || i.state;
+  setAmount($('peggedTotal'), i.peggedTotal);
+  setAmount($('reserves'), i.reserves, 'not read');
+  $('reserves').title = i.reservesHeight === null ? '' : 'read at block ' + i.reservesHeight;
+  setAmount($('unbacked'), i.unbacked, 'unknown');
+  setAmount($('maxUnbacked'), i.maxUnbacked, 'no check');
+  const b = $('breaker');
+  b.hidden = i.state !== 'tripped' && i.state !== 'reserves_unknown';
+  b.textContent = i.state === 'tripped'
+    ? 'The peg was unbacked ' + (i.tripped.height === null ? 'before any block' : 'at block ' + Number(i.tripped.height).toLocaleString('en-US')) + ' (' + btc(i.tripped.unbacked) + ' ' + UNIT + ' more minted than held): every cap reads 0 until an operator clears the breaker.'
+    : 'The reserves backing the peg are not known: every cap reads 0 until a fresh reading.';
+}
+
 async function refresh() {
   try {
-    const [limits, window] = await Promise.all([read('limits'), read('window')]);
+    const [limits, window, integrity] = await Promise.all([read('limits'), read('window'), read('integrity')]);
     renderLimits(limits);
     renderWindow(window);
+    renderIntegrity(integrity);
     await readChanges();
     $('error').hidden = true;
     $('updated').textContent = 'updated ' + new Date().toLocaleTimeString();
@@ -335,6 +352,7 @@ if (typeof EventSource === 'function') {
     try {
       renderLimits(parseExact(e.data));
       renderWindow(await read('window'));
+      renderIntegrity(await read('integrity'));
       await readChanges();
       $('error').hidden = true;
       $('updated').textContent = 'updated ' + new Date().toLocaleTimeString() + ' (live)';

@@ -71,6 +71,7 @@ export const DASHBOARD_HTML = `<!doctype html>
 <header><h1>peg-limits</h1><span id="tip">…</span><span class="status" id="updated">loading…</span></header>
 <main>
 <div class="banner" id="throttle" hidden>Throttle mode is on, started by <span id="initiator"></span>: withdrawal caps are tightened.</div>
+<div class="error" id="breaker" hidden></div>
 <div class="error" id="error" hidden></div>
 <section>
   <h2>Available to withdraw now</h2>
@@ -83,6 +84,15 @@ export const DASHBOARD_HTML = `<!doctype html>
     <dt>Window</dt><dd id="rollingWithdrawalBlocks">…</dd>
   </dl>
   <p class="note" id="capShare" hidden></p>
+</section>
+<section>
+  <h2>Peg backing: <span id="integrityState">…</span></h2>
+  <dl>
+    <dt>Pegged total</dt><dd id="peggedTotal">…</dd>
+    <dt>Reserves</dt><dd id="reserves">…</dd>
+    <dt>Unbacked</dt><dd id="unbacked">…</dd>
+    <dt>May be unbacked</dt><dd id="maxUnbacked">…</dd>
+  </dl>
 </section>
 <section>
   <h2>Caps</h2>

@@ -4,6 +4,7 @@
 
 import { CHANGE_FIELDS } from '../../core/changes.js';
 import { CAP_FIELDS, REPORTED_CAP_FIELDS } from '../../core/limits.js';
+import { PEG_INTEGRITY } from './openapi-integrity.js';
 
 const int64 = { type: ['integer', 'null'], format: 'int64' } as const;
 
@@ -151,6 +152,7 @@ export const SCHEMAS = {
       },
     },
   },
+  PegIntegrity: PEG_INTEGRITY,
   Check: {
     type: 'object',
     additionalProperties: false,
@@ -169,8 +171,11 @@ export const SCHEMAS = {
           'above_per_deposit_cap',
           'peg_cap_exceeded',
           'account_peg_cap_exceeded',
+          'peg_unbacked',
+          'reserves_unknown',
         ],
-        description: 'Why it is refused; null when admitted.',
+        description:
+          "Why it is refused; null when admitted. peg_unbacked and reserves_unknown: the limits fail closed on the peg's backing (GET /integrity says why).",
       },
       limit: {
         ...int64,
@@ -200,6 +205,7 @@ export const SCHEMAS = {
       'rollingWithdrawalCapFixed',
       'rollingWithdrawalCapShare',
       'peggedTotal',
+      'shareBasis',
       'from',
       'to',
       'withdrawn',
@@ -244,6 +250,12 @@ export const SCHEMAS = {
         format: 'int64',
         description:
           "The pegged total the share is of: the global one, or the account's for its own window (0 before any is observed: then the share allows nothing).",
+      },
+      shareBasis: {
+        type: 'integer',
+        format: 'int64',
+        description:
+          'The total the share applies to: the lowest of that pegged total in force during the window (a fall counts at once, a rise once the lower totals have left the window).',
       },
       completeAt: {
         type: ['integer', 'null'],
@@ -297,6 +309,9 @@ export const SCHEMAS = {
           'withdrawalRejected',
           'withdrawalRejectionUndone',
           'peggedTotalObserved',
+          'reservesObserved',
+          'pegIntegritySet',
+          'pegBreakerCleared',
           'historyCompleteFrom',
           'blocksHeld',
           'blocksReleased',
@@ -317,7 +332,7 @@ export const SCHEMAS = {
       loosens: {
         type: 'array',
         description:
-          'What it loosens, field by field: { kind: cap, account (null: global), field, before, after (null: removed), view } | { kind: throttleEnded, initiator } | { kind: keyRevoked, name }. In the 202 that proposes it and in GET /admin/changes (as if it applied now).',
+          'What it loosens, field by field: { kind: cap, account (null: global), field, before, after (null: removed), view } | { kind: throttleEnded, initiator } | { kind: keyRevoked, name } | { kind: integrity, field (maxUnbacked, reservesMaxAge), before, after (null: the check off) } | { kind: breakerCleared, tripped }. In the 202 that proposes it and in GET /admin/changes (as if it applied now).',
         items: { type: 'object', required: ['kind'] },
       },
       id: { type: 'integer', minimum: 1 },

@@ -129,6 +129,25 @@ export const openApiDocument = {
       },
       ...preflight,
     },
+    '/integrity': {
+      get: {
+        operationId: 'getPegIntegrity',
+        summary: "The check of the peg's backing: the reserves, what is unbacked, the breaker",
+        description:
+          'Every cap of GET /limits reads 0 while the breaker is tripped or the reserves are unknown (the check on): then no withdrawal or deposit is admitted.',
+        parameters: [IF_NONE_MATCH],
+        responses: {
+          ...NOT_MODIFIED,
+          '200': {
+            description: 'What the check sees: its state, the figures, where the breaker tripped.',
+            content: {
+              'application/json': { schema: { $ref: '#/components/schemas/PegIntegrity' } },
+            },
+          },
+        },
+      },
+      ...preflight,
+    },
     '/window/{account}': {
       get: {
         operationId: 'getAccountWindow',

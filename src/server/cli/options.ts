@@ -248,6 +248,34 @@ export const SERVE_OPTIONS: ReadonlyArray<CommandOption> = [
       'deployment (a devnet, a test): complete from the first block',
     ],
   },
+  {
+    name: 'bitcoin-rpc',
+    type: 'string',
+    shown: 'URL',
+    help: [
+      "Bitcoin Core's JSON-RPC (http://user:password@host:8332): after",
+      "each burn block, the BTC that backs the peg (the signers' wallets",
+      'of every aggregate key the registry has had, or',
+      '--reserves-descriptor) is read with scantxoutset and applied as',
+      'reservesObserved; a pegIntegritySet turns the check on',
+    ],
+  },
+  {
+    name: 'bitcoin-rpc-cookie',
+    type: 'string',
+    shown: 'FILE',
+    help: ["Bitcoin Core's cookie file (<datadir>/.cookie) for --bitcoin-rpc"],
+  },
+  {
+    name: 'reserves-descriptor',
+    type: 'string',
+    multiple: true,
+    shown: 'DESC',
+    help: [
+      "an output descriptor to scan instead of the registry's keys",
+      '(repeatable), for --bitcoin-rpc',
+    ],
+  },
   { name: 'quiet', type: 'boolean', help: ['no request log'] },
   {
     name: 'log-format',

@@ -4,6 +4,7 @@
  * stopped cleanly, 2 bad options or a damaged data folder, 3 a failed flush. Node-only.
  */
 import type { EventLog, LimitsState, Operator } from 'peg-limits';
+import { BITCOIN_READER, BitcoinRpc } from '../bitcoin/index.js';
 import {
   dataAlertCursors,
   type OpenJournalFile,
@@ -11,7 +12,7 @@ import {
   StoreError,
 } from '../data-folder/index.js';
 import { type RunningServer, type ServerOptions, startServer } from '../node-http/index.js';
-import { type CommandLogger, createLogger, LoggerUnavailable } from '../ops/index.js';
+import { type CommandLogger, createLogger, LoggerUnavailable, redactUrl } from '../ops/index.js';
 import { openPgLog, PgLogError, pgAlertCursors } from '../postgres/index.js';
 import {
   type ClarityCodec,
@@ -39,7 +40,7 @@ export interface CommandHooks {
 export async function serve(settings: Settings, hooks: CommandHooks): Promise<void> {
   const { values, str, port, limits, cors, cacheMaxAge, alertUrls, postgres, stores, adminToken } =
     settings;
-  const { configFile, observer, codec, reserved, config, alertSecret } = settings;
+  const { configFile, observer, codec, reserved, config, alertSecret, bitcoin } = settings;
   const logger = await loggerFrom(values);
   const log = (line: string) => logger.message(line);
   // Past `ulimit -f` a write must fail (EFBIG), not kill the process: the store cuts the
@@ -90,6 +91,13 @@ export async function serve(settings: Settings, hooks: CommandHooks): Promise<vo
         observer === undefined || codec === undefined
           ? undefined
           : observerOptions(observer, codec, config, postgres, dir, values),
+      reserves:
+        bitcoin === undefined
+          ? undefined
+          : {
+              rpc: new BitcoinRpc({ url: bitcoin.url, cookieFile: bitcoin.cookieFile }),
+              descriptors: bitcoin.descriptors,
+            },
     });
   } catch (e) {
     await eventLog.close().catch(() => undefined);
@@ -103,6 +111,10 @@ export async function serve(settings: Settings, hooks: CommandHooks): Promise<vo
         `warning: the stacks observer listens on ${observer!.host}, which is not private: it takes no credentials, so anyone who reaches it feeds the chain (chain bounds still apply)`,
       );
   }
+  if (bitcoin !== undefined)
+    log(
+      `reserves reader: scantxoutset through ${redactUrl(bitcoin.url, { query: true })} after each burn block, of ${bitcoin.descriptors.length > 0 ? `${bitcoin.descriptors.length} descriptor(s) given` : "the signers' wallets of the registry's keys"}, as the operator ${BITCOIN_READER.name} (chain)`,
+    );
   handleSignals(server, log, { configFile, reserved, adminToken, operators });
   log(
     `operators: ${describeOperators(operators.now, adminToken)}${observer === undefined ? '' : `, ${STACKS_NODE_OPERATOR} (chain) for the stacks observer`}`,

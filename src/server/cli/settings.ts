@@ -3,8 +3,10 @@
  * environment and the configuration file, each checked in one order so that the first
  * mistake is the one a person is told of (exit code 2). Node-only.
  */
+import { access, constants } from 'node:fs/promises';
 import { hashOperatorToken, LimitsError, type Operator } from 'peg-limits';
 import { ADMIN_OPERATOR, MIN_TOKEN_LENGTH } from '../../internal.js';
+import { BITCOIN_READER } from '../bitcoin/index.js';
 import { DEFAULT_SNAPSHOT_EVERY } from '../data-folder/index.js';
 import type { ServerLimits } from '../node-http/index.js';
 import { redactAlertUrl, redactStore, redactUrl } from '../ops/index.js';
@@ -52,6 +54,8 @@ export interface Settings {
   readonly reserved: ReadonlyArray<string>;
   readonly config: ServerConfig;
   readonly alertSecret: string | undefined;
+  /** `--bitcoin-rpc` and what goes with it; undefined without it. */
+  readonly bitcoin: BitcoinFlags | undefined;
 }
 
 /** Reads the flags after the subcommand; `undefined` when they ask for the usage text. */
@@ -92,6 +96,7 @@ export async function readSettings(rest: ReadonlyArray<string>): Promise<Setting
     );
   const configFile = str('config');
   const observer = observerFrom(values);
+  const bitcoin = await bitcoinFrom(values, observer);
   const codec =
     observer === undefined
       ? undefined
@@ -99,6 +104,7 @@ export async function readSettings(rest: ReadonlyArray<string>): Promise<Setting
   const reserved = [
     ...(adminToken === undefined ? [] : [ADMIN_OPERATOR]),
     ...(observer === undefined ? [] : [STACKS_NODE_OPERATOR, STACKS_NODE_CONFIRMED_OPERATOR]),
+    ...(bitcoin === undefined ? [] : [BITCOIN_READER.name]),
   ];
   const config = await serveConfig(configFile, reserved, adminToken);
   const alertSecret =
@@ -124,7 +130,53 @@ export async function readSettings(rest: ReadonlyArray<string>): Promise<Setting
     reserved,
     config,
     alertSecret,
+    bitcoin,
   };
+}
+
+/** The reserves reader the flags ask for. */
+interface BitcoinFlags {
+  readonly url: string;
+  readonly cookieFile: string | undefined;
+  readonly descriptors: ReadonlyArray<string>;
+}
+
+// `--bitcoin-rpc` and its companions, checked: an http(s) URL (never printed with its
+// credentials), a cookie file that can be read, descriptors, and something to scan.
+async function bitcoinFrom(
+  values: ServeValues,
+  observer: ObserverFlags | undefined,
+): Promise<BitcoinFlags | undefined> {
+  const url = values['bitcoin-rpc'] as string | undefined;
+  const cookieFile = values['bitcoin-rpc-cookie'] as string | undefined;
+  const descriptors = (values['reserves-descriptor'] as string[] | undefined) ?? [];
+  if (url === undefined) {
+    if (cookieFile !== undefined) fail('--bitcoin-rpc-cookie goes with --bitcoin-rpc');
+    if (descriptors.length > 0) fail('--reserves-descriptor goes with --bitcoin-rpc');
+    return undefined;
+  }
+  let u: URL | undefined;
+  try {
+    u = new URL(url);
+  } catch {
+    u = undefined;
+  }
+  if (u === undefined || (u.protocol !== 'http:' && u.protocol !== 'https:'))
+    fail(`--bitcoin-rpc takes an http(s) URL, got ${redactUrl(url, { query: true })}`);
+  for (const d of descriptors)
+    if (!/^[\x21-\x7e]{3,1000}$/.test(d))
+      fail(
+        `--reserves-descriptor takes an output descriptor such as tr(<x-only key>), got ${JSON.stringify(d.slice(0, 60))}`,
+      );
+  if (observer === undefined && descriptors.length === 0)
+    fail(
+      "--bitcoin-rpc needs the wallets to scan: --stacks-observer (the registry's keys, read with --stacks-rpc and from its key-rotation prints) or --reserves-descriptor",
+    );
+  if (cookieFile !== undefined)
+    await access(cookieFile, constants.R_OK).catch(() =>
+      fail(`--bitcoin-rpc-cookie ${cookieFile} cannot be read`),
+    );
+  return { url, cookieFile, descriptors };
 }
 
 // CORS of the flags: any origin (the default), the origins listed, or none.

@@ -5,13 +5,15 @@
  * operators of the process alone (`stacks-node`, `stacks-node-confirmed`). Node-only.
  */
 
-import type { EventLog, Readiness } from 'peg-limits';
+import type { EventLog, Readiness, Service } from 'peg-limits';
 import { type Route, readinessOf } from '../../internal.js';
 import {
+  type FeedTell,
   feedRoutes,
   heldNotes,
   type StacksObserver,
   type StacksObserverOptions,
+  startStacksObserver,
 } from '../stacks/index.js';
 
 // What of the server's options the observer's wiring reads: the observer's options (off
@@ -46,4 +48,24 @@ export function observerHealth(
   observer: () => StacksObserver | undefined,
 ): () => Readiness {
   return () => heldNotes(readinessOf(log), observer()?.held ?? 0);
+}
+
+/**
+ * Opens the observer's listener over the service when the server has one (undefined
+ * otherwise); when it cannot, `undo` runs (the server's own listener closed) before the
+ * error is thrown on.
+ */
+export async function openObserver(
+  options: ObserverOptions,
+  service: Service,
+  tell: FeedTell,
+  undo: () => Promise<void>,
+): Promise<StacksObserver | undefined> {
+  if (options.stacksObserver === undefined) return undefined;
+  try {
+    return await startStacksObserver(service, options.stacksObserver, tell);
+  } catch (e) {
+    await undo();
+    throw e;
+  }
 }

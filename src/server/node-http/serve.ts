@@ -12,6 +12,7 @@ import {
   type ServiceOptions,
 } from 'peg-limits';
 import { CAP_FIELDS, ROUTES, type Route } from '../../internal.js';
+import type { ReservesReader } from '../bitcoin/index.js';
 import type { RequestLine } from '../ops/index.js';
 import { createMetrics, MetricsUnavailable, type ServerMetrics } from '../ops/index.js';
 import {
@@ -21,11 +22,7 @@ import {
   memoryCursors,
   recordChanges,
 } from '../record/index.js';
-import {
-  type StacksObserver,
-  type StacksObserverOptions,
-  startStacksObserver,
-} from '../stacks/index.js';
+import type { StacksObserver, StacksObserverOptions } from '../stacks/index.js';
 import { createAnswers } from './answer-writer.js';
 import { auditRoute } from './audit-route.js';
 import { DEFAULT_SERVER_LIMITS, limitsInForce, type ServerLimits } from './client-limits.js';
@@ -35,7 +32,8 @@ import { isLingering } from './linger.js';
 import { closeListener, listen, listener } from './listener.js';
 import { RequestHandler } from './request-handler.js';
 import { createRequestLog } from './request-log.js';
-import { observerHealth, observerRoutes, observerSources } from './serve-observer.js';
+import { observerHealth, observerRoutes, observerSources, openObserver } from './serve-observer.js';
+import { type ReservesOptions, reserveSources, startReserves } from './serve-reserves.js';
 import { createStreams } from './streams.js';
 
 export { DEFAULT_SERVER_LIMITS, type ServerLimits } from './client-limits.js';
@@ -101,6 +99,12 @@ export interface ServerOptions
    * @internal
    */
   readonly stacksObserver?: StacksObserverOptions | undefined;
+  /**
+   * Reads the reserves that back the peg from Bitcoin Core after each burn block
+   * (`--bitcoin-rpc`); none when undefined.
+   * @internal
+   */
+  readonly reserves?: ReservesOptions | undefined;
 }
 
 /** A running server. */
@@ -142,8 +146,9 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     (socket) => !isLingering(socket),
     () => streams.evictOldest(),
   );
-  // The Stacks event observer, opened once the server listens.
+  // The Stacks event observer and the reserves reader, started once the server listens.
   let observer: StacksObserver | undefined;
+  let reader: ReservesReader | undefined;
   const alerts = alertsOf(options);
   // Metrics (docs/operating.md, "Operating it"): on unless turned off, when prom-client is installed.
   const metrics = await metricsOf(options, {
@@ -156,6 +161,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     alertFailures: () => alerts?.failures,
     ready: () => eventLog.writable && !eventLog.catchingUp,
     ...observerSources(options, () => observer),
+    ...reserveSources(() => reader),
   });
   const operatorsNow = operatorsOf(options.operators);
   const routes = routesOf(options, eventLog, () => observer);
@@ -237,19 +243,17 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     logLine: log,
   });
   const url = await listen(server, options.port ?? 8080, options.host ?? '127.0.0.1');
-  if (options.stacksObserver !== undefined) {
-    try {
-      observer = await startStacksObserver(service, options.stacksObserver, {
-        logLine: log ?? options.warn,
-        warn: options.warn,
-        notify: (a) => alerts?.notify(a),
-      });
-    } catch (e) {
+  const notify = (a: { readonly type: string } & Record<string, unknown>) => alerts?.notify(a);
+  observer = await openObserver(
+    options,
+    service,
+    { logLine: log ?? options.warn, warn: options.warn, notify },
+    async () => {
       await new Promise<void>((resolve) => server.close(() => resolve()));
       stopGuard();
-      throw e;
-    }
-  }
+    },
+  );
+  reader = startReserves(options, service, () => observer, notify);
   let closing: Promise<void> | undefined;
   return {
     url,
@@ -267,7 +271,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     close() {
       // Streams never end by themselves: end them first.
       streams.close();
-      const observed = observer?.close();
+      const observed = Promise.all([reader?.close(), observer?.close()]);
       closing ??= closeListener(server, stopGuard).then(async () => {
         await observed;
         await alerts?.close();

@@ -2,13 +2,21 @@
  * `GET /events` (docs/operating.md, "Operating it"): a Server-Sent Events stream of changes. On connecting, and after
  * every change reads see, one `limits` event whose data is the `GET /limits` body (int64
  * exact) and whose `id` is the log position; `throttleStarted` and `throttleEnded` events
- * (data `{ initiator, position }`) when throttle mode starts or ends; a comment line every
+ * (data `{ initiator, position }`) when throttle mode starts or ends; `pegIntegrity` (data
+ * `GET /integrity`'s body and the position) when the check of the peg's backing changes its
+ * state (tripped, cleared, reserves unknown or known again); a comment line every
  * `heartbeatMs` (15 s by default). At most `maxStreams` at once (then 503); a subscriber that does not read is dropped
  * once 1 MiB waits for it. Node-only.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
-import { encodeJson, getLimits, type HttpResponse, type LimitsState } from 'peg-limits';
+import {
+  encodeJson,
+  getLimits,
+  type HttpResponse,
+  type LimitsState,
+  pegIntegrity,
+} from 'peg-limits';
 import { problem } from '../../internal.js';
 
 /** Bytes that may wait for a subscriber before it is dropped. */
@@ -59,6 +67,8 @@ export function createStreams(
   const open = new Set<ServerResponse>();
   const sockets = new WeakSet<Socket>();
   let initiator = getLimits(source.state()).throttleModeInitiator;
+  // The check of the peg's backing as last told: its state and where the breaker tripped.
+  let integrity = integrityKey(source.state());
 
   function send(res: ServerResponse, text: string): void {
     // A subscriber that has not read what was sent before: drop it rather than buffer for it
@@ -77,6 +87,7 @@ export function createStreams(
   const stop = source.watch((state) => {
     if (open.size === 0) {
       initiator = getLimits(state).throttleModeInitiator;
+      integrity = integrityKey(state);
       return;
     }
     const position = source.position();
@@ -88,6 +99,11 @@ export function createStreams(
       if (now !== null)
         text += `event: throttleStarted\ndata: ${encodeJson({ initiator: now, position })}\n\n`;
       initiator = now;
+    }
+    const check = integrityKey(state);
+    if (check !== integrity) {
+      integrity = check;
+      text += `event: pegIntegrity\ndata: ${encodeJson({ ...pegIntegrity(state), position })}\n\n`;
     }
     text += limitsEvent();
     for (const res of open) send(res, text);
@@ -146,4 +162,11 @@ export function createStreams(
       open.clear();
     },
   };
+}
+
+// What of the check of the peg's backing a subscriber is told of when it changes: its state,
+// and where the breaker tripped.
+function integrityKey(state: LimitsState): string {
+  const check = pegIntegrity(state);
+  return `${check.state}:${check.tripped?.height ?? ''}:${check.maxUnbacked ?? ''}`;
 }

@@ -16,6 +16,7 @@ import {
   windowOf,
 } from 'peg-limits';
 import type * as Prom from 'prom-client';
+import { integrityMetrics } from './integrity-metrics.js';
 import { observeAppends } from './observed-log.js';
 import { loadPeer } from './peers.js';
 
@@ -66,6 +67,10 @@ interface MetricsSource {
   readonly observerStartFailures?: (() => number) | undefined;
   /** Rejections the node did not show (skipped), when the observer is on. */
   readonly observerRejectionsNotShown?: (() => number) | undefined;
+  /** Readings of the reserves applied, when the base chain's reader is on. */
+  readonly reservesReadings?: (() => number) | undefined;
+  /** Calls to the base chain's node that failed, when the reader is on. */
+  readonly bitcoinRpcFailures?: (() => number) | undefined;
 }
 
 // A counter read from a running total at each scrape (absent when `read` gives undefined).
@@ -221,6 +226,7 @@ export async function createMetrics(source: MetricsSource): Promise<ServerMetric
       },
     });
   stateGauges(gauge, source);
+  integrityMetrics(prom, register, gauge, source);
   gauge(
     'peg_limits_alerts_pending',
     'Alerts read from the audit trail (or refusals told from memory) and not yet delivered, over every --alert-url; absent when alerts are off.',

@@ -22,7 +22,7 @@ import {
   tryDecodeJson,
 } from 'peg-limits';
 import { decodeBatch } from '../../internal.js';
-import { type Notice, noticesOf } from './notices.js';
+import { integrityNotices, type Notice, noticesOf } from './notices.js';
 
 /** What the first record follows. */
 export const ZERO_HASH = '0'.repeat(64);
@@ -80,15 +80,16 @@ function settledOf(settled: ReadonlyArray<SettledChange>) {
   }));
 }
 
-// What an operator is told of the batch: nothing of chain traffic alone.
+// What an operator is told of the batch: of chain traffic alone, only what it does to the
+// check of the peg's backing (a reading that trips the breaker, reserves gone stale).
 function alertsOf(
   base: LimitsState,
   next: LimitsState,
   events: ReadonlyArray<LimitsEvent>,
   settled: ReadonlyArray<SettledChange>,
 ): ReadonlyArray<Notice> | undefined {
-  if (settled.length === 0 && events.every((e) => scopeOf(e.type) === 'chain')) return undefined;
-  const notices = noticesOf(base, next, events, settled);
+  const chainOnly = settled.length === 0 && events.every((e) => scopeOf(e.type) === 'chain');
+  const notices = chainOnly ? integrityNotices(base, next) : noticesOf(base, next, events, settled);
   return notices.length === 0 ? undefined : notices;
 }
 

@@ -9,6 +9,7 @@ import {
   getLimits,
   type LimitsEvent,
   type LimitsState,
+  pegIntegrity,
   pendingChanges,
   type SettledChange,
 } from 'peg-limits';
@@ -68,6 +69,13 @@ export function noticesOf(
         cancelledByEvent.add(e.id);
         out.push({ type: 'changeCancelled', id: e.id, by: e.by });
         break;
+      case 'pegIntegritySet':
+        out.push({
+          type: 'pegIntegrityChanged',
+          maxUnbacked: e.maxUnbacked,
+          reservesMaxAge: e.reservesMaxAge,
+        });
+        break;
       default:
         break;
     }
@@ -89,11 +97,37 @@ export function noticesOf(
         reason: 'throttle mode started',
       });
   }
+  out.push(...integrityNotices(base, next));
   const before = getLimits(base).throttleModeInitiator;
   const after = getLimits(next).throttleModeInitiator;
   if (before !== after) {
     if (before !== null) out.push({ type: 'throttleEnded', initiator: before });
     if (after !== null) out.push({ type: 'throttleStarted', initiator: after });
   }
+  return out;
+}
+
+/**
+ * What the check of the peg's backing tells the operators, from the states before and after
+ * a batch: the breaker tripped (with the figures) or cleared, the reserves gone unknown or
+ * known again. Chain traffic that moves none of these tells nothing.
+ */
+export function integrityNotices(base: LimitsState, next: LimitsState): Notice[] {
+  const was = pegIntegrity(base);
+  const now = pegIntegrity(next);
+  const out: Notice[] = [];
+  if (was.tripped === null && now.tripped !== null)
+    out.push({ type: 'pegBreakerTripped', ...now.tripped, maxUnbacked: now.maxUnbacked });
+  if (was.tripped !== null && now.tripped === null)
+    out.push({ type: 'pegBreakerCleared', tripped: was.tripped, state: now.state });
+  if (was.state !== 'reserves_unknown' && now.state === 'reserves_unknown')
+    out.push({
+      type: 'reservesUnknown',
+      reserves: now.reserves,
+      reservesHeight: now.reservesHeight,
+      reservesMaxAge: now.reservesMaxAge,
+    });
+  if (was.state === 'reserves_unknown' && now.state === 'backed')
+    out.push({ type: 'reservesKnown', reserves: now.reserves, reservesHeight: now.reservesHeight });
   return out;
 }

@@ -28,11 +28,22 @@ export interface BlockMemoryStore {
 // A held block's payload is kept as its JSON text: read back as it came (heights numbers).
 function memoryText(memory: BlockMemory): string {
   const held = (memory.held ?? []).map((h) => ({ ...h, payload: JSON.stringify(h.payload) }));
-  return encodeJson({ version: 1, head: memory.head, blocks: memory.blocks, held });
+  return encodeJson({
+    version: 1,
+    head: memory.head,
+    blocks: memory.blocks,
+    held,
+    keys: memory.keys ?? [],
+  });
 }
 
 function memoryFrom(text: string): BlockMemory {
-  const value = decodeJson(text) as { head?: unknown; blocks?: unknown; held?: unknown };
+  const value = decodeJson(text) as {
+    head?: unknown;
+    blocks?: unknown;
+    held?: unknown;
+    keys?: unknown;
+  };
   if (typeof value.head !== 'string' || !Array.isArray(value.blocks))
     throw new PegLimitsError('invalid_block_memory', 'not a memory of blocks');
   const blocks: RememberedBlock[] = value.blocks.map((b: Record<string, unknown>) => {
@@ -58,7 +69,13 @@ function memoryFrom(text: string): BlockMemory {
       payload: JSON.parse(String(h.payload)) as unknown,
     }),
   );
-  return held.length === 0 ? { head: value.head, blocks } : { head: value.head, blocks, held };
+  const keys = Array.isArray(value.keys) ? value.keys.map(String) : [];
+  return {
+    head: value.head,
+    blocks,
+    ...(held.length === 0 ? {} : { held }),
+    ...(keys.length === 0 ? {} : { keys }),
+  };
 }
 
 /**

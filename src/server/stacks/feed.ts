@@ -29,6 +29,7 @@ import {
   observeBlock,
   type RememberedBlock,
   refusalDetail,
+  withKeys,
   withSupply,
 } from '../../internal.js';
 import {
@@ -102,11 +103,64 @@ export class BlockFeed {
     return this.#notShown;
   }
 
-  /** Reads what is remembered (the held blocks among it) once at start. */
+  /** Reads what is remembered (the held blocks among it) once at start, and the registry's key. */
   async open(): Promise<void> {
     const memory = await this.#options.memory.load();
     this.#held.saw(memory);
     await this.#held.reconcile(memory);
+    await this.#readCurrentKey(memory);
+  }
+
+  /**
+   * The signers' aggregate keys the registry has had, oldest first (compressed, hex), as
+   * remembered once the block in hand is: what the reserves reader scans.
+   */
+  async aggregateKeys(): Promise<ReadonlyArray<string>> {
+    // After the block in hand: its key rotation is remembered once its batch applied.
+    await this.settle();
+    return (await this.#options.memory.load()).keys ?? [];
+  }
+
+  // With the RPC, the registry's current aggregate key as the node has it now, remembered.
+  async #readCurrentKey(memory: BlockMemory): Promise<void> {
+    const rpc = this.#options.rpc;
+    if (rpc === undefined) return;
+    try {
+      const info = await rpc.info();
+      const key = await rpc.currentAggregateKey(info.stacksTip);
+      if (key === null) return;
+      const next = withKeys(memory, [key]);
+      if (next !== memory) await this.#options.memory.save(next);
+    } catch (e) {
+      this.#warn(
+        `stacks observer: the registry's aggregate key could not be read from the node (${(e as Error).message}); the reserves reader knows only the keys remembered and rotated to`,
+      );
+    }
+  }
+
+  // The keys a block's prints rotated to, remembered: with the RPC, only those the node shows
+  // as the registry's key as of that block (anyone who reaches the observer port could post
+  // a print, and a key adds the BTC its wallet holds to the reserves read).
+  async #rememberKeys(block: Block): Promise<Block> {
+    if (block.rotatedKeys.length === 0) return block;
+    const rpc = this.#options.rpc;
+    const trusted: string[] = [];
+    for (const key of block.rotatedKeys) {
+      let shown = rpc === undefined;
+      if (rpc !== undefined) {
+        try {
+          shown = (await rpc.currentAggregateKey(block.block.hash)) === key;
+        } catch {
+          shown = false;
+        }
+      }
+      if (shown) trusted.push(key);
+      else
+        this.#skip(
+          `the key rotation to ${key} in block ${block.block.hash}: not shown by the node as of that block`,
+        );
+    }
+    return { ...block, memory: withKeys(block.memory, trusted) };
   }
 
   /**
@@ -219,9 +273,10 @@ export class BlockFeed {
     return okJson({ ok: true, events: events.length });
   }
 
-  // The supply as of the block and the rejections it carries checked against the node.
+  // The supply as of the block, the rejections it carries checked against the node, and the
+  // keys it rotated to remembered.
   async #prepare(observed: Block): Promise<Block> {
-    let block = await this.#verifyRejections(observed);
+    let block = await this.#rememberKeys(await this.#verifyRejections(observed));
     const at = block.block.hash;
     if (block.needsSupply) {
       const rpc = this.#options.rpc;

@@ -6,6 +6,7 @@
  * @packageDocumentation
  */
 
+export type { FeedTell } from './feed-parts.js';
 export { feedRoutes, heldNotes } from './feed-routes.js';
 export {
   dataBlockMemory,

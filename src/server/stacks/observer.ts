@@ -129,6 +129,8 @@ export interface StacksObserver {
     author: BatchAuthor,
     remote: string | undefined,
   ): Promise<HttpResponse>;
+  /** The signers' aggregate keys the registry has had (compressed, hex): the wallets backing sBTC. */
+  aggregateKeys(): Promise<ReadonlyArray<string>>;
   close(): Promise<void>;
 }
 
@@ -189,6 +191,7 @@ export async function startStacksObserver(
     },
     heldBlocks: (op, author) => feed.heldBlocks(op, author),
     newBlock: (payload, author, remote) => feed.newBlock(payload, remote, author),
+    aggregateKeys: () => feed.aggregateKeys(),
     async close() {
       await new Promise<void>((resolve) => {
         server.close(() => resolve());

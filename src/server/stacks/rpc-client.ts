@@ -9,6 +9,7 @@
  */
 import { PegLimitsError } from 'peg-limits';
 import {
+  aggregateKeyOfClarity,
   type ClarityValue,
   type DecodeClarity,
   NodeAnswerError,
@@ -141,6 +142,15 @@ export class StacksRpc {
   async totalSupply(tip: string): Promise<bigint> {
     const value = await this.#callRead('sbtc-token', 'get-total-supply', tip, []);
     return this.#read(() => okUintOfClarity(value, 'get-total-supply'));
+  }
+
+  /**
+   * The registry's current aggregate key as of the block `tip`
+   * (`get-current-aggregate-pubkey`), compressed, hex; `null` before any key was set.
+   */
+  async currentAggregateKey(tip: string): Promise<string | null> {
+    const value = await this.#callRead(this.#registryName, 'get-current-aggregate-pubkey', tip, []);
+    return this.#read(() => aggregateKeyOfClarity(value, 'get-current-aggregate-pubkey'));
   }
 
   /**

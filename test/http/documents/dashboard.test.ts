@@ -275,6 +275,43 @@ describe.skipIf(CHROMIUM === undefined)('the dashboard in a real browser', () =>
     }
   });
 
+  test("while the breaker on the peg's backing is tripped, a red banner says so and every cap reads 0", async () => {
+    const tripped = applyAll(
+      createLimitsState({
+        limits: {
+          perWithdrawalCap: 500n,
+          rollingWithdrawalBlocks: 144n,
+          rollingWithdrawalCap: 1000n,
+        },
+      }),
+      [
+        { type: 'blockConnected', height: 870_000 },
+        { type: 'peggedTotalObserved', total: 1_000_000_000n },
+        { type: 'reservesObserved', total: 1_000_000_000n, height: 870_000 },
+        { type: 'pegIntegritySet', maxUnbacked: 1_000_000n, reservesMaxAge: 6 },
+        { type: 'peggedTotalObserved', total: 1_300_000_000n },
+      ],
+    );
+    if (!tripped.ok) throw tripped.error;
+    const s = await serveInProcess({ initial: tripped.state });
+    try {
+      const page = await browser.newPage({ viewport: { width: 1000, height: 900 } });
+      await page.goto(`${s.url}/`);
+      await page.waitForSelector('body[data-loaded="true"]', { timeout: 10_000 });
+      expect(await page.isVisible('#breaker')).toBe(true);
+      expect(await page.textContent('#breaker')).toBe(
+        'The peg was unbacked at block 870,000 (3 BTC more minted than held): every cap reads 0 until an operator clears the breaker.',
+      );
+      expect(await page.textContent('#integrityState')).toBe('breaker tripped');
+      expect(await page.textContent('#unbacked')).toBe('3 BTC');
+      expect(await page.textContent('#perWithdrawalCap')).toBe('0 BTC');
+      expect(await page.textContent('#available')).toMatch(/^0 BTC/);
+      await page.close();
+    } finally {
+      await s.close();
+    }
+  });
+
   test('while blocks are held, the room is shown as unknown, not as the room before them', async () => {
     const held = applyAll(
       createLimitsState({ limits: { rollingWithdrawalBlocks: 144n, rollingWithdrawalCap: 1000n } }),

@@ -121,7 +121,7 @@ describe.skipIf(!HAVE_PROMETHEUS)('the shipped alert rules', () => {
   test("promtool check rules accepts the file, and the page's scrape configuration promtool check config", () => {
     const run = spawnSync(PROMTOOL, ['check', 'rules', RULES_FILE], { encoding: 'utf8' });
     expect(run.status, run.stdout + run.stderr).toBe(0);
-    expect(run.stdout).toMatch(/SUCCESS: 13 rules found/);
+    expect(run.stdout).toMatch(/SUCCESS: 16 rules found/);
     const dir = tempDir();
     writeFileSync(join(dir, 'peg-limits.rules.yml'), rules);
     writeFileSync(
@@ -216,6 +216,44 @@ ${alert('7m', true)}`);
     alert_rule_test:
 ${alert('7m', false)}
 ${alert('12m', true)}`);
+  });
+
+  test('the breaker alert fires at once when any server shows it tripped, and stops when it is cleared (promtool test rules)', () => {
+    const alert = alertAt('PegLimitsPegBreakerTripped', {});
+    testRules(`  - interval: 1m
+    input_series:
+      - series: 'peg_limits_peg_breaker_tripped{job="peg-limits",instance="r0"}'
+        values: '0x3 1x5 0x5'
+      - series: 'peg_limits_peg_breaker_tripped{job="peg-limits",instance="r1"}'
+        values: '0x3 1x5 0x5'
+    alert_rule_test:
+${alert('2m', false)}
+${alert('4m', true)}
+${alert('11m', false)}`);
+  });
+
+  test('the reserves alert fires after ten minutes unknown, not for a reading a few minutes late (promtool test rules)', () => {
+    const alert = alertAt('PegLimitsReservesUnknown', {});
+    testRules(`  - interval: 1m
+    input_series:
+      - series: 'peg_limits_peg_integrity{job="peg-limits",instance="r0",state="reserves_unknown"}'
+        values: '0x3 1x4 0x3 1x15'
+    alert_rule_test:
+${alert('7m', false)}
+${alert('15m', false)}
+${alert('23m', true)}`);
+  });
+
+  test('the Bitcoin reader alert fires while readings fail (promtool test rules)', () => {
+    const alert = alertAt('PegLimitsBitcoinRpcFailing', { job: 'peg-limits', instance: 'r0' });
+    testRules(`  - interval: 1m
+    input_series:
+      - series: 'peg_limits_bitcoin_rpc_failures_total{job="peg-limits",instance="r0"}'
+        values: '0x5 1+1x5 6x30'
+    alert_rule_test:
+${alert('4m', false)}
+${alert('8m', true)}
+${alert('30m', false)}`);
   });
 
   test('the delivery alert fires while deliveries keep failing, not at one failure (promtool test rules)', () => {
