@@ -133,6 +133,7 @@ export async function openDataLog(options: DataLogOptions): Promise<DataLog> {
     journalAfter: read.start,
     archivedUpTo: read.archivedUpTo,
     replayed: read.replayed,
+    replayedEvents: read.replayedEvents,
     warnings: [...read.warnings],
   });
   if (read.broken !== undefined) await log.startNewChain(read.broken);
@@ -150,6 +151,8 @@ interface Opened {
   readonly journalAfter: number;
   readonly archivedUpTo: number;
   readonly replayed: number;
+  /** The events of the batches replayed: the journal holds them, so they count toward the next snapshot. */
+  readonly replayedEvents: number;
   readonly warnings: string[];
 }
 
@@ -192,6 +195,10 @@ class DataFolderLog implements DataLog {
     this.#openFile = options.openJournalFile ?? openNodeJournalFile;
     this.warnings = opened.warnings;
     this.replayed = opened.replayed;
+    // What the journal holds counts toward the next snapshot: a server that crashed before
+    // compacting does not start its count again, so the journal, and every later start's
+    // replay, stays near the interval however often it crashes.
+    this.#sinceSnapshot = opened.replayedEvents;
     this.#seq = opened.seq;
     this.#written = opened.state;
     this.#lastHash = opened.hash;

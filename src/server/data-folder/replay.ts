@@ -57,9 +57,13 @@ interface FolderContents {
   readonly snapshotSeq: number;
   /** The batch the journal starts after. */
   readonly start: number;
-  /** The journal's batches, and how many of them were replayed (the rest the snapshot holds). */
+  /**
+   * The journal's batches, how many of them were replayed (the rest the snapshot holds), and
+   * the events those held: they count toward the next snapshot.
+   */
   readonly batches: number;
   readonly replayed: number;
+  readonly replayedEvents: number;
   /** The journal's size, the bytes of it that are whole lines, the header's bytes. */
   readonly size: number;
   readonly goodBytes: number;
@@ -94,6 +98,7 @@ class JournalReplay {
   after: number | undefined;
   batches = 0;
   replayed = 0;
+  replayedEvents = 0;
   goodBytes = 0;
   headerBytes = 0;
   damage: { line: number; why: string; end: number } | undefined;
@@ -138,6 +143,7 @@ class JournalReplay {
         );
       this.state = r.state;
       this.replayed++;
+      this.replayedEvents += events.length;
     }
     this.goodBytes = end;
   }
@@ -241,6 +247,7 @@ export async function readDataFolder(
     start: after ?? snapshotSeq,
     batches,
     replayed: replay.replayed,
+    replayedEvents: replay.replayedEvents,
     size,
     goodBytes: replay.goodBytes,
     headerBytes: replay.headerBytes,
