@@ -123,6 +123,36 @@ describe('GET /events', () => {
     stream.stop();
   });
 
+  test("the check of the peg's backing is an event when its state changes: reserves unknown, tripped, cleared, and no event while it stays", async () => {
+    const s = await serve();
+    const stream = await listen(s.url);
+    await waitFor(() => stream.got.length >= 1, 5_000);
+    await post(s, [
+      { type: 'blockConnected', height: 10 },
+      { type: 'pegIntegritySet', maxUnbacked: 0, reservesMaxAge: 6 },
+    ]);
+    await post(s, [
+      { type: 'peggedTotalObserved', total: 100 },
+      { type: 'reservesObserved', total: 40, height: 10 },
+    ]);
+    // The reserves recover: the breaker stays tripped, so no pegIntegrity event; a clear
+    // before them would trip it again within its batch.
+    await post(s, [{ type: 'reservesObserved', total: 100, height: 10 }]);
+    await post(s, [{ type: 'pegBreakerCleared' }]);
+    await waitFor(() => stream.got.length >= 8, 5_000);
+    const integrity = stream.got.filter((e) => e.event === 'pegIntegrity');
+    expect(integrity.map((e) => JSON.parse(e.data).state)).toEqual([
+      'reserves_unknown',
+      'tripped',
+      'backed',
+    ]);
+    expect(JSON.parse(integrity[1]!.data)).toMatchObject({
+      tripped: { height: 10, peggedTotal: 100, reserves: 40, unbacked: 60 },
+      position: 2,
+    });
+    stream.stop();
+  });
+
   test('an idle stream gets a heartbeat comment every --heartbeat, and outlives the request and idle time-outs', async () => {
     const s = await serve({
       heartbeatMs: 100,

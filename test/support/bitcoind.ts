@@ -3,7 +3,7 @@
  * (22.0 on: `start` with output descriptors, `{ success, txouts, height, bestblock, unspents,
  * total_amount }`, amounts JSON numbers in BTC written with eight decimals, as its
  * `ValueFromAmount` writes them), behind Basic authentication (a user and password, or the
- * cookie file's `__cookie__:<hex>`), with the faults a node shows: down, an RPC error, a scan
+ * cookie file's `__cookie__:<hex>`), with the faults a node shows: down, silent, an RPC error, a scan
  * that does not succeed, an answer that is not JSON-RPC. Bitcoin Core is in neither of this
  * machine's package sources, so the reader is tested against this double.
  */
@@ -14,7 +14,7 @@ import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 
 /** What the double answers with now. */
-export type BitcoindFault = 'none' | 'down' | 'error' | 'unsuccessful' | 'garbage';
+export type BitcoindFault = 'none' | 'down' | 'hang' | 'error' | 'unsuccessful' | 'garbage';
 
 /** A running double. */
 export interface Bitcoind {
@@ -74,6 +74,8 @@ export async function startBitcoind(): Promise<Bitcoind> {
         req.socket.destroy();
         return;
       }
+      // A node stuck in a long scan: the request is read, no answer ever comes.
+      if (state.fault === 'hang') return;
       const auth = /^Basic (.+)$/.exec(req.headers.authorization ?? '')?.[1];
       if (auth === undefined || !accepted.has(auth)) {
         state.refused++;

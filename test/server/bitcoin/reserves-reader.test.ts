@@ -4,6 +4,7 @@
 // outage, and never throws.
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import {
+  chainView,
   createLimitsState,
   createService,
   pegIntegrity,
@@ -99,6 +100,34 @@ test('a node that fails leaves the reserves as they were: counted, warned, alert
     expect(none.failures).toBe(1);
     expect(warnings.at(-1)).toMatch(/no wallet to scan yet/);
     expect(pegIntegrity(service.state).reserves).toBe(1_000n);
+  } finally {
+    node.fault = 'none';
+    await reader.close();
+  }
+});
+
+test('a node that never answers holds no block: the service takes blocks while the reading waits, and the reading gives up at its timeout', async () => {
+  const service = createService({ state: createLimitsState() });
+  node.wallets.set(WALLET, 5n);
+  node.height = 1;
+  node.fault = 'hang';
+  const reader = new ReservesReader({
+    service,
+    rpc: new BitcoinRpc({ url: node.urlWithPassword, timeoutMs: 1000 }),
+    descriptors: async () => [WALLET],
+    warn: () => {},
+  });
+  try {
+    const started = performance.now();
+    await block(service, 1);
+    // The reading is under way and stuck; blocks still apply at once.
+    for (let h = 2; h <= 20; h++) expect((await block(service, h)).outcome).toBe('applied');
+    expect(performance.now() - started).toBeLessThan(1000);
+    expect(chainView(service.state).tip).toBe(20);
+    expect(pegIntegrity(service.state).reserves).toBeNull();
+    await waitFor(() => reader.failures >= 1, 10_000);
+    node.fault = 'none';
+    await waitFor(() => pegIntegrity(service.state).reservesHeight === 1, 10_000);
   } finally {
     node.fault = 'none';
     await reader.close();
