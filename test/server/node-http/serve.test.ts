@@ -447,6 +447,19 @@ describe('peg-limits serve (the command)', () => {
     expect(q.stderr).not.toContain('"request"');
   });
 
+  test('the request lines of a burst are all written, before any message that follows them, and those waiting at a stop too', async () => {
+    const p = await serve(['--port', '0', '--data', tempDir()]);
+    const paths = Array.from({ length: 300 }, (_, i) => `/limits/burst-${i}`);
+    await Promise.all(paths.map((path) => send(p.url, path)));
+    killGroup(p, 'SIGTERM');
+    await p.exited;
+    const lines = p.stderr.trim().split('\n');
+    const requests = lines.filter((l) => l.startsWith('GET /limits/burst-'));
+    expect(requests.map((l) => l.split(' ')[1]).sort()).toEqual(paths.sort());
+    const stop = lines.findIndex((l) => l.startsWith('SIGTERM: finishing requests'));
+    expect(stop).toBeGreaterThan(lines.lastIndexOf(requests.at(-1)!));
+  });
+
   test('a damaged journal stops it with the line named', async () => {
     const dir = tempDir();
     writeFileSync(
