@@ -23,6 +23,7 @@ import {
   StacksRpc,
 } from '../stacks/index.js';
 import { loadConfig, type ServerConfig } from './config.js';
+import { capHeapGrowth } from './heap.js';
 import { fail, positive, type ServeValues } from './options.js';
 import {
   checkAdminToken,
@@ -43,6 +44,7 @@ export async function serve(settings: Settings, hooks: CommandHooks): Promise<vo
   const { configFile, observer, codec, reserved, config, alertSecret, bitcoin } = settings;
   const logger = await loggerFrom(values);
   const log = (line: string) => logger.message(line);
+  capHeapGrowth();
   // Past `ulimit -f` a write must fail (EFBIG), not kill the process: the store cuts the
   // line back and answers 500.
   process.on('SIGXFSZ', () => undefined);
