@@ -1,9 +1,15 @@
 #!/usr/bin/env node
 // `npm run bench:compaction [-- --postgres]`: what a compaction costs the clients of a
-// running server. The command on a data folder with `--snapshot-every 100000` (or on
-// PostgreSQL with a snapshot every 1,000 batches, COMPACTION_PG_EVERY) takes 600,000 withdrawals over
-// 5,000 accounts (one block and 100 withdrawals a request, so about 200,000 are held at the
-// end: the history is 2016 blocks), while a second client reads GET /limits every 10 ms.
+// running server (protocol A of the benchmark gate). The command on a data folder with
+// `--snapshot-every 100000` (or on PostgreSQL with a snapshot every 1,000 batches,
+// COMPACTION_PG_EVERY) takes 600,000 withdrawals over 5,000 accounts (COMPACTION_BLOCKS
+// blocks of 100 withdrawals a request, 10 by default; about 200,000 are held at the end: the
+// history is 2016 blocks), while a second client reads GET /limits every 10 ms. Besides the
+// figures below: the slowest read and write while any compaction runs (from the server's
+// `compacting:` line to its `compacted:` line), the process's peak RSS (`VmHWM`) and its RSS
+// after two full GCs at the end (the server runs with --expose-gc and bench/gc-on-signal.mjs;
+// COMPACTION_NODE_FLAGS adds node flags of its own, `--heap-growing-percent=0` to run it
+// without the command's cap on the heap's growth).
 // Reports the longest the server's event loop was held (measured inside it), the slowest
 // read and write as the clients saw them, their p99, and the server's peak RSS against its
 // settled RSS (sampled from /proc every 20 ms; settled: after the run and a last
@@ -22,6 +28,7 @@ import { LOAD_TOKEN } from './util.mjs';
 
 const TOTAL = Number(process.env.COMPACTION_WITHDRAWALS ?? 600_000);
 const PER_BLOCK = 100;
+const BLOCKS = Number(process.env.COMPACTION_BLOCKS ?? 10);
 const ACCOUNTS = 5_000;
 const WARM = 20_000;
 
@@ -45,13 +52,29 @@ const store = onPostgres
     ];
 const child = spawn(
   'node',
-  ['--import', './bench/loop-delay.mjs', 'dist/cli.js', 'serve', '--port', '0', ...store],
+  [
+    ...(process.env.COMPACTION_NODE_FLAGS ?? '').split(' ').filter(Boolean),
+    '--expose-gc',
+    '--import',
+    './bench/loop-delay.mjs',
+    '--import',
+    './bench/gc-on-signal.mjs',
+    'dist/cli.js',
+    'serve',
+    '--port',
+    '0',
+    ...store,
+  ],
   {
     env: { ...process.env, PEG_LIMITS_ADMIN_TOKEN: LOAD_TOKEN },
     stdio: ['ignore', 'pipe', 'pipe'],
   },
 );
 let compactions = 0;
+// When each compaction ran, in this process's clock (Date.now()): from the server's
+// `compacting:` line to its `compacted:` line.
+const compacting = [];
+let afterGc;
 // The server's own figure: the longest its event loop was held (what it controls, apart
 // from how the machine schedules the three processes).
 // Each second's longest hold, with when that second began (bench/loop-delay.mjs).
@@ -59,9 +82,19 @@ const holds = [];
 child.stdout.on('data', (c) => {
   for (const m of String(c).matchAll(/loop-delay max ([\d.]+) since (\d+)/g))
     holds.push({ ms: Number(m[1]), since: Number(m[2]) });
+  const gc = /rss after gc (\d+)/.exec(String(c));
+  if (gc) afterGc?.(Number(gc[1]) / 1024);
 });
 child.stderr.on('data', (c) => {
-  compactions += (String(c).match(/compacted:|snapshot \d+ written/g) ?? []).length;
+  for (const line of String(c).split('\n')) {
+    if (/compacting:/.test(line))
+      compacting.push({ from: Date.now(), to: Number.POSITIVE_INFINITY });
+    if (/compacted:|snapshot \d+ written/.test(line)) {
+      compactions++;
+      const last = compacting.at(-1);
+      if (last !== undefined && last.to === Number.POSITIVE_INFINITY) last.to = Date.now();
+    }
+  }
 });
 const url = await new Promise((resolve, reject) => {
   child.stdout.on('data', (c) => {
@@ -111,12 +144,17 @@ const writes = [];
 let n = 0;
 // When the start-up ends: the first WARM withdrawals are written.
 let warmAt = Number.POSITIVE_INFINITY;
-for (let height = 1; n < TOTAL; height++) {
+for (let height = 1; n < TOTAL; ) {
   if (n >= WARM && warmAt === Number.POSITIVE_INFINITY) warmAt = Date.now();
-  let body = `[{"type":"blockConnected","height":${height}}`;
-  for (let i = 0; i < PER_BLOCK; i++, n++)
-    body += `,{"type":"withdrawalRequested","id":"w${n}","account":"a${n % ACCOUNTS}","amount":1,"height":${height}}`;
-  body += ']';
+  const parts = [];
+  for (let b = 0; b < BLOCKS && n < TOTAL; b++, height++) {
+    parts.push(`{"type":"blockConnected","height":${height}}`);
+    for (let i = 0; i < PER_BLOCK; i++, n++)
+      parts.push(
+        `{"type":"withdrawalRequested","id":"w${n}","account":"a${n % ACCOUNTS}","amount":1,"height":${height}}`,
+      );
+  }
+  const body = `[${parts.join(',')}]`;
   const at = Date.now();
   const t = performance.now();
   const r = await fetch(`${url}/admin/events`, {
@@ -125,7 +163,7 @@ for (let height = 1; n < TOTAL; height++) {
     body,
   });
   await r.text();
-  if (r.status !== 200) throw new Error(`write ${height}: ${r.status}`);
+  if (r.status !== 200) throw new Error(`write at height ${height}: ${r.status}`);
   writes.push([at, performance.now() - t]);
 }
 reader.send('stop');
@@ -137,16 +175,32 @@ const split = (timed) => [
 ];
 const [readTimes, startReads] = split(allReads);
 const [writeTimes, startWrites] = split(writes);
+// The times of the requests that overlapped a compaction (began before it ended, ended after
+// it began).
+const during = (timed) =>
+  timed
+    .filter(([at, ms]) => compacting.some((c) => at <= c.to && at + ms >= c.from))
+    .map(([, ms]) => ms);
+const readsDuring = during(allReads);
+const writesDuring = during(writes);
 const loopDelay = Math.max(0, ...holds.filter((h) => h.since >= warmAt).map((h) => h.ms));
 const startHold = Math.max(0, ...holds.filter((h) => h.since < warmAt).map((h) => h.ms));
 // Settled: once the last compaction is written and the server is idle.
 await new Promise((r) => setTimeout(r, 3_000));
 const settled = rssMiB();
 clearInterval(sampler);
+// The process's own peak (the kernel's high-water mark), and its RSS after two full GCs.
+const hwm =
+  Number(/VmHWM:\s+(\d+)/.exec(readFileSync(`/proc/${child.pid}/status`, 'utf8'))[1]) / 1024;
+const gcRss = await new Promise((resolve) => {
+  afterGc = resolve;
+  child.kill('SIGUSR2');
+});
 child.kill('SIGKILL');
 database?.stop();
 
 const f = (x) => `${x.toFixed(0)} ms`;
+
 // `--json`: the figures the benchmark gate holds, as one line of JSON.
 if (process.argv.includes('--json')) {
   console.log(
@@ -156,6 +210,13 @@ if (process.argv.includes('--json')) {
       slowestRead: Math.max(...readTimes),
       slowestWrite: Math.max(...writeTimes),
       peakRss: peak / settled,
+      slowestReadDuring: Math.max(0, ...readsDuring),
+      slowestWriteDuring: Math.max(0, ...writesDuring),
+      readsDuring: readsDuring.length,
+      writesDuring: writesDuring.length,
+      hwm,
+      afterGc: gcRss,
+      hwmRatio: hwm / gcRss,
       startUp: {
         loopDelay: startHold,
         slowestRead: Math.max(...startReads),
@@ -172,9 +233,11 @@ console.log(
     `| longest the server's event loop was held | ${f(loopDelay)} |`,
     `| slowest read (GET /limits every 10 ms, another process) | ${f(Math.max(...readTimes))} |`,
     `| read p99 | ${f(percentile(readTimes, 99))} |`,
-    `| slowest write (one block and ${PER_BLOCK} withdrawals) | ${f(Math.max(...writeTimes))} |`,
+    `| slowest write (${BLOCKS} blocks of ${PER_BLOCK} withdrawals) | ${f(Math.max(...writeTimes))} |`,
     `| write p99 | ${f(percentile(writeTimes, 99))} |`,
     `| the start-up apart (the first ${WARM} withdrawals, before any compaction): longest hold, slowest read, slowest write | ${f(startHold)}, ${f(Math.max(...startReads))}, ${f(Math.max(...startWrites))} |`,
     `| peak RSS ÷ settled RSS | ${(peak / settled).toFixed(2)}× (${peak.toFixed(0)} MiB ÷ ${settled.toFixed(0)} MiB) |`,
+    `| while a compaction runs: slowest read, slowest write (${readsDuring.length} reads, ${writesDuring.length} writes) | ${f(Math.max(0, ...readsDuring))}, ${f(Math.max(0, ...writesDuring))} |`,
+    `| peak RSS (VmHWM) ÷ RSS after two full GCs | ${(hwm / gcRss).toFixed(2)}× (${hwm.toFixed(0)} MiB ÷ ${gcRss.toFixed(0)} MiB) |`,
   ].join('\n'),
 );

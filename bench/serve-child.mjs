@@ -31,6 +31,8 @@ if (mode === 'floor') {
   server.listen(0, '127.0.0.1', () =>
     console.log(`listening on http://127.0.0.1:${server.address().port}`),
   );
+  // Stopped by SIGINT, it exits as a program does (a profiler writes its profile then).
+  process.on('SIGINT', () => process.exit(0));
 } else if (mode === 'sync-floor') {
   const file = await open(join(arg, 'floor.jsonl'), 'a');
   let waiting = [];

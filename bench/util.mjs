@@ -1,7 +1,7 @@
 // What the benchmark scripts share: starting a server child process, and writing a figures
 // table into README.md (or a page of docs/) between markers.
 import { spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, openSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { median } from './harness.mjs';
@@ -23,6 +23,40 @@ export function startChild(args, children) {
     });
     child.once('exit', (code) => reject(new Error(`server exited with ${code}`)));
   });
+}
+
+/**
+ * Starts the command as an operator runs it, `node dist/cli.js serve --port 0 ...args`, its
+ * output (the request log included) going to a file as a service manager keeps it, not to
+ * a pipe this process would have to read. Keeps it in `children`; resolves with its URL,
+ * the process and the file. BENCH_NODE_FLAGS adds node flags of its own (for instance
+ * `--heap-growing-percent=0`: the command without its cap on the heap's growth).
+ */
+export async function startCommand(args, children, env = {}) {
+  const dir = mkdtempSync(join(tmpdir(), 'peg-limits-command-'));
+  const out = join(dir, 'output.log');
+  const fd = openSync(out, 'w');
+  const flags = (process.env.BENCH_NODE_FLAGS ?? '').split(' ').filter(Boolean);
+  const child = spawn(
+    process.execPath,
+    [...flags, 'dist/cli.js', 'serve', '--port', '0', ...args],
+    {
+      stdio: ['ignore', fd, fd],
+      env: { ...process.env, ...env },
+    },
+  );
+  children.push(child);
+  let exited;
+  child.once('exit', (code) => {
+    exited = code;
+  });
+  for (let waited = 0; waited < 30_000; waited += 20) {
+    const m = /listening on (\S+)/.exec(readFileSync(out, 'utf8'));
+    if (m) return { url: m[1], child, output: out };
+    if (exited !== undefined) break;
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  throw new Error(`the command did not listen: ${readFileSync(out, 'utf8').slice(-500)}`);
 }
 
 /** Writes `table` into `file` between `<!-- name:start -->` and `<!-- name:end -->`. */

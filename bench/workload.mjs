@@ -70,6 +70,7 @@ export class MutableFloor {
     for (let a = 0; ownWindows && a < accounts; a += WINDOWED)
       this.accounts.set(accountName(a), new Array(HISTORY).fill(0n));
     this.windowSum = 0n;
+    this.cap = CAP;
     this.tip = -1;
   }
 
@@ -77,6 +78,23 @@ export class MutableFloor {
     if (e.type === 'blockConnected') this.block(e.height);
     else if (e.type === 'withdrawalRequested') this.withdraw(e.id, e.account, e.amount, e.height);
     else if (e.type === 'withdrawalRejected') this.reject(e.id);
+    else if (e.type === 'limitsUpdated') this.cap = e.limits.rollingWithdrawalCap;
+    else if (e.type === 'accountLimitsSet') this.entry(e.account, e.limits);
+  }
+
+  // An entry set or removed: an account that gains its own window gets its per-block sums
+  // from the withdrawals held (a scan of them all, as a mutable store without an index by
+  // account does); one that loses it drops them.
+  entry(account, limits) {
+    if (limits.rollingWithdrawalBlocks === null || limits.rollingWithdrawalBlocks === undefined) {
+      this.accounts.delete(account);
+      return;
+    }
+    if (this.accounts.has(account)) return;
+    const own = new Array(HISTORY).fill(0n);
+    for (const w of this.byId.values())
+      if (w.account === account && !w.rejected) own[w.height % HISTORY] += w.amount;
+    this.accounts.set(account, own);
   }
 
   block(height) {
@@ -120,8 +138,52 @@ export class MutableFloor {
   }
 
   available() {
-    return CAP > this.windowSum ? CAP - this.windowSum : 0n;
+    return this.cap > this.windowSum ? this.cap - this.windowSum : 0n;
   }
+
+  /** What an account's own window has withdrawn (undefined without one). */
+  ownWithdrawn(account) {
+    const own = this.accounts.get(account);
+    if (own === undefined) return undefined;
+    let sum = 0n;
+    for (let h = this.tip - WINDOW + 1; h <= this.tip; h++) sum += own[h % HISTORY];
+    return sum;
+  }
+}
+
+/**
+ * A long history as a chain writes it: `stream`'s blocks, withdrawals and rejections, and
+ * the operators' limit changes in it: every 50 blocks the global window cap moves (by one
+ * satoshi up or down), and every 400 blocks one account gains an entry with its own window
+ * while the one before it loses its entry.
+ */
+export function history({ blocks, perBlock, accounts }) {
+  const { events } = stream({ blocks, perBlock, accounts });
+  const out = [];
+  let block = 0;
+  let moved = null;
+  for (const e of events) {
+    out.push(e);
+    if (e.type !== 'blockConnected') continue;
+    block++;
+    if (block % 50 === 0)
+      out.push({
+        type: 'limitsUpdated',
+        limits: { rollingWithdrawalCap: block % 100 === 0 ? CAP : CAP - 1n },
+      });
+    if (block % 400 === 0) {
+      // An account that has no entry (1 in 16 do), gaining one; the last one losing it.
+      const account = accountName((block / 400) * WINDOWED + 3);
+      if (moved !== null) out.push({ type: 'accountLimitsSet', account: moved, limits: {} });
+      out.push({
+        type: 'accountLimitsSet',
+        account,
+        limits: { rollingWithdrawalBlocks: BigInt(WINDOW), rollingWithdrawalCap: CAP / 100n },
+      });
+      moved = account;
+    }
+  }
+  return { events: out, moved };
 }
 
 /** The recompute: every request scans all stored withdrawals. */
