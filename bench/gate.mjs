@@ -42,7 +42,8 @@ function inThreeProcesses(script) {
 // client reads GET /limits every 10 ms. Three runs; each figure is the median of the three
 // (a slowest time is one sample: single runs on this machine put the slowest read at
 // 28–49 ms and once 74 ms, the write at 48–79 ms and once 124 ms). The goals are 50 and
-// 100 ms; the bars add a fifth for this machine's noise (the gate's medians: 48 and 79 ms).
+// 100 ms; the bars add a fifth for this machine's noise (the gate's medians in three runs:
+// 28–48 ms and 48–79 ms).
 function compactionPart() {
   const runs = [0, 1, 2].map(() => {
     const run = runJson(['bench/compaction.mjs', '--json']);
@@ -64,7 +65,7 @@ function compactionPart() {
         unit: 'ms',
       },
       {
-        label: 'A · peak RSS (VmHWM) ÷ RSS after two full GCs, that run',
+        label: 'A · peak RSS (VmHWM) ÷ RSS after two full GCs at the end (median of 3 runs)',
         ratio: m('hwmRatio'),
         bar: 1.3,
       },

@@ -13,7 +13,7 @@
  * restarts the server: SIGKILL at the end of months 3, 6 and 9 (a crash: no snapshot at
  * the stop), SIGTERM otherwise. Prints a table month by month: the answers' p99 and the
  * slowest (what the node waits for), the heap and RSS after GC, the data folder, the
- * restart's time. Deterministic (a seeded generator). Loopback only; about four minutes.
+ * restart's time. Deterministic (a seeded generator). Loopback only; about three minutes.
  */
 import { spawn } from 'node:child_process';
 import { mkdtempSync, openSync, readdirSync, readFileSync, statSync } from 'node:fs';

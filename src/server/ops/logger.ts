@@ -2,9 +2,9 @@
  * The command's log (docs/operating.md, "Operating it"): plain lines by default, or with `--log-format json` one JSON
  * object per line made by `pino` (an optional peer dependency, loaded only then), with
  * `level`, `time`, `msg` and fields. Both go to stderr: stdout's first line stays
- * `listening on URL`. A message is written at once; the request lines of one turn of the
- * event loop are written together after it (one write for many requests, where a write a
- * request cost a read a fifth of its time), and before any message and at exit. Node-only.
+ * `listening on URL`. A message is written at once; request lines are gathered and written
+ * together within 100 ms (one write for many requests: a write a request cost a read of
+ * `GET /limits` a tenth of its rate), and before any message and at exit. Node-only.
  */
 import { writeSync } from 'node:fs';
 import { PegLimitsError } from 'peg-limits';
@@ -49,7 +49,7 @@ export class LoggerUnavailable extends PegLimitsError {
 // tens of microseconds: a write a request cost a read about a tenth of its rate).
 const LINES_WAIT_MS = 100;
 
-/** Writes to stderr: request lines gathered for the turn of the event loop, messages at once. */
+/** Writes to stderr: request lines gathered for up to `LINES_WAIT_MS`, messages at once. */
 class StderrLines {
   #pending = '';
   #scheduled = false;
@@ -59,7 +59,7 @@ class StderrLines {
     process.on('exit', this.#flush);
   }
 
-  /** A request line: written after this turn of the event loop, with the others of the turn. */
+  /** A request line: written within `LINES_WAIT_MS` with the others gathered by then (or at 64 KiB). */
   later(text: string): void {
     this.#pending += text;
     if (this.#pending.length >= 65_536) this.flush();
