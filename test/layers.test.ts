@@ -460,7 +460,7 @@ describe('each layer owns its routes, and the Stacks feed applies its batches th
     expect(files.flatMap((f) => named(f, http))).toEqual([]);
     expect(files.filter((f) => calls.test(readFileSync(f, 'utf8')))).toEqual([]);
     // The feed applies what it maps through the port, and reads outcomes as values.
-    expect(readFileSync('src/server/stacks/feed.ts', 'utf8')).toMatch(/\.applyBatch\(\{/);
+    expect(readFileSync('src/server/stacks/feed-steps.ts', 'utf8')).toMatch(/\.applyBatch\(\{/);
   });
 
   test("the rules catch what they look for: a route naming the feed, a request built for the service's own port", () => {

@@ -77,6 +77,9 @@ export type BatchOutcome =
       readonly error: LimitsError;
     };
 
+/** A refused batch's outcome: why (`error`, with the event's index) and by which rule. */
+export type BatchRefused = Extract<BatchOutcome, { readonly outcome: 'refused' }>;
+
 // The events the service writes itself: an operator approves or cancels a pending change, and
 // a loosening batch becomes a proposal on its own.
 const SERVICE_EVENTS = new Set(['changeProposed', 'changeApproved', 'changeCancelled']);

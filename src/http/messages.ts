@@ -66,6 +66,12 @@ export interface BatchRefusal {
   readonly detail: string;
 }
 
+/**
+ * What the operators are told that is no change (nothing is recorded): a jump past the chain
+ * bounds refused, a block held, a rejection the node does not show. Its `type` names it.
+ */
+export type Notice = { readonly type: string } & Readonly<Record<string, unknown>>;
+
 /** What {@link handleRequest} returns: the next state, the response, and the events it accepted (to journal). */
 export interface HandleResult {
   readonly state: LimitsState;

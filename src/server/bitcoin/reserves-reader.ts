@@ -10,6 +10,7 @@
  * Node-only.
  */
 import { type BatchAuthor, chainView, PegLimitsError, type Service } from 'peg-limits';
+import type { Notice } from '../../internal.js';
 import type { BitcoinRpc } from './bitcoin-rpc.js';
 
 // A reading that could not be made or kept, for the reader's own warning.
@@ -33,9 +34,7 @@ interface ReservesReaderOptions {
   readonly descriptors: () => Promise<ReadonlyArray<string>>;
   /** Where it says what went wrong, and to whom an outage is alerted. */
   readonly warn?: ((line: string) => void) | undefined;
-  readonly notify?:
-    | ((alert: { readonly type: string } & Record<string, unknown>) => void)
-    | undefined;
+  readonly onNotice?: ((notice: Notice) => void) | undefined;
 }
 
 /** A running reader. */
@@ -122,7 +121,7 @@ export class ReservesReader {
         this.#options.warn?.(
           `bitcoin reader: ${rpc.shown} answers again: reserves ${scan.total} at height ${scan.height}`,
         );
-        this.#options.notify?.({
+        this.#options.onNotice?.({
           type: 'bitcoinRpcRecovered',
           total: scan.total,
           height: scan.height,
@@ -136,7 +135,7 @@ export class ReservesReader {
       );
       if (!this.#outage) {
         this.#outage = true;
-        this.#options.notify?.({ type: 'bitcoinRpcFailed', reason });
+        this.#options.onNotice?.({ type: 'bitcoinRpcFailed', reason });
       }
     }
   }

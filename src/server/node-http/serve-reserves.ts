@@ -4,6 +4,7 @@
  * metrics read of it, and its start once the server listens. Node-only.
  */
 import type { Service } from 'peg-limits';
+import type { Notice } from '../../internal.js';
 import { type BitcoinRpc, ReservesReader, signersDescriptor } from '../bitcoin/index.js';
 import type { StacksObserver } from '../stacks/index.js';
 
@@ -31,13 +32,13 @@ export function reserveSources(reader: () => ReservesReader | undefined) {
 
 /**
  * Starts the reader over the service, and its first reading (warning where the server warns,
- * alerting through `notify`); undefined when it is off.
+ * alerting through `onNotice`); undefined when it is off.
  */
 export function startReserves(
   options: ReaderOptions,
   service: Service,
   observer: () => StacksObserver | undefined,
-  notify: (alert: { readonly type: string } & Record<string, unknown>) => void,
+  onNotice: (notice: Notice) => void,
 ): ReservesReader | undefined {
   const reserves = options.reserves;
   if (reserves === undefined) return undefined;
@@ -50,7 +51,7 @@ export function startReserves(
         ? () => Promise.resolve(given)
         : async () => ((await observer()?.aggregateKeys()) ?? []).map(signersDescriptor),
     warn: options.warn,
-    notify,
+    onNotice,
   });
   reader.read().catch(() => undefined);
   return reader;

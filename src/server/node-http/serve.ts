@@ -11,7 +11,7 @@ import {
   type Service,
   type ServiceOptions,
 } from 'peg-limits';
-import { CAP_FIELDS, ROUTES, type Route } from '../../internal.js';
+import { CAP_FIELDS, type Notice, ROUTES, type Route } from '../../internal.js';
 import type { ReservesReader } from '../bitcoin/index.js';
 import type { RequestLine } from '../ops/index.js';
 import { createMetrics, MetricsUnavailable, type ServerMetrics } from '../ops/index.js';
@@ -150,6 +150,9 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   let observer: StacksObserver | undefined;
   let reader: ReservesReader | undefined;
   const alerts = alertsOf(options);
+  // What the operators are told that is no change: one hook for the service, the feed and
+  // the reserves reader.
+  const onNotice = (notice: Notice) => alerts?.onNotice(notice);
   // Metrics (docs/operating.md, "Operating it"): on unless turned off, when prom-client is installed.
   const metrics = await metricsOf(options, {
     state: () => service.state,
@@ -171,7 +174,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     operators: options.operators,
     routes,
     health: observerHealth(eventLog, () => observer),
-    onNotice: (notice) => alerts?.notify(notice),
+    onNotice,
   });
   const storeUnavailable = () => !eventLog.writable;
   const limitsRequest = { method: 'GET', path: '/limits', headers: {} };
@@ -243,17 +246,16 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     logLine: log,
   });
   const url = await listen(server, options.port ?? 8080, options.host ?? '127.0.0.1');
-  const notify = (a: { readonly type: string } & Record<string, unknown>) => alerts?.notify(a);
   observer = await openObserver(
     options,
     service,
-    { logLine: log ?? options.warn, warn: options.warn, notify },
+    { logLine: log ?? options.warn, warn: options.warn, onNotice },
     async () => {
       await new Promise<void>((resolve) => server.close(() => resolve()));
       stopGuard();
     },
   );
-  reader = startReserves(options, service, () => observer, notify);
+  reader = startReserves(options, service, () => observer, onNotice);
   let closing: Promise<void> | undefined;
   return {
     url,

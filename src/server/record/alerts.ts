@@ -15,6 +15,7 @@
  */
 import { createHash, createHmac } from 'node:crypto';
 import { type EventLog, encodeJson, LimitsError } from 'peg-limits';
+import type { Notice } from '../../internal.js';
 import { observeAppends, redactAlertUrl } from '../ops/index.js';
 import { type AuditRecord, readRecord, recordPosition } from './audit.js';
 
@@ -80,15 +81,12 @@ interface AlertSource {
   readonly cursors: AlertCursors;
 }
 
-/** One alert as posted, besides its id. */
-type AlertBody = { readonly type: string } & Readonly<Record<string, unknown>>;
-
 /** The alerts of one server. */
 export interface Alerts {
   /** `log`, waking delivery at each durable batch of this process. */
   watch(log: EventLog): EventLog;
-  /** Posts an alert that is no change (it has no record) to every URL, from memory. */
-  notify(alert: AlertBody): void;
+  /** Posts a notice, an alert that is no change (it has no record), to every URL, from memory. */
+  onNotice(notice: Notice): void;
   /** Alerts read but not yet delivered, over every URL. */
   readonly pending: number;
   /** Deliveries that failed so far (each attempt), over every URL. */
@@ -318,7 +316,7 @@ export function createAlerts(options: AlertOptions, source: AlertSource): Alerts
 
   return {
     watch: (log) => observeAppends(log, poke),
-    notify(alert) {
+    onNotice(alert) {
       const at = new Date().toISOString();
       const body = encodeJson({ ...alert, position: source.log.position, at });
       const id = `notice-${Date.now()}-${notices++}`;

@@ -1,10 +1,10 @@
 /**
  * What the parts of the Stacks feed share: its options, the operators it writes as, where it
- * tells what it did, and the steps of the feed that its start from the node's state
- * (`node-start.ts`) and its held blocks (`held-blocks.ts`) call back. Node-only.
+ * tells what it did, and what taking a block or an operator's request on the held blocks
+ * comes to, as data (the listeners turn it into HTTP: `feed-answers.ts`). Node-only.
  */
-import type { BatchAuthor, BatchOutcome, HttpResponse, LimitsEvent, Service } from 'peg-limits';
-import type { BlockMemory, DecodeClarity, Observed } from '../../internal.js';
+import type { BatchAuthor, BatchOutcome, Height } from 'peg-limits';
+import type { BatchRefused, DecodeClarity, HeldBlock, Notice, Observed } from '../../internal.js';
 import type { BlockMemoryStore } from './block-memory.js';
 import type { StacksRpc } from './rpc-client.js';
 
@@ -49,10 +49,8 @@ export const STACKS_NODE_CONFIRMED: BatchAuthor = {
 export interface FeedTell {
   readonly logLine?: ((line: string) => void) | undefined;
   readonly warn?: ((line: string) => void) | undefined;
-  /** Alerts the operators (not a change: nothing is recorded). */
-  readonly notify?:
-    | ((alert: { readonly type: string } & Record<string, unknown>) => void)
-    | undefined;
+  /** Tells the operators (an alert; not a change: nothing is recorded). */
+  readonly onNotice?: ((notice: Notice) => void) | undefined;
 }
 
 /** What an operator asks of the held blocks. */
@@ -61,31 +59,52 @@ export type HeldOp = 'list' | 'release' | 'drop';
 /** A block the mapping could use. */
 export type Block = Extract<Observed, { kind: 'block' }>;
 
-/** The feed's own steps, as its start and its held blocks call them. */
-export interface FeedCore {
-  readonly service: Service;
-  readonly options: BlockFeedOptions;
-  readonly tell: FeedTell;
-  /** Warns (`warning: …`). */
-  warn(line: string): void;
-  /** Counts and warns of something skipped. */
-  skip(what: string): void;
-  /** The pure mapping of a payload, on what is remembered. */
-  observe(memory: BlockMemory, body: unknown, parentSupply: bigint | undefined): Observed;
-  /** The supply as of the block, and its rejections checked against the node. */
-  prepare(observed: Block): Promise<Block>;
-  /**
-   * Applies events through the service's port as `author` (with the override: past the
-   * chain bounds); an event the state cannot take that a feed may drop is dropped and the
-   * rest applied. Resolves with the outcome.
-   */
-  apply(
-    events: ReadonlyArray<LimitsEvent>,
-    requestId: string,
-    remote: string | undefined,
-    author: BatchAuthor,
-    override?: boolean,
-  ): Promise<BatchOutcome>;
-  /** Takes a payload now, in the turn of the block in hand (as a drop takes the blocks behind it). */
-  takeNow(body: unknown): Promise<HttpResponse>;
-}
+/** A batch the port did not apply: refused, or (a loosening) waiting as a pending change. */
+export type NotApplied = Exclude<BatchOutcome, { readonly outcome: 'applied' }>;
+
+/**
+ * What became of a posted block:
+ * - `known`: remembered already (`held`: as a held block), so it changes nothing;
+ * - `skipped`: not a block the mapping can use (`reason`), so it changes nothing;
+ * - `applied`: its batch applied (`events` of them: 0 when it changes nothing for the limits);
+ * - `held`: the chain bounds refused it, or blocks before it are held: kept durably, in order;
+ * - `confirmed`: past the chain bounds, but the node itself confirmed it: the state was read
+ *   again from the node and the block applied on it;
+ * - `refused`: the port did not apply its batch (`outcome`), and nothing of it is remembered.
+ */
+export type BlockOutcome =
+  | { readonly kind: 'known'; readonly held: boolean }
+  | { readonly kind: 'skipped'; readonly reason: string }
+  | { readonly kind: 'applied'; readonly events: number }
+  | { readonly kind: 'held' }
+  | { readonly kind: 'confirmed' }
+  | { readonly kind: 'refused'; readonly outcome: NotApplied };
+
+/** A held block as an operator lists it (without its payload). */
+type HeldBlockInfo = Omit<HeldBlock, 'payload'>;
+
+/**
+ * What became of an operator's request on the held blocks:
+ * - `listed`: the blocks held, first to last;
+ * - `released`: every held block applied, in order (`released` of them), the tip after them;
+ * - `dropped`: the first held block dropped (`dropped` 0 when none was held), `applied` of
+ *   the blocks behind it taken again, `held` of them held anew;
+ * - `stopped`: a release stopped at block `block` that did not apply (`released` before it);
+ * - `refused`: the port did not apply what ending (or starting) the hold needed.
+ */
+export type HeldOutcome =
+  | { readonly kind: 'listed'; readonly blocks: ReadonlyArray<HeldBlockInfo> }
+  | { readonly kind: 'released'; readonly released: number; readonly tip: Height | null }
+  | {
+      readonly kind: 'dropped';
+      readonly dropped: 0 | 1;
+      readonly applied: number;
+      readonly held: number;
+    }
+  | {
+      readonly kind: 'stopped';
+      readonly block: string;
+      readonly released: number;
+      readonly outcome: BatchRefused;
+    }
+  | { readonly kind: 'refused'; readonly outcome: NotApplied };

@@ -8,6 +8,7 @@
  */
 import type { HttpResponse, Operator, Readiness, Scope } from 'peg-limits';
 import { holds, MAX_BLOCK_BODY, problem, type Route, readText } from '../../internal.js';
+import { blockAnswer, heldAnswer, notJson } from './feed-answers.js';
 import type { HeldOp } from './feed-parts.js';
 import type { StacksObserver } from './observer.js';
 import { blockPayloadOf } from './posted-block.js';
@@ -56,7 +57,7 @@ function heldRoute(
       if (!holds(caller, ['chain', 'limits']))
         return scopeDenied('the held blocks need', ['chain', 'limits'], caller);
       const feed = feedOf(source, NO_HELD);
-      return 'status' in feed ? feed : feed.heldBlocks(op, caller);
+      return 'status' in feed ? feed : heldAnswer(await feed.heldBlocks(op, caller));
     },
   };
 }
@@ -75,12 +76,14 @@ export function feedRoutes(source: FeedSource): ReadonlyArray<Route> {
         const text = readText(request, MAX_BLOCK_BODY);
         if (!text.ok) return text.response;
         const read = blockPayloadOf(text.text);
-        if (!read.ok) return read.response;
+        if (!read.ok) return notJson(read.reason);
         const feed = feedOf(
           source,
           'no Stacks feed here: `peg-limits serve --stacks-observer` takes blocks',
         );
-        return 'status' in feed ? feed : feed.newBlock(read.payload, caller, request.remote);
+        return 'status' in feed
+          ? feed
+          : blockAnswer(await feed.take(read.payload, caller, request.remote));
       },
     },
     heldRoute('GET', '/admin/held', 'list', source),

@@ -3,31 +3,12 @@
  * retained history as of a block, read from the node's RPC, and what the observer's block
  * handling needs around it. Node-only.
  */
-import {
-  type BatchAuthor,
-  type BatchOutcome,
-  chainView,
-  type HttpResponse,
-  type LimitsEvent,
-} from 'peg-limits';
-import type { RegistryRequest, RememberedBlock } from '../../internal.js';
+import { type BatchAuthor, chainView, type LimitsEvent } from 'peg-limits';
+import type { BatchRefused, RegistryRequest, RememberedBlock } from '../../internal.js';
 import { NodeAnswerError, startBatch } from '../../internal.js';
-import { type FeedCore, STACKS_NODE_CONFIRMED } from './feed-parts.js';
+import { STACKS_NODE_CONFIRMED } from './feed-parts.js';
+import { applyEvents, type FeedContext } from './feed-steps.js';
 import type { StacksRpc } from './rpc-client.js';
-
-/** The token contract next to a registry (`ADDRESS.sbtc-token`). */
-export function tokenOf(registry: string): string {
-  return `${registry.split('.')[0]}.sbtc-token`;
-}
-
-/** A 200 answer to the node with a JSON body; refusals are the service's problem answers. */
-export function okJson(body: Readonly<Record<string, unknown>>): HttpResponse {
-  return {
-    status: 200,
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify(body),
-  };
-}
 
 // How many requests the start reads at once.
 const STRIDE = 16n;
@@ -67,13 +48,6 @@ async function readNodeState(
   return { requests, supply: await rpc.totalSupply(tip) };
 }
 
-/** Whether an outcome is the chain bounds' refusal. */
-export function isBoundRefusal(
-  outcome: BatchOutcome,
-): outcome is Extract<BatchOutcome, { readonly outcome: 'refused' }> {
-  return outcome.outcome === 'refused' && outcome.by === 'chain-bounds';
-}
-
 /** The parent's burn height as the payload gives it (the block's own when it does not). */
 export function parentBurnOf(body: unknown, block: RememberedBlock): number {
   const given =
@@ -106,13 +80,13 @@ export function mergeStart(
  * without it, the history declared complete only from the next burn height.
  */
 export class NodeStart {
-  readonly #core: FeedCore;
+  readonly #context: FeedContext;
   // When the last try to start from the node's state failed (0: none failed).
   #failedAt = 0;
   #failures = 0;
 
-  constructor(core: FeedCore) {
-    this.#core = core;
+  constructor(context: FeedContext) {
+    this.#context = context;
   }
 
   /** Starts from the node's state that failed so far (`peg_limits_observer_start_failures_total`). */
@@ -120,20 +94,22 @@ export class NodeStart {
     return this.#failures;
   }
 
-  // Whether some heights of the retained history were never reported (a late start).
+  /** Whether some heights of the retained history were never reported (a late start). */
   historyIncomplete(): boolean {
-    const chain = chainView(this.#core.service.state);
+    const chain = chainView(this.#context.port.state);
     if (chain.completeFrom === null) return false;
     const tip = chain.tip;
     return tip === null || chain.completeFrom > Math.max(0, tip - chain.historyBlocks + 1);
   }
 
-  // Blocks before this one were never seen: the history is complete from the next burn
-  // height only (others at this one may have come before).
+  /**
+   * Blocks before this one were never seen: the history is complete from the next burn
+   * height only (others at this one may have come before). The declaration's events.
+   */
   lateStart(block: RememberedBlock, first: boolean): LimitsEvent[] {
-    const tip = chainView(this.#core.service.state).tip;
-    if (this.#core.options.rpc === undefined)
-      this.#core.warn(
+    const tip = chainView(this.#context.port.state).tip;
+    if (this.#context.options.rpc === undefined)
+      this.#context.tally.warn(
         `stacks observer: block ${block.hash} ${first ? 'is the first one seen' : 'follows a gap'}, and without --stacks-rpc what came before it is unknown: the window is incomplete (no room reported, withdrawals refused) until it holds only burn heights from ${block.burnHeight + 1}`,
       );
     return [
@@ -144,25 +120,25 @@ export class NodeStart {
     ];
   }
 
-  // Starts the limits from the node's state as of the block before `block` (its parent), one
-  // batch on the trail; the supply as of the parent, or undefined when it failed (then the
-  // history stays incomplete, and a later block tries again, no sooner than the retry time).
-  // `confirmed`: the node confirmed a jump past the chain bounds, which the batch passes as
-  // the process's own confirmed operator; else it is written as `author`.
+  /**
+   * Starts the limits from the node's state as of the block before `block` (its parent), one
+   * batch on the trail: the supply as of the parent, the port's refusal, or undefined when
+   * the node could not be read (then the history stays incomplete, and a later block tries
+   * again, no sooner than the retry time). `confirmed`: the node confirmed a jump past the
+   * chain bounds, which the batch passes as the process's own confirmed operator; else it is
+   * written as `author`.
+   */
   async fromNode(
     block: RememberedBlock,
     parentBurnHeight: number,
     remote: string | undefined,
     author: BatchAuthor,
     confirmed = false,
-  ): Promise<
-    | { supply: bigint }
-    | { refused: Extract<BatchOutcome, { readonly outcome: 'refused' }> }
-    | undefined
-  > {
-    const rpc = this.#core.options.rpc;
+  ): Promise<{ readonly supply: bigint } | { readonly refused: BatchRefused } | undefined> {
+    const { options, tally, port } = this.#context;
+    const rpc = options.rpc;
     if (rpc === undefined) return undefined;
-    const retry = this.#core.options.startRetryMs ?? 10_000;
+    const retry = options.startRetryMs ?? 10_000;
     if (!confirmed && this.#failedAt !== 0 && Date.now() - this.#failedAt < retry) return undefined;
     const began = Date.now();
     const callsBefore = rpc.calls;
@@ -170,20 +146,20 @@ export class NodeStart {
     try {
       read = await readNodeState(rpc, {
         tip: block.parent,
-        from: Math.max(0, block.burnHeight - chainView(this.#core.service.state).historyBlocks + 1),
+        from: Math.max(0, block.burnHeight - chainView(port.state).historyBlocks + 1),
         tipBurnHeight: parentBurnHeight,
       });
     } catch (e) {
       this.#failedAt = Date.now();
       this.#failures++;
-      this.#core.warn(
+      tally.warn(
         `stacks observer: could not start from the node's state as of block ${block.parent} (${(e as Error).message}); the window stays incomplete (no room reported, withdrawals refused) until a start succeeds, tried again at a later block`,
       );
       return undefined;
     }
     this.#failedAt = 0;
     const readMs = Date.now() - began;
-    const chain = chainView(this.#core.service.state);
+    const chain = chainView(port.state);
     const events = startBatch({
       tip: chain.tip,
       burnHeight: block.burnHeight,
@@ -191,18 +167,17 @@ export class NodeStart {
       requests: read.requests,
       supply: read.supply,
     });
-    const outcome = confirmed
-      ? await this.#core.apply(
-          events,
-          `stacks-start:${block.parent}`,
-          remote,
-          STACKS_NODE_CONFIRMED,
-          true,
-        )
-      : await this.#core.apply(events, `stacks-start:${block.parent}`, remote, author);
+    const requestId = `stacks-start:${block.parent}`;
+    const outcome = await applyEvents(
+      this.#context,
+      events,
+      confirmed
+        ? { requestId, remote, author: STACKS_NODE_CONFIRMED, override: true }
+        : { requestId, remote, author },
+    );
     // A start batch takes chain events alone: it applies, or it is refused.
     if (outcome.outcome === 'refused') return { refused: outcome };
-    this.#core.tell.logLine?.(
+    tally.log(
       `stacks observer: started from the node's state as of block ${block.parent} (burn height ${block.burnHeight}): ${read.requests.length} withdrawal request(s) in the history, supply ${read.supply}, ${rpc.calls - callsBefore} RPC calls in ${readMs} ms, applied in ${Date.now() - began - readMs} ms`,
     );
     return { supply: read.supply };

@@ -17,14 +17,16 @@ import { type BatchAuthor, type HttpResponse, PegLimitsError, type Service } fro
 import { type DecodeClarity, MAX_BLOCK_BODY, problem } from '../../internal.js';
 import { loadPeer } from '../ops/index.js';
 import { BlockFeed } from './feed.js';
+import { blockAnswer, notJson, okJson } from './feed-answers.js';
 import {
   type BlockFeedOptions,
+  type BlockOutcome,
   type FeedTell,
   type HeldOp,
+  type HeldOutcome,
   STACKS_NODE,
   STACKS_NODE_CONFIRMED,
 } from './feed-parts.js';
-import { okJson } from './node-start.js';
 import { blockPayloadOf } from './posted-block.js';
 import type { ClarityCodec } from './rpc-client.js';
 
@@ -118,17 +120,13 @@ export interface StacksObserver {
   /** Rejections the node did not show, skipped (`peg_limits_observer_rejections_not_shown_total`). */
   readonly rejectionsNotShown: number;
   /** An operator's request on the held blocks (`/admin/held`): `author` lists, releases or drops them. */
-  heldBlocks(op: HeldOp, author: BatchAuthor): Promise<HttpResponse>;
+  heldBlocks(op: HeldOp, author: BatchAuthor): Promise<HeldOutcome>;
   /**
    * A block posted to the service's own port (`POST /new_block` with an operator's token,
    * as Emily's sidecar forwards it): the same feed as the observer's port, in the same
-   * order, written as the operator who posted it.
+   * queue, written as the operator who posted it.
    */
-  newBlock(
-    payload: unknown,
-    author: BatchAuthor,
-    remote: string | undefined,
-  ): Promise<HttpResponse>;
+  take(payload: unknown, author: BatchAuthor, remote: string | undefined): Promise<BlockOutcome>;
   /** The signers' aggregate keys the registry has had (compressed, hex): the wallets backing sBTC. */
   aggregateKeys(): Promise<ReadonlyArray<string>>;
   close(): Promise<void>;
@@ -190,7 +188,7 @@ export async function startStacksObserver(
       return feed.rejectionsNotShown;
     },
     heldBlocks: (op, author) => feed.heldBlocks(op, author),
-    newBlock: (payload, author, remote) => feed.newBlock(payload, remote, author),
+    take: (payload, author, remote) => feed.take(payload, author, remote),
     aggregateKeys: () => feed.aggregateKeys(),
     async close() {
       await new Promise<void>((resolve) => {
@@ -260,11 +258,11 @@ function onRequest(
     }
     const read = blockPayloadOf(Buffer.concat(chunks).toString('utf8'));
     if (!read.ok) {
-      reply(res, read.response);
+      reply(res, notJson(read.reason));
       return;
     }
-    feed.newBlock(read.payload, req.socket.remoteAddress).then(
-      (response) => reply(res, response),
+    feed.take(read.payload, STACKS_NODE, req.socket.remoteAddress).then(
+      (outcome) => reply(res, blockAnswer(outcome)),
       (e: unknown) => {
         (tell.warn ?? tell.logLine)?.(
           `warning: stacks observer: a block could not be recorded: ${(e as Error).message}`,

@@ -4,22 +4,17 @@
  * payload's mapping reads its numbers as numbers. The observer's port and the service's own
  * `POST /new_block` read it here. Node-only.
  */
-import type { HttpResponse } from 'peg-limits';
-import { problem } from '../../internal.js';
 
-/** The payload of a posted body, or the 400 `invalid_json` for a body that is not JSON. */
+/** The payload of a posted body, or why it is not JSON. */
 export function blockPayloadOf(
   text: string,
 ):
   | { readonly ok: true; readonly payload: unknown }
-  | { readonly ok: false; readonly response: HttpResponse } {
+  | { readonly ok: false; readonly reason: string } {
   try {
     const payload: unknown = JSON.parse(text);
     return { ok: true, payload: typeof payload === 'string' ? JSON.parse(payload) : payload };
   } catch (e) {
-    return {
-      ok: false,
-      response: problem(400, 'invalid_json', `the body is not JSON: ${(e as Error).message}`),
-    };
+    return { ok: false, reason: (e as Error).message };
   }
 }

@@ -69,7 +69,7 @@ test('a node that fails leaves the reserves as they were: counted, warned, alert
     rpc: new BitcoinRpc({ url: node.urlWithPassword, timeoutMs: 2000 }),
     descriptors: async () => [WALLET],
     warn: (line) => warnings.push(line),
-    notify: (a) => alerts.push(a),
+    onNotice: (a) => alerts.push(a),
   });
   try {
     await reader.read();

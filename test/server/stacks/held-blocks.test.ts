@@ -1,0 +1,139 @@
+/**
+ * The Stacks feed's held blocks without HTTP: the feed takes payloads and the operators'
+ * requests and returns what became of them as data, applying through a service's port over
+ * a memory of blocks kept in memory. No listener, no request, no answer is involved.
+ */
+import { hexToCV } from '@stacks/transactions';
+import { describe, expect, test } from 'vitest';
+import {
+  type BatchAuthor,
+  chainView,
+  createLimitsState,
+  createService,
+} from '../../../src/index.js';
+import { type BlockMemory, EMPTY_MEMORY } from '../../../src/internal.js';
+import type { BlockMemoryStore } from '../../../src/server/stacks/block-memory.js';
+import { BlockFeed } from '../../../src/server/stacks/feed.js';
+import { STACKS_NODE } from '../../../src/server/stacks/feed-parts.js';
+import { SbtcChain } from '../../support/sbtc-chain.js';
+import { SENDER as BOB, REGISTRY } from '../../support/stacks-node.js';
+
+const OPERATOR: BatchAuthor = { name: 'alice', scopes: ['chain', 'limits'] };
+
+function memoryStore(): BlockMemoryStore & { readonly saved: () => BlockMemory } {
+  let memory = EMPTY_MEMORY;
+  return {
+    load: async () => memory,
+    save: async (next) => {
+      memory = next;
+    },
+    saved: () => memory,
+  };
+}
+
+// A feed over a fresh service, its history complete from the first block, and a chain whose
+// first block is taken already (burn height 100).
+async function fed() {
+  const service = createService({
+    state: createLimitsState({
+      limits: { rollingWithdrawalBlocks: 10n, rollingWithdrawalCap: 1_000_000n },
+    }),
+  });
+  const memory = memoryStore();
+  const notices: string[] = [];
+  const feed = new BlockFeed(
+    service,
+    {
+      registry: REGISTRY,
+      decode: (hex) => hexToCV(hex) as never,
+      memory,
+      keepBurnBlocks: 20,
+      historyComplete: true,
+    },
+    { onNotice: (n) => notices.push(n.type) },
+  );
+  await feed.open();
+  const chain = new SbtcChain();
+  const first = chain.mine([], { burnHeight: 100 });
+  expect(await feed.take(first.payload, STACKS_NODE, undefined)).toEqual({
+    kind: 'applied',
+    events: 1,
+  });
+  return { service, memory, notices, feed, chain };
+}
+
+describe('the held blocks, as data', () => {
+  test('a block past the chain bounds is held, and so is every block after it, the tip unmoved', async () => {
+    const { service, feed, chain, notices, memory } = await fed();
+    const jump = chain.mine([{ kind: 'request', sender: BOB, amount: 5n }], { burnHeight: 400 });
+    expect(await feed.take(jump.payload, STACKS_NODE, undefined)).toEqual({ kind: 'held' });
+    const after = chain.mine([], { burnHeight: 401 });
+    expect(await feed.take(after.payload, STACKS_NODE, undefined)).toEqual({ kind: 'held' });
+    expect(await feed.take(after.payload, STACKS_NODE, undefined)).toEqual({
+      kind: 'known',
+      held: true,
+    });
+    expect(chainView(service.state)).toMatchObject({ tip: 100, heldFrom: 400 });
+    expect(feed.held).toBe(2);
+    expect(notices).toEqual(['blocksHeld']);
+    expect(memory.saved().held?.map((h) => h.burnHeight)).toEqual([400, 401]);
+    const listed = await feed.heldBlocks('list', OPERATOR);
+    expect(listed.kind).toBe('listed');
+    if (listed.kind === 'listed') {
+      expect(listed.blocks.map((b) => `0x${b.hash}`)).toEqual([jump.hash, after.hash]);
+      expect(listed.blocks.every((b) => !('payload' in b))).toBe(true);
+    }
+  });
+
+  test('a release applies the held blocks in order as the releasing operator, and ends the hold', async () => {
+    const { service, feed, chain, notices } = await fed();
+    chain.mine([{ kind: 'request', sender: BOB, amount: 5n }], { burnHeight: 400 });
+    await feed.take(chain.head!.payload, STACKS_NODE, undefined);
+    await feed.take(chain.mine([], { burnHeight: 401 }).payload, STACKS_NODE, undefined);
+    expect(await feed.heldBlocks('release', OPERATOR)).toEqual({
+      kind: 'released',
+      released: 2,
+      tip: 401,
+    });
+    expect(chainView(service.state)).toMatchObject({ tip: 401, heldFrom: null });
+    expect(feed.held).toBe(0);
+    expect(notices).toEqual(['blocksHeld', 'heldBlocksReleased']);
+  });
+
+  test('a drop takes the blocks behind the first again, in the same queue, and ends the hold once none is held', async () => {
+    const { service, feed, chain, notices } = await fed();
+    const base = chain.head!;
+    const forged = chain.mine([], { burnHeight: 400, label: 'forged' });
+    await feed.take(forged.payload, STACKS_NODE, undefined);
+    const honest = chain.mine([{ kind: 'request', sender: BOB, amount: 7n }], {
+      parent: base.hash,
+      burnHeight: 101,
+    });
+    expect(await feed.take(honest.payload, STACKS_NODE, undefined)).toEqual({ kind: 'held' });
+    expect(await feed.heldBlocks('drop', OPERATOR)).toEqual({
+      kind: 'dropped',
+      dropped: 1,
+      applied: 1,
+      held: 0,
+    });
+    expect(chainView(service.state)).toMatchObject({ tip: 101, heldFrom: null });
+    expect(notices).toEqual(['blocksHeld', 'heldBlockDropped']);
+    expect(await feed.heldBlocks('drop', OPERATOR)).toEqual({
+      kind: 'dropped',
+      dropped: 0,
+      applied: 0,
+      held: 0,
+    });
+  });
+
+  test('a release by an operator without the limits scope is the port refusing it, and the blocks stay held', async () => {
+    const { service, feed, chain } = await fed();
+    await feed.take(chain.mine([], { burnHeight: 400 }).payload, STACKS_NODE, undefined);
+    const released = await feed.heldBlocks('release', STACKS_NODE);
+    expect(released.kind).toBe('refused');
+    if (released.kind === 'refused')
+      expect(released.outcome).toMatchObject({ outcome: 'refused', by: 'operator' });
+    expect(chainView(service.state)).toMatchObject({ tip: 100, heldFrom: 400 });
+    expect(feed.held).toBe(1);
+  });
+});
