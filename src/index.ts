@@ -108,7 +108,6 @@ export {
   windowOf,
 } from './core/views.js';
 export { eventFromJson, eventsFromJson } from './http/codec.js';
-export type { HeldBlocks, StacksFeed } from './http/deprecated.js';
 export { openApiDocument } from './http/documents/openapi.js';
 export {
   type Appended,
@@ -122,7 +121,6 @@ export {
 } from './http/event-log.js';
 export { createFetchHandler, type FetchHandler } from './http/fetch-adapter.js';
 export {
-  type BatchRefusal,
   type HandleOptions,
   type HandleResult,
   type HttpErrorCode,

@@ -15,18 +15,19 @@ export { MIN_TOKEN_LENGTH } from './core/keys.js';
 export { CAP_FIELDS } from './core/limits.js';
 export { loosenedBy } from './core/loosening.js';
 export type { BatchRefused } from './core/operator-batch.js';
+export { holds } from './core/scopes.js';
 export { snapshotParts } from './core/snapshot.js';
-export { MAX_BLOCK_BODY, readText } from './http/answers.js';
+export { MAX_BLOCK_BODY, readText, scopeDenied } from './http/answers.js';
 export { batchAnswer, refusalDetail, refusalStatus } from './http/batches.js';
 export { bodyCollector, declaredTooLarge, payloadTooLarge } from './http/body.js';
 export { decodeBatch, encodeBatch } from './http/codec.js';
-export { admitRequest, problem } from './http/handler.js';
+export { admitRequest, problem, routePatternOf } from './http/handler.js';
 export type { Notice, PathMatch, Route } from './http/messages.js';
-export { ADMIN_OPERATOR, holds, operatorsFromJson } from './http/operators.js';
-export { routeFor, routeTable } from './http/route-match.js';
+export { ADMIN_OPERATOR, operatorsFromJson } from './http/operators.js';
+export { routeFor } from './http/route-match.js';
 export { ROUTES } from './http/routes.js';
 export { serialQueue } from './http/serial-queue.js';
-export { isChange, readinessOf } from './http/service.js';
+export { handleOptionsOf, isChange, readinessOf } from './http/service.js';
 export { type ClarityValue, type DecodeClarity, payloadToKeep } from './stacks/block-payload.js';
 export {
   type BlockMemory,

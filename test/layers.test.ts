@@ -7,7 +7,14 @@ import { tmpdir } from 'node:os';
 import { dirname, join, relative, resolve } from 'node:path';
 import ts from 'typescript';
 import { describe, expect, test } from 'vitest';
-import { functionLengths, MAX_FUNCTION_LINES, TO_SPLIT } from '../scripts/function-lengths.mjs';
+import {
+  classLengths,
+  functionLengths,
+  MAX_CLASS_LINES,
+  MAX_FUNCTION_LINES,
+  MAX_SERVER_FUNCTION_LINES,
+  TO_SPLIT,
+} from '../scripts/function-lengths.mjs';
 import { copiedFunctions, undocumentedExports } from '../scripts/source-rules.mjs';
 import { filesUnder } from './support/files.js';
 import { TOKEN } from './support/tokens.js';
@@ -414,17 +421,14 @@ test('a test says one claim: no test or describe name of test/ joins claims with
 
 describe('each layer owns its routes, and the Stacks feed applies its batches through the service port', () => {
   // The nodes of a module that name `pattern`, outside what a `@deprecated` declaration (a
-  // 1.x name kept for the API report, read by nothing) or an import of one holds.
+  // 1.0.0 name kept for the API report, read by nothing) holds.
   function named(file: string, pattern: RegExp): string[] {
     const sf = ts.createSourceFile(file, readFileSync(file, 'utf8'), ts.ScriptTarget.Latest, true);
     const found: string[] = [];
     const deprecated = (node: ts.Node) =>
       ts.getJSDocTags(node).some((t) => t.tagName.text === 'deprecated');
     const visit = (node: ts.Node, kept: boolean): void => {
-      const keptHere =
-        kept ||
-        deprecated(node) ||
-        (ts.isImportDeclaration(node) && /deprecated\.js/.test(node.getText(sf)));
+      const keptHere = kept || deprecated(node);
       if (
         !keptHere &&
         (ts.isIdentifier(node) ||
@@ -443,11 +447,9 @@ describe('each layer owns its routes, and the Stacks feed applies its batches th
     return found;
   }
 
-  test('nothing in src/http names the Stacks feed, its held blocks or its route, but the OpenAPI document (the whole server described) and the 1.x names of http/deprecated.ts', () => {
+  test('nothing in src/http names the Stacks feed, its held blocks or its route, but the OpenAPI document (the whole server described)', () => {
     const feed = /stacks ?feed|held ?blocks?\b|^held$|new_?block|\/admin\/held|observer/i;
-    const files = sources('src/http').filter(
-      (f) => !/documents[\\/]/.test(f) && !f.endsWith('deprecated.ts'),
-    );
+    const files = sources('src/http').filter((f) => !/documents[\\/]/.test(f));
     expect(files.length).toBeGreaterThan(15);
     expect(files.flatMap((f) => named(f, feed))).toEqual([]);
   });
@@ -487,4 +489,159 @@ describe('each layer owns its routes, and the Stacks feed applies its batches th
       rmSync(dir, { recursive: true, force: true });
     }
   });
+});
+
+describe('the Stacks feed returns data, and only its listeners speak HTTP', () => {
+  // The listeners: the observer's port, the feed's routes on the service's port, and what
+  // they turn the feed's outcomes into.
+  const LISTENERS = new Set(['observer.ts', 'feed-routes.ts', 'feed-answers.ts']);
+  const HTTP_ANSWER =
+    /^(HttpResponse|problem|batchAnswer|refusalStatus|json|okJson|notJson|blockAnswer|heldAnswer)$/;
+
+  // What a module names of HTTP answers, and the answers it writes out (`{ status, headers, body }`).
+  function answersIn(file: string): string[] {
+    const sf = ts.createSourceFile(file, readFileSync(file, 'utf8'), ts.ScriptTarget.Latest, true);
+    const found: string[] = [];
+    const where = (node: ts.Node) =>
+      `${file}:${sf.getLineAndCharacterOfPosition(node.getStart(sf)).line + 1}`;
+    const visit = (node: ts.Node): void => {
+      if (ts.isIdentifier(node) && HTTP_ANSWER.test(node.text))
+        found.push(`${where(node)} ${node.text}`);
+      if (ts.isObjectLiteralExpression(node)) {
+        const keys = node.properties.map((p) => p.name?.getText(sf));
+        if (['status', 'headers', 'body'].every((k) => keys.includes(k)))
+          found.push(`${where(node)} an answer written out`);
+      }
+      ts.forEachChild(node, visit);
+    };
+    visit(sf);
+    return found;
+  }
+
+  // Functions a class hands out in an object that call back into it (`{ warn: (l) =>
+  // this.#warn(l) }`): a bundle of callbacks into its maker.
+  function callbacksOut(file: string): string[] {
+    const sf = ts.createSourceFile(file, readFileSync(file, 'utf8'), ts.ScriptTarget.Latest, true);
+    const found: string[] = [];
+    const usesThis = (node: ts.Node): boolean =>
+      node.kind === ts.SyntaxKind.ThisKeyword || ts.forEachChild(node, usesThis) === true;
+    const visit = (node: ts.Node, inClass: boolean): void => {
+      if (inClass && ts.isObjectLiteralExpression(node))
+        for (const p of node.properties) {
+          const fn = ts.isPropertyAssignment(p) ? p.initializer : p;
+          const isFunction =
+            ts.isArrowFunction(fn) || ts.isFunctionExpression(fn) || ts.isMethodDeclaration(fn);
+          if (isFunction && usesThis(fn))
+            found.push(
+              `${file}:${sf.getLineAndCharacterOfPosition(p.getStart(sf)).line + 1} ${p.name?.getText(sf)}`,
+            );
+        }
+      ts.forEachChild(node, (child) => visit(child, inClass || ts.isClassLike(node)));
+    };
+    visit(sf, false);
+    return found;
+  }
+
+  test('no module of src/server/stacks but its listeners names or writes an HTTP answer', () => {
+    const files = sources('src/server/stacks').filter(
+      (f) => !LISTENERS.has(f.split(/[\\/]/).pop()!),
+    );
+    expect(files.length).toBeGreaterThan(6);
+    expect(files.flatMap(answersIn)).toEqual([]);
+  });
+
+  test('no class of src/server/stacks hands out a bundle of callbacks into itself', () => {
+    expect(sources('src/server/stacks').flatMap(callbacksOut)).toEqual([]);
+  });
+
+  test('the rules catch what they look for: an answer written out in a step, a bundle of callbacks', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'peg-limits-feed-'));
+    try {
+      writeFileSync(
+        join(dir, 'step.ts'),
+        "export function step(): HttpResponse { return { status: 200, headers: {}, body: '' }; }\n",
+      );
+      writeFileSync(
+        join(dir, 'feed.ts'),
+        'export class Feed {\n  #warn(line: string) {}\n  core() { return { warn: (line: string) => this.#warn(line) }; }\n}\n',
+      );
+      expect(answersIn(join(dir, 'step.ts'))).toHaveLength(2);
+      expect(callbacksOut(join(dir, 'feed.ts'))).toHaveLength(1);
+      expect(answersIn(join(dir, 'feed.ts'))).toEqual([]);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('what never shipped is not kept', () => {
+  // The qualified names of the @deprecated declarations of a module: `Interface.member`, or
+  // the name of a function, a constant, a type.
+  function deprecatedIn(file: string): string[] {
+    const sf = ts.createSourceFile(file, readFileSync(file, 'utf8'), ts.ScriptTarget.Latest, true);
+    const found: string[] = [];
+    const named = (node: ts.Node): string | undefined => {
+      const name = (node as { name?: ts.Node }).name;
+      return name === undefined ? undefined : name.getText(sf);
+    };
+    // The named declaration a member belongs to (an interface, a class, a type alias).
+    const owner = (node: ts.Node): string | undefined => {
+      for (let p = node.parent; p !== undefined; p = p.parent)
+        if (ts.isInterfaceDeclaration(p) || ts.isClassLike(p) || ts.isTypeAliasDeclaration(p))
+          return named(p);
+      return undefined;
+    };
+    const visit = (node: ts.Node): void => {
+      if (ts.getJSDocTags(node).some((t) => t.tagName.text === 'deprecated')) {
+        const name =
+          named(node) ??
+          named((node as ts.VariableStatement).declarationList?.declarations[0] ?? node);
+        const parent = ts.isSourceFile(node.parent) ? undefined : owner(node);
+        found.push(parent === undefined ? `${name}` : `${parent}.${name}`);
+      }
+      ts.forEachChild(node, visit);
+    };
+    visit(sf);
+    return found;
+  }
+
+  test('nothing is @deprecated that 1.0.0 did not have: a name added since is removed, not deprecated', () => {
+    const shipped = new Set(
+      readFileSync('etc/api-1.0.0.names', 'utf8')
+        .split('\n')
+        .filter((l) => l !== '' && !l.startsWith('#')),
+    );
+    expect(shipped.size).toBeGreaterThan(300);
+    const deprecated = sources('src').flatMap(deprecatedIn);
+    expect(deprecated).toEqual(
+      expect.arrayContaining(['HandleResult.audit', 'checkLooseningPolicy']),
+    );
+    expect(deprecated.filter((n) => !shipped.has(n))).toEqual([]);
+  });
+
+  test('the rule reads a deprecated member as its owner names it', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'peg-limits-deprecated-'));
+    try {
+      writeFileSync(
+        join(dir, 'a.ts'),
+        '/** @deprecated */\nexport function old(): void {}\nexport interface Options {\n  /** @deprecated */\n  readonly stacksFeed?: unknown;\n}\n',
+      );
+      expect(deprecatedIn(join(dir, 'a.ts'))).toEqual(['old', 'Options.stacksFeed']);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+test('no class of src/ is over 300 lines, and no function of src/server/ over 130', () => {
+  expect(
+    classLengths('src')
+      .filter((c) => c.lines > MAX_CLASS_LINES)
+      .map((c) => `${c.file}:${c.line} ${c.name}: ${c.lines} lines`),
+  ).toEqual([]);
+  expect(
+    functionLengths('src/server')
+      .filter((f) => f.lines > MAX_SERVER_FUNCTION_LINES)
+      .map((f) => `${f.file}:${f.line} ${f.name}: ${f.lines} lines`),
+  ).toEqual([]);
 });

@@ -123,6 +123,20 @@ export function joinPath(base: string | undefined, key: string): string {
 }
 
 /**
+ * Where in its event an error of a batch stands: `path` after the event's index
+ * (`limits.pegCap` of `[3].limits.pegCap`, `''` for the event itself), read from
+ * {@link LimitsError.event}; `undefined` for an error of no batch's event. @internal
+ */
+export function pathInEvent(error: LimitsError): string | undefined {
+  if (error.event === undefined) return undefined;
+  const head = `[${error.event}]`;
+  const path = error.path ?? head;
+  if (!path.startsWith(head)) return path;
+  const rest = path.slice(head.length);
+  return rest.startsWith('.') ? rest.slice(1) : rest;
+}
+
+/**
  * Thrown inside the library to unwind to the nearest boundary, where it becomes an
  * `{ ok: false, error }` result. Never escapes a public function.
  */

@@ -17,7 +17,7 @@ import {
   looseningWaits,
   loosens,
 } from './loosening.js';
-import { type Scope, scopeOf } from './scopes.js';
+import { holds, type Scope, scopeOf } from './scopes.js';
 import { applyAll, type LimitsState } from './state.js';
 
 /** Who sends a batch: an operator's name and the scopes it holds. */
@@ -90,10 +90,6 @@ function refusedBy(by: 'operator' | 'chain-bounds' | 'state', error: LimitsError
   return { outcome: 'refused', by, error };
 }
 
-function holdsAll(author: BatchAuthor, needed: ReadonlyArray<Scope>): boolean {
-  return needed.every((s) => author.scopes.includes(s));
-}
-
 /**
  * Decides an operator's batch on `state`: scopes first (nothing of a batch is told to an
  * operator who may not send it), then the chain bounds (unless overridden), then the batch
@@ -138,7 +134,7 @@ export function decideBatch(
       );
   }
   if (batch.override === true) {
-    if (!holdsAll(operator, ['chain', 'limits']))
+    if (!holds(operator, ['chain', 'limits']))
       return refusedBy(
         'operator',
         new LimitsError(

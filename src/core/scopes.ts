@@ -74,3 +74,11 @@ export function scopesOf(events: Iterable<{ readonly type: string }>): ReadonlyA
   }
   return SCOPES.filter((s) => needed.has(s));
 }
+
+/** Whether an operator (anything with `scopes`) holds every scope of `needed`. */
+export function holds(
+  operator: { readonly scopes: ReadonlyArray<Scope> },
+  needed: ReadonlyArray<Scope>,
+): boolean {
+  return needed.every((s) => operator.scopes.includes(s));
+}

@@ -9,7 +9,14 @@ import { type Amount, requireCap, requirePositive } from './amount.js';
 import { requireId } from './chain.js';
 import { restoreChange } from './changes.js';
 import { asState, draftOf, type Observation, stateFieldsOf } from './draft.js';
-import { describe, joinPath, LimitsError, PegLimitsError, type Result } from './errors.js';
+import {
+  describe,
+  joinPath,
+  LimitsError,
+  PegLimitsError,
+  pathInEvent,
+  type Result,
+} from './errors.js';
 import type { PendingChange } from './events.js';
 import { heightFromJson, requireHeight } from './heights.js';
 import { pegIntegrity, requireIntegrityPolicy } from './integrity.js';
@@ -193,7 +200,8 @@ function restore(input: unknown): LimitsState {
     });
   } catch (e) {
     if (!(e instanceof LimitsError)) throw e;
-    const path = (e.path ?? '').replace(/^limits\.accountCaps\./, 'accountCaps.');
+    const given = e.path ?? '';
+    const path = given.startsWith('limits.accountCaps.') ? given.slice('limits.'.length) : given;
     invalid(path, e.message);
   }
 
@@ -281,12 +289,13 @@ function restore(input: unknown): LimitsState {
     // Before version 6: the check off, no reserves read, each total its only observation.
     return version >= 6 ? withPeg(state, s) : state;
   }
-  const m = /^\[(\d+)\](?:\.(.*))?$/.exec(r.error.path ?? '');
-  const base = m === null ? '' : (paths[Number(m[1])] ?? '');
-  const field = m?.[2];
+  const event = r.error.event;
+  const base = event === undefined ? '' : (paths[event] ?? '');
+  const field = pathInEvent(r.error);
   // Where the event stands for one snapshot field, that field is at fault; where it stands
   // for a snapshot entry (a withdrawal, a key), the entry's field of the same name.
-  const path = field === undefined || !/\]$/.test(base) ? base : `${base}.${field}`;
+  const path =
+    field === undefined || field === '' || !base.endsWith(']') ? base : `${base}.${field}`;
   invalid(path, r.error.message);
 }
 

@@ -6,25 +6,15 @@
  */
 import { located } from '../core/errors.js';
 import { loosenedBy } from '../core/loosening.js';
-import { type Scope, scopesOf } from '../core/scopes.js';
+import { holds, type Scope, scopesOf } from '../core/scopes.js';
 import { applyAll, type LimitsEvent, type LimitsState, type PendingChange } from '../core/state.js';
-import { fromError, json, MAX_EVENTS_BODY, problem, readJson } from './answers.js';
+import { fromError, json, MAX_EVENTS_BODY, problem, readJson, scopeDenied } from './answers.js';
 import { batchAnswer } from './batches.js';
 import { eventsFromJson } from './codec.js';
-import type { AuditActor } from './event-log.js';
-import type { BatchRoute, HandleResult, HttpResponse, Route } from './messages.js';
-import { holds, type Operator } from './operators.js';
+import { operatorActor } from './event-log.js';
+import type { BatchRoute, HandleResult, Route } from './messages.js';
+import type { Operator } from './operators.js';
 import { limitsResponse, unchanged } from './reads.js';
-
-// The operator as the audit trail names it.
-function actorOf(caller: Operator): AuditActor {
-  return { kind: 'operator', name: caller.name };
-}
-
-/** 403 `scope_denied`: the operator does not hold a scope the request needs. */
-function scopeDenied(message: string, path?: string): HttpResponse {
-  return problem(403, 'scope_denied', message, { path });
-}
 
 /** `POST /admin/events`: one event or an array of them, as JSON (int64 exact). */
 export const EVENTS_BATCH: BatchRoute = {
@@ -97,7 +87,7 @@ export const approveRoute = onChange((state, change, caller) => {
       state: r.state,
       response: json(200, approved),
       events: [event],
-      actor: actorOf(caller),
+      actor: operatorActor(caller.name),
     };
   }
   if (settled.outcome === 'applied')
@@ -105,7 +95,7 @@ export const approveRoute = onChange((state, change, caller) => {
       state: r.state,
       response: limitsResponse(r.state),
       events: [event],
-      actor: actorOf(caller),
+      actor: operatorActor(caller.name),
     };
   // The quorum was reached but the batch no longer applies: it is dropped, and said why.
   return {
@@ -117,7 +107,7 @@ export const approveRoute = onChange((state, change, caller) => {
       { path: settled.error?.path },
     ),
     events: [event],
-    actor: actorOf(caller),
+    actor: operatorActor(caller.name),
   };
 });
 
@@ -126,7 +116,12 @@ export const cancelRoute = onChange((state, change, caller) => {
   const event: LimitsEvent = { type: 'changeCancelled', id: change.id, by: caller.name };
   const r = applyAll(state, [event]);
   if (!r.ok) return refused(state, r.error);
-  return { state: r.state, response: json(200, change), events: [event], actor: actorOf(caller) };
+  return {
+    state: r.state,
+    response: json(200, change),
+    events: [event],
+    actor: operatorActor(caller.name),
+  };
 });
 
 /**

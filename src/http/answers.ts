@@ -129,6 +129,11 @@ export function problem(
   };
 }
 
+/** 403 `scope_denied`: the operator does not hold a scope the request needs (`message` says which). */
+export function scopeDenied(message: string, path?: string): HttpResponse {
+  return problem(403, 'scope_denied', message, { path });
+}
+
 /** A LimitsError as a problem answer, its path kept. */
 export function fromError(status: number, error: LimitsError): HttpResponse {
   return problem(status, error.code, detailOf(error), { path: error.path });

@@ -7,7 +7,7 @@
  * bounds, 400 otherwise). Pure.
  */
 import { type LimitsError, located } from '../core/errors.js';
-import type { BatchOutcome, OperatorBatch } from '../core/operator-batch.js';
+import type { BatchOutcome, BatchRefused, OperatorBatch } from '../core/operator-batch.js';
 import type { LimitsState } from '../core/state.js';
 import { CONFLICTS, detailOf, fromError, header, json, problem } from './answers.js';
 import type { BatchRoute, HttpRequest, HttpResponse, Operator, RouteParams } from './messages.js';
@@ -15,9 +15,6 @@ import { limitsResponse } from './reads.js';
 
 /** What `Peg-Limits-Override` takes: pass the chain bounds. */
 const OVERRIDE = 'chain-bounds';
-
-/** A refused batch's outcome. */
-type Refused = Extract<BatchOutcome, { readonly outcome: 'refused' }>;
 
 /** A batch route's request, read: the batch to decide, and how to answer its outcome. */
 export interface ReadBatch {
@@ -77,7 +74,7 @@ export function batchAnswer(outcome: BatchOutcome): HttpResponse {
 }
 
 /** What a refusal's problem says: where and what (and, past the chain bounds, how to pass them). */
-export function refusalDetail(outcome: Refused): string {
+export function refusalDetail(outcome: BatchRefused): string {
   if (outcome.by === 'chain-bounds')
     return `${located(outcome.error)}; nothing was applied. An operator holding chain and limits who means it sends the batch with Peg-Limits-Override: ${OVERRIDE}`;
   return outcome.by === 'state' ? detailOf(outcome.error) : located(outcome.error);
@@ -89,15 +86,10 @@ export function refusalStatus(error: LimitsError): number {
   return CONFLICTS.has(error.code) ? 409 : 400;
 }
 
-// A refused batch's problem; where the state or the bounds refused one event, which, as data
-// (`HttpResponse.refused`).
-function refusalAnswer(outcome: Refused): HttpResponse {
+// A refused batch's problem.
+function refusalAnswer(outcome: BatchRefused): HttpResponse {
   const e = outcome.error;
-  const detail = refusalDetail(outcome);
-  const response =
-    outcome.by === 'state'
-      ? fromError(refusalStatus(e), e)
-      : problem(refusalStatus(e), e.code, detail, { path: e.path });
-  if (outcome.by === 'operator' || e.event === undefined) return response;
-  return { ...response, refused: { event: e.event, code: e.code, detail } };
+  return outcome.by === 'state'
+    ? fromError(refusalStatus(e), e)
+    : problem(refusalStatus(e), e.code, refusalDetail(outcome), { path: e.path });
 }

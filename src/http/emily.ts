@@ -10,7 +10,14 @@
  */
 
 import type { Amount } from '../core/amount.js';
-import { describe, fail, joinPath, LimitsError, type LimitsErrorCode } from '../core/errors.js';
+import {
+  describe,
+  fail,
+  joinPath,
+  LimitsError,
+  type LimitsErrorCode,
+  pathInEvent,
+} from '../core/errors.js';
 import { heightFromJson, requireHeight } from '../core/heights.js';
 import { hashThrottleSecret } from '../core/keys.js';
 import {
@@ -21,7 +28,7 @@ import {
   REPORTED_CAP_FIELDS,
   rejectUnknownFields,
 } from '../core/limits.js';
-import type { BatchOutcome } from '../core/operator-batch.js';
+import type { BatchRefused } from '../core/operator-batch.js';
 import type { LimitsEvent, LimitsState } from '../core/state.js';
 import { getAccountLimits, windowOf } from '../core/views.js';
 import {
@@ -61,7 +68,7 @@ type Params = Readonly<Record<string, string>>;
 function emilyWrite<T>(
   read: (state: LimitsState, request: HttpRequest, params: Params) => Read<T>,
   answer: (after: LimitsState, data: T) => HttpResponse,
-  refused: (outcome: Refused) => HttpResponse | undefined = () => undefined,
+  refused: (outcome: BatchRefused) => HttpResponse | undefined = () => undefined,
 ): BatchRoute {
   return {
     read(state, request, params) {
@@ -77,18 +84,22 @@ function emilyWrite<T>(
   };
 }
 
-type Refused = Extract<BatchOutcome, { readonly outcome: 'refused' }>;
-
 // The state's refusal of a body's caps, told where they stand in the body: event `i`'s
 // `limits.pegCap` is `at[i]`'s `pegCap` (`accountCaps.alice.pegCap`), as a 400 of the body.
-function atBody(outcome: Refused, at: ReadonlyArray<string> | undefined): HttpResponse | undefined {
+function atBody(
+  outcome: BatchRefused,
+  at: ReadonlyArray<string> | undefined,
+): HttpResponse | undefined {
   const e = outcome.error;
-  const m = /^\[(\d+)\](?:\.limits)?(?:\.(.*))?$/.exec(e.path ?? '');
-  const base = m === null ? undefined : at?.[Number(m[1])];
-  if (outcome.by !== 'state' || m === null || base === undefined) return undefined;
+  const base = e.event === undefined ? undefined : at?.[e.event];
+  const inEvent = pathInEvent(e);
+  if (outcome.by !== 'state' || base === undefined || inEvent === undefined) return undefined;
+  // The event's `limits` stands for the body's caps themselves.
+  const field =
+    inEvent === 'limits' ? '' : inEvent.startsWith('limits.') ? inEvent.slice(7) : inEvent;
   return fromError(
     400,
-    new LimitsError(e.code as LimitsErrorCode, e.message, joinPath(base, m[2] ?? '')),
+    new LimitsError(e.code as LimitsErrorCode, e.message, joinPath(base, field)),
   );
 }
 
@@ -295,7 +306,7 @@ function keyName(
 }
 
 // An unknown key is Emily's 404, not a conflict.
-const keyNotFound = (outcome: Refused) =>
+const keyNotFound = (outcome: BatchRefused) =>
   outcome.error.code === 'unknown_key' ? fromError(404, outcome.error) : undefined;
 
 /**

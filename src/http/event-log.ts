@@ -35,6 +35,11 @@ export type AuditActor =
   | { readonly kind: 'throttleKey'; readonly name: string }
   | { readonly kind: 'system' };
 
+/** The audit trail's actor for the operator `name`. */
+export function operatorActor(name: string): AuditActor {
+  return { kind: 'operator', name };
+}
+
 /** What a log records of a batch besides its events: who, which request, from where. */
 export interface BatchMeta {
   readonly actor: AuditActor;

@@ -23,7 +23,6 @@ import { addVary, conditional, withValidators } from './validators.js';
 
 export { type HttpErrorCode, headerValue, problem } from './answers.js';
 export type {
-  BatchRefusal,
   HandleOptions,
   HandleResult,
   HttpRequest,
@@ -62,6 +61,14 @@ function matchOf(request: HttpRequest, options: HandleOptions): PathMatch | unde
   const route = routeFor(match, request.method.toUpperCase());
   if (route !== undefined && route.access !== 'operator') return match;
   return operatorOn(options) ? match : match.public;
+}
+
+/**
+ * The route pattern a request's path matches (the metrics' label: never the raw path), as
+ * the table and the operators in force say; `undefined` for a path of no route.
+ */
+export function routePatternOf(request: HttpRequest, options: HandleOptions): string | undefined {
+  return matchOf(request, options)?.pattern;
 }
 
 /**

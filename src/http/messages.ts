@@ -7,7 +7,7 @@
 
 import type { ChainBounds } from '../core/bounds.js';
 import type { LooseningPolicy } from '../core/loosening.js';
-import type { BatchOutcome } from '../core/operator-batch.js';
+import type { BatchRefused } from '../core/operator-batch.js';
 import type { Scope } from '../core/scopes.js';
 import type { LimitsEvent, LimitsState } from '../core/state.js';
 import type { AuditActor } from './event-log.js';
@@ -47,23 +47,6 @@ export interface HttpResponse {
   readonly status: number;
   readonly headers: Readonly<Record<string, string>>;
   readonly body: string;
-  /**
-   * When the state or the chain bounds refused one event of an operator's batch: which (its
-   * index in the batch), the error's code and what the answer says of it. Data for the
-   * service's in-process callers (a feed that drops an event the state cannot take and sends
-   * the rest, or holds a block past the bounds); no adapter sends it.
-   */
-  readonly refused?: BatchRefusal | undefined;
-}
-
-/** Which event of a batch was refused, and why (see {@link HttpResponse.refused}). */
-export interface BatchRefusal {
-  /** The event's index in the batch. */
-  readonly event: number;
-  /** The error's code (`duplicate_withdrawal`, `chain_bound_exceeded`, …). */
-  readonly code: string;
-  /** The answer's detail: where and what. */
-  readonly detail: string;
 }
 
 /**
@@ -92,20 +75,6 @@ export interface HandleResult {
    * @deprecated Give `onNotice` to the service. Kept for 1.x, gone in 2.0.
    */
   readonly notice?: ({ readonly type: string } & Readonly<Record<string, unknown>>) | undefined;
-  /**
-   * Never set: the held blocks' routes are the server's own.
-   *
-   * @deprecated `peg-limits serve --stacks-observer` answers `/admin/held` itself. Kept for
-   * 1.x, gone in 2.0.
-   */
-  readonly held?: { readonly op: 'list' | 'release' | 'drop'; readonly by: string } | undefined;
-  /**
-   * Never set: a block posted to the service's port is the server's own route.
-   *
-   * @deprecated `peg-limits serve --stacks-observer` answers `POST /new_block` itself. Kept
-   * for 1.x, gone in 2.0.
-   */
-  readonly block?: { readonly payload: unknown; readonly by: string } | undefined;
 }
 
 /** Options of {@link handleRequest}. */
@@ -165,12 +134,6 @@ export type Readiness =
        * operator know (blocks held, say), when there is any.
        */
       readonly notes?: Readonly<Record<string, unknown>> | undefined;
-      /**
-       * Not read: a server says what its feed holds in `notes`.
-       *
-       * @deprecated Give `notes`. Kept for 1.x, gone in 2.0.
-       */
-      readonly heldBlocks?: number | undefined;
     }
   | {
       readonly ready: false;
@@ -200,12 +163,6 @@ export interface Route {
   readonly access: 'public' | 'operator' | 'ops';
   /** The largest body it takes, in bytes; 0 when it reads none (any body is ignored). */
   readonly maxBody: number;
-  /**
-   * What the node:http server (`startServer`) answers itself, as only it can: `stream`, the
-   * stream of changes; `metrics`, the Prometheus text. A service on its own answers
-   * `handle`'s answer.
-   */
-  readonly server?: 'stream' | 'metrics' | undefined;
   /** Its body may also be `text/plain` (a bare string), not only `application/json`. */
   readonly text?: true | undefined;
   /**
@@ -258,11 +215,7 @@ type BatchRead =
       /** The answer once they applied (default: 200 with the Limits after them). */
       readonly applied?: ((after: LimitsState) => HttpResponse) | undefined;
       /** The answer of a refusal, where the route has its own (`undefined`: the problem). */
-      readonly refused?:
-        | ((
-            outcome: Extract<BatchOutcome, { readonly outcome: 'refused' }>,
-          ) => HttpResponse | undefined)
-        | undefined;
+      readonly refused?: ((outcome: BatchRefused) => HttpResponse | undefined) | undefined;
     }
   | { readonly ok: false; readonly response: HttpResponse };
 

@@ -8,7 +8,7 @@
 import { describe, LimitsError, type Result } from '../core/errors.js';
 import { hashOperatorToken, isTokenHash } from '../core/keys.js';
 import { isAccountName, isRecord } from '../core/limits.js';
-import { isScope, SCOPES, type Scope } from '../core/scopes.js';
+import { isScope, SCOPES } from '../core/scopes.js';
 import { header, problem } from './answers.js';
 import type { HttpRequest, HttpResponse, Operator } from './messages.js';
 
@@ -229,9 +229,4 @@ function invalidToken(): HttpResponse {
     'a valid operator token is required (Authorization: Bearer <token>, or x-api-key: <token>)',
     { headers: { 'www-authenticate': 'Bearer' } },
   );
-}
-
-/** Whether `operator` holds every scope of `needed`. */
-export function holds(operator: Operator, needed: ReadonlyArray<Scope>): boolean {
-  return needed.every((s) => operator.scopes.includes(s));
 }

@@ -199,8 +199,8 @@ export const ROUTES: ReadonlyArray<Route> = [
     pattern: '/events',
     access: 'public',
     maxBody: 0,
-    server: 'stream',
-    // The node:http server streams it; a service on its own has no stream.
+    // The node:http server answers it with a route of its own (a stream); a service on its
+    // own has no stream.
     handle: serverOnly('no stream here: `peg-limits serve` (startServer) serves it'),
   },
   {
@@ -222,8 +222,8 @@ export const ROUTES: ReadonlyArray<Route> = [
     pattern: '/metrics',
     access: 'ops',
     maxBody: 0,
-    server: 'metrics',
-    // The node:http server answers it (prom-client); a service on its own has none.
+    // The node:http server answers it with a route of its own (prom-client); a service on
+    // its own has none.
     handle: serverOnly(
       'no metrics here: `peg-limits serve` (startServer) serves them, with the prom-client package installed',
     ),

@@ -11,13 +11,12 @@ import type { LooseningPolicy } from '../core/loosening.js';
 import { type BatchOutcome, decideBatch, type OperatorBatch } from '../core/operator-batch.js';
 import type { LimitsEvent, LimitsState } from '../core/state.js';
 import { ChangeQueue, type Persisted, type Refresh, type Turn } from './change-queue.js';
-import type { HeldBlocks, StacksFeed } from './deprecated.js';
 import {
-  type AuditActor,
   type BatchMeta,
   type EventLog,
   LogBusy,
   LogUnavailable,
+  operatorActor,
 } from './event-log.js';
 import {
   batchResult,
@@ -90,21 +89,6 @@ export interface ServiceOptions {
         meta: BatchMeta,
       ) => void | Promise<undefined | Persisted> | Promise<void>)
     | undefined;
-  /**
-   * Not read: the blocks a feed holds are its server's own routes.
-   *
-   * @deprecated `peg-limits serve --stacks-observer` serves `/admin/held` itself. Kept for
-   * 1.x, gone in 2.0.
-   */
-  readonly heldBlocks?: HeldBlocks | undefined;
-  /**
-   * Not read: a feed's routes (`POST /new_block`, `/admin/held`) are its server's own, and a
-   * feed applies its batches through {@link Service.applyBatch}.
-   *
-   * @deprecated `peg-limits serve --stacks-observer` serves them itself. Kept for 1.x, gone
-   * in 2.0.
-   */
-  readonly stacksFeed?: StacksFeed | undefined;
   /**
    * The routes of an adapter that serves more than the service: the service's ({@link
    * ROUTES}) and its own, which it answers itself (`Route.serve`: a log's audit trail, a
@@ -199,7 +183,7 @@ export function createService(options: ServiceOptions): Service {
     if (outcome.outcome === 'refused' && outcome.by === 'chain-bounds')
       tell(options, {
         type: 'chainBoundRefused',
-        actor: actorOf(batch.operator.name),
+        actor: operatorActor(batch.operator.name),
         path: outcome.error.path,
         detail: located(outcome.error),
       });
@@ -231,7 +215,7 @@ export function createService(options: ServiceOptions): Service {
       : {
           state: outcome.state,
           events: outcome.events,
-          actor: actorOf(batch.operator.name),
+          actor: operatorActor(batch.operator.name),
           value: outcome,
         };
   }
@@ -308,11 +292,6 @@ export function createService(options: ServiceOptions): Service {
       return value;
     },
   };
-}
-
-// The operator as the audit trail names it.
-function actorOf(name: string): AuditActor {
-  return { kind: 'operator', name };
 }
 
 // Tells the listener what a request refused that the operators should hear of.

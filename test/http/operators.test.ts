@@ -215,7 +215,7 @@ describe('scopes', () => {
 });
 
 describe('a batch the state refuses', () => {
-  test('names the event at fault as data for in-process callers, with the code and detail of the answer', () => {
+  test('names the event at fault in the problem, and changes nothing', () => {
     const s = base();
     const r = events(
       s,
@@ -225,15 +225,9 @@ describe('a batch the state refuses', () => {
       ],
       FEEDER,
     );
-    expect(r.body).toMatchObject({ path: '[1].height' });
-    expect(r.response.refused).toEqual({ event: 1, code: r.body.code, detail: r.body.detail });
+    expect(r.response.status).toBe(409);
+    expect(r.body).toMatchObject({ code: 'height_ahead_of_tip', path: '[1].height' });
     expect(r.state).toBe(s);
-  });
-
-  test('a refusal of the operator rules, before the state is asked, names no event', () => {
-    const r = events(base(), [{ type: 'changeApproved', id: 1, by: 'gov-1' }], GOV1);
-    expect(r.response.status).toBe(400);
-    expect(r.response.refused).toBeUndefined();
   });
 });
 
@@ -249,12 +243,6 @@ describe('chain bounds over HTTP', () => {
       expect(r.response.status).toBe(409);
       expect(r.body).toMatchObject({ code: 'chain_bound_exceeded', path: '[0].height' });
       expect(r.body.detail).toContain('Peg-Limits-Override: chain-bounds');
-      // In-process callers (the Stacks feed) read which event and why as data.
-      expect(r.response.refused).toEqual({
-        event: 0,
-        code: 'chain_bound_exceeded',
-        detail: r.body.detail,
-      });
       expect(r.state).toBe(s);
     }
     expect(events(s, [{ type: 'chainReorganized', height: 869_993 }], FEEDER).response.status).toBe(

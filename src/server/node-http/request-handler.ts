@@ -1,10 +1,10 @@
 /**
  * How the node:http server takes each request: the per-connection bookkeeping (answers
  * waiting, idle or busy for the connection cap), admission before the body (an answer given
- * then lingers), `Peg-Limits-Min-Position`, and the dispatch: what the route table marks
- * for the server itself (`server`: the stream of changes, the metrics, answers that read the
- * log) or, else, the service (a read at once from the state reads see; a change, or a read
- * of the log, in its turn). Node-only.
+ * then lingers), `Peg-Limits-Min-Position`, and the dispatch to the service: a read at once
+ * from the state reads see; a change, or a route the server serves itself (`Route.serve`:
+ * the metrics, the audit trail, a feed's blocks), in its turn. An answer that is an event
+ * stream's head (`GET /events`) opens a stream on the connection. Node-only.
  */
 import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
@@ -18,12 +18,13 @@ import {
   payloadTooLarge,
   problem,
   routeFor,
-  routeTable,
+  routePatternOf,
 } from '../../internal.js';
 import type { ServerMetrics } from '../ops/index.js';
 import type { ServerLimits } from './client-limits.js';
 import type { ConnectionGate } from './connections.js';
 import { MIN_POSITION_WAIT_MS, reached } from './min-position.js';
+import { isEventStream } from './own-routes.js';
 import type { RequestLog } from './request-log.js';
 import type { Streams } from './streams.js';
 
@@ -33,8 +34,6 @@ interface RequestHandlerParts {
   readonly gate: ConnectionGate;
   readonly service: Service;
   readonly handleOptions: HandleOptions;
-  /** Whether the operator routes exist (an admin token or an operator). */
-  readonly operatorOn: () => boolean;
   readonly metrics: ServerMetrics | undefined;
   readonly streams: Streams;
   readonly requestLog: RequestLog;
@@ -126,10 +125,7 @@ export class RequestHandler {
     };
     const admitted = admitRequest(request, handleOptions);
     if (!admitted.ok) {
-      if (metrics !== undefined)
-        taken.route =
-          routeTable(handleOptions.routes)(request.path, this.#parts.operatorOn())?.pattern ??
-          'none';
+      if (metrics !== undefined) taken.route = routePatternOf(request, handleOptions) ?? 'none';
       this.#answer(taken, admitted.response);
       return;
     }
@@ -204,27 +200,10 @@ export class RequestHandler {
     const { request, maxBody } = taken;
     const match = request.match;
     const route = match === undefined ? undefined : routeFor(match, request.method);
-    const server = route?.server;
-    if (server === 'stream' && request.method.toUpperCase() === 'GET') {
-      this.#stream(taken);
-      return;
-    }
-    const metrics = this.#parts.metrics;
-    if (server === 'metrics' && metrics !== undefined && maxBody === 0) {
-      metrics.render().then(
-        (body) =>
-          this.#answer(taken, {
-            status: 200,
-            headers: { 'content-type': metrics.contentType },
-            body,
-          }),
-        (e: unknown) => this.#answer(taken, problem(500, 'internal_error', (e as Error).message)),
-      );
-      return;
-    }
     if (maxBody === 0) {
       // A read is answered at once from the state reads see; only a change waits its turn,
-      // and a route the server serves itself (the audit trail, the held blocks) takes its time.
+      // and a route the server serves itself (the metrics, the audit trail, the held blocks,
+      // the stream) takes its time.
       if (isChange(request.method) || route?.serve !== undefined) this.#handle(taken, undefined);
       else this.#answer(taken, this.#parts.service.read(request));
       return;
@@ -232,11 +211,11 @@ export class RequestHandler {
     this.#readBody(taken);
   }
 
-  // GET /events: the route's own answer carries the CORS headers a public route gets.
-  #stream(taken: Taken): void {
-    const { service, streams, position, requestLog } = this.#parts;
+  // GET /events: the stream's head carries the CORS headers a public route gets.
+  #stream(taken: Taken, head: HttpResponse): void {
+    const { streams, position, requestLog } = this.#parts;
     const cors: Record<string, string> = {};
-    for (const [name, value] of Object.entries(service.read(taken.request).headers))
+    for (const [name, value] of Object.entries(head.headers))
       if (name.startsWith('access-control-') || name === 'vary') cors[name] = value;
     const refused = streams.open(taken.req, taken.res, {
       ...cors,
@@ -251,7 +230,7 @@ export class RequestHandler {
     this.#parts.service
       .handle({ ...taken.request, body, remote: taken.req.socket.remoteAddress })
       .then(
-        (r) => this.#answer(taken, r),
+        (r) => (isEventStream(r) ? this.#stream(taken, r) : this.#answer(taken, r)),
         (e: unknown) => this.#answer(taken, problem(500, 'internal_error', (e as Error).message)),
       );
   }

@@ -11,7 +11,7 @@ import {
   type Service,
   type ServiceOptions,
 } from 'peg-limits';
-import { CAP_FIELDS, type Notice, ROUTES, type Route } from '../../internal.js';
+import { CAP_FIELDS, handleOptionsOf, type Notice } from '../../internal.js';
 import type { ReservesReader } from '../bitcoin/index.js';
 import type { RequestLine } from '../ops/index.js';
 import { createMetrics, MetricsUnavailable, type ServerMetrics } from '../ops/index.js';
@@ -30,6 +30,7 @@ import { guardConnections } from './connection-policy.js';
 import { connectionGate } from './connections.js';
 import { isLingering } from './linger.js';
 import { closeListener, listen, listener } from './listener.js';
+import { serverRoutes } from './own-routes.js';
 import { RequestHandler } from './request-handler.js';
 import { createRequestLog } from './request-log.js';
 import { observerHealth, observerRoutes, observerSources, openObserver } from './serve-observer.js';
@@ -117,7 +118,13 @@ export interface RunningServer {
   readonly log: EventLog;
   /** The log position of the state reads see now. */
   readonly position: number;
-  /** The limits in force. */
+  /** The connections' limits in force (time-outs, caps, lingering close). */
+  readonly connectionLimits: ServerLimits;
+  /**
+   * The old name of `connectionLimits`.
+   *
+   * @deprecated Use `connectionLimits`: this name reads as the caps, which it is not.
+   */
   readonly limits: ServerLimits;
   /** Whether `GET /metrics` is served. */
   readonly metrics: boolean;
@@ -166,16 +173,22 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     ...observerSources(options, () => observer),
     ...reserveSources(() => reader),
   });
-  const operatorsNow = operatorsOf(options.operators);
-  const routes = routesOf(options, eventLog, () => observer);
-  const service = createService({
+  const serviceOptions = {
     ...serviceOptionsOf(options),
+    operators: operatorsOf(options.operators),
+    routes: serverRoutes(metrics, [
+      auditRoute(eventLog),
+      ...observerRoutes(options, () => observer),
+    ]),
+  };
+  const service = createService({
+    ...serviceOptions,
     log: servedLog(options, metrics, alerts),
-    operators: options.operators,
-    routes,
     health: observerHealth(eventLog, () => observer),
     onNotice,
   });
+  // What the listener admits a request by, as the service reads it: the same options.
+  const handleOptions = handleOptionsOf(serviceOptions);
   const storeUnavailable = () => !eventLog.writable;
   const limitsRequest = { method: 'GET', path: '/limits', headers: {} };
   const streams = createStreams(
@@ -187,18 +200,6 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     },
     limits,
   );
-  const handleOptions = {
-    adminToken: options.adminToken,
-    cors: options.cors,
-    cacheMaxAge: options.cacheMaxAge,
-    routes,
-    get operators() {
-      return operatorsNow();
-    },
-  };
-  const operatorOn = () =>
-    (options.adminToken !== undefined && options.adminToken !== '') ||
-    (operatorsNow()?.length ?? 0) > 0;
   // The log position of the state reads see, sent with every answer.
   let lastPosition = eventLog.positionOf(service.state) ?? 0;
   const currentPosition = () => {
@@ -225,7 +226,6 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     gate,
     service,
     handleOptions,
-    operatorOn,
     metrics,
     streams,
     requestLog,
@@ -264,6 +264,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     get position() {
       return currentPosition();
     },
+    connectionLimits: limits,
     limits,
     metrics: metrics !== undefined,
     get streams() {
@@ -313,15 +314,6 @@ async function metricsOf(
     );
     return undefined;
   }
-}
-
-// The service's routes and the server's own: the audit trail, a Stacks feed's blocks.
-function routesOf(
-  options: ServerOptions,
-  log: EventLog,
-  observer: () => StacksObserver | undefined,
-): ReadonlyArray<Route> {
-  return [...ROUTES, auditRoute(log), ...observerRoutes(options, observer)];
 }
 
 // The operators in force: the given ones, a list or a function read at every request.

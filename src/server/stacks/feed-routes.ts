@@ -7,7 +7,14 @@
  * them. Node-only.
  */
 import type { HttpResponse, Operator, Readiness, Scope } from 'peg-limits';
-import { holds, MAX_BLOCK_BODY, problem, type Route, readText } from '../../internal.js';
+import {
+  holds,
+  MAX_BLOCK_BODY,
+  problem,
+  type Route,
+  readText,
+  scopeDenied,
+} from '../../internal.js';
 import { blockAnswer, heldAnswer, notJson } from './feed-answers.js';
 import type { HeldOp } from './feed-parts.js';
 import type { StacksObserver } from './observer.js';
@@ -21,10 +28,9 @@ interface FeedSource {
   readonly observer: () => StacksObserver | undefined;
 }
 
-function scopeDenied(what: string, needed: ReadonlyArray<Scope>, caller: Operator): HttpResponse {
-  return problem(
-    403,
-    'scope_denied',
+// What the caller lacks: `what` needs the `needed` scopes.
+function lacks(what: string, needed: ReadonlyArray<Scope>, caller: Operator): HttpResponse {
+  return scopeDenied(
     `${what} ${needed.length > 1 ? 'both the chain and the limits scopes' : `the ${needed[0]} scope`}; the operator ${JSON.stringify(caller.name)} holds ${caller.scopes.join(', ')}`,
   );
 }
@@ -55,7 +61,7 @@ function heldRoute(
     async serve(_request, operator) {
       const caller = operator!;
       if (!holds(caller, ['chain', 'limits']))
-        return scopeDenied('the held blocks need', ['chain', 'limits'], caller);
+        return lacks('the held blocks need', ['chain', 'limits'], caller);
       const feed = feedOf(source, NO_HELD);
       return 'status' in feed ? feed : heldAnswer(await feed.heldBlocks(op, caller));
     },
@@ -72,7 +78,7 @@ export function feedRoutes(source: FeedSource): ReadonlyArray<Route> {
       maxBody: MAX_BLOCK_BODY,
       async serve(request, operator) {
         const caller = operator!;
-        if (!holds(caller, ['chain'])) return scopeDenied('a block needs', ['chain'], caller);
+        if (!holds(caller, ['chain'])) return lacks('a block needs', ['chain'], caller);
         const text = readText(request, MAX_BLOCK_BODY);
         if (!text.ok) return text.response;
         const read = blockPayloadOf(text.text);

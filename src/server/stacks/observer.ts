@@ -14,7 +14,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { type BatchAuthor, type HttpResponse, PegLimitsError, type Service } from 'peg-limits';
-import { type DecodeClarity, MAX_BLOCK_BODY, problem } from '../../internal.js';
+import { type DecodeClarity, MAX_BLOCK_BODY, problem, ROUTES } from '../../internal.js';
 import { loadPeer } from '../ops/index.js';
 import { BlockFeed } from './feed.js';
 import { blockAnswer, notJson, okJson } from './feed-answers.js';
@@ -132,9 +132,13 @@ export interface StacksObserver {
   close(): Promise<void>;
 }
 
-// Paths of the service that are never served here.
-const SERVICE_PATHS =
-  /^\/(limits|window|start_throttle|admin|events|metrics|healthz|readyz|openapi\.json)?(\/|$|\?)/;
+// The first segments of the service's paths (`limits`, `admin`, `` for the dashboard …),
+// from its route table: never served here, so that no one mistakes this port for the service.
+const SERVICE_SEGMENTS = new Set(ROUTES.map((r) => firstSegment(r.pattern)));
+
+function firstSegment(path: string): string {
+  return path.split('?')[0]!.split('/')[1] ?? '';
+}
 
 function reply(res: ServerResponse, response: HttpResponse): void {
   res.writeHead(response.status, {
@@ -228,7 +232,7 @@ function onRequest(
   res: ServerResponse,
 ): void {
   const path = (req.url ?? '/').split('?')[0]!;
-  if (req.method !== 'POST' || SERVICE_PATHS.test(path)) {
+  if (req.method !== 'POST' || SERVICE_SEGMENTS.has(firstSegment(path))) {
     req.resume();
     reply(
       res,

@@ -102,6 +102,9 @@ describe('a node feeding the command', () => {
     // The service's routes are not on the observer; the observer's are not on the service.
     expect((await fetch(`${p.observer}/limits`)).status).toBe(404);
     expect((await post(`${p.observer}/admin/events`, [])).status).toBe(404);
+    // Every path of the service's route table, Emily's writers' and the integrity check's too.
+    for (const path of ['/integrity', '/throttle', '/chainstate', '/limits/alice', '/'])
+      expect((await post(`${p.observer}${path}`, {})).status, path).toBe(404);
     // On the service's port a block needs an operator's token (Emily's sidecar sends one).
     expect((await post(`${p.url}/new_block`, block('d', 'c', 4, 870_003))).status).toBe(401);
     expect(await window(p)).toEqual({ tip: 870_002, withdrawn: 50_001 });
