@@ -16,3 +16,14 @@ export function sources(dir: string): string[];
 
 /** A function's name, or that of what it is assigned to. */
 export function nameOf(node: unknown): string;
+
+/** The most lines a function of src/server/ may have. */
+export const MAX_SERVER_FUNCTION_LINES: number;
+
+/** The most lines a class of src/ may have. */
+export const MAX_CLASS_LINES: number;
+
+/** Every class of the files under `dir` with its length in lines, longest first. */
+export function classLengths(
+  dir?: string,
+): Array<{ file: string; line: number; name: string; lines: number }>;

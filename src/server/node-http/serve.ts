@@ -143,7 +143,7 @@ const CAP_NAMES = new Set<string>([...CAP_FIELDS, 'accountCaps']);
 
 /** Serves the interface over an open event log. */
 export async function startServer(options: ServerOptions): Promise<RunningServer> {
-  const { log: eventLog, logRequest } = options;
+  const { log: eventLog } = options;
   const log = requestTextOf(options);
   const { limits, linger } = limitsInForce(connectionLimitsOf(options));
   // At the cap, an idle connection gives way first, then the oldest stream: a crowd cannot
@@ -189,7 +189,6 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   });
   // What the listener admits a request by, as the service reads it: the same options.
   const handleOptions = handleOptionsOf(serviceOptions);
-  const storeUnavailable = () => !eventLog.writable;
   const limitsRequest = { method: 'GET', path: '/limits', headers: {} };
   const streams = createStreams(
     {
@@ -207,36 +206,16 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     return lastPosition;
   };
 
-  const requestLog = createRequestLog({
-    metrics,
-    logLine: log,
-    logRequest,
-    position: () => currentPosition(),
-  });
-  const logged = requestLog.logged;
-  const { send, early } = createAnswers({
-    position: () => currentPosition(),
-    storeUnavailable,
-    linger,
-    logged,
-  });
-
-  const handler = new RequestHandler({
+  const handler = requestHandlerOf(options, {
     limits,
+    linger,
     gate,
     service,
     handleOptions,
     metrics,
     streams,
-    requestLog,
     position: currentPosition,
-    storeUnavailable: () =>
-      eventLog.writable ? undefined : (eventLog.unavailable ?? 'out of reach'),
-    send,
-    early,
-    log,
   });
-
   const server = listener(limits, handler);
   const stopGuard = guardConnections(server, {
     gate,
@@ -283,6 +262,40 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       return closing;
     },
   };
+}
+
+// How the server takes each request: its answers, written and logged (and timed by the
+// metrics), after admission, in the service's turn.
+function requestHandlerOf(
+  options: ServerOptions,
+  parts: Pick<
+    ConstructorParameters<typeof RequestHandler>[0],
+    'limits' | 'gate' | 'service' | 'handleOptions' | 'metrics' | 'streams' | 'position'
+  > & { readonly linger: Parameters<typeof createAnswers>[0]['linger'] },
+): RequestHandler {
+  const eventLog = options.log;
+  const log = requestTextOf(options);
+  const requestLog = createRequestLog({
+    metrics: parts.metrics,
+    logLine: log,
+    logRequest: options.logRequest,
+    position: parts.position,
+  });
+  const { send, early } = createAnswers({
+    position: parts.position,
+    storeUnavailable: () => !eventLog.writable,
+    linger: parts.linger,
+    logged: requestLog.logged,
+  });
+  return new RequestHandler({
+    ...parts,
+    requestLog,
+    storeUnavailable: () =>
+      eventLog.writable ? undefined : (eventLog.unavailable ?? 'out of reach'),
+    send,
+    early,
+    log,
+  });
 }
 
 // The connections' limits given (under either name), refused when they hold caps: from plain

@@ -46,6 +46,18 @@ export class SnapshotWriter {
     return run;
   }
 
+  /** Writes the snapshot of each row committed at a multiple of `every` (a failure is told). */
+  writeDue(
+    rows: ReadonlyArray<{ readonly seq: number; readonly state: LimitsState }>,
+    every: number,
+  ): void {
+    for (const r of rows)
+      if (r.seq % every === 0)
+        this.write(r.state, r.seq).catch((e: unknown) =>
+          this.#settings.log?.(`warning: snapshot ${r.seq} failed: ${(e as Error).message}`),
+        );
+  }
+
   /** Resolves once the snapshots asked for are written or failed. */
   settled(): Promise<void> {
     return this.#queue;

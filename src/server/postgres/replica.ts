@@ -7,7 +7,6 @@
  * `replica-snapshots.ts`'s. Node-only.
  */
 import {
-  applyAll,
   type BatchMeta,
   type EventLog,
   type LimitsEvent,
@@ -18,29 +17,28 @@ import {
   type WriteLockFigures,
 } from 'peg-limits';
 import type pg from 'pg';
-import { located, serialQueue } from '../../internal.js';
-import { ZERO_HASH } from '../record/index.js';
+import { serialQueue } from '../../internal.js';
 import { PgLogError } from './connect.js';
 import { ReplicaConnection } from './replica-connection.js';
+import { applyRowsAfter, ReplicaLedger } from './replica-ledger.js';
 import { SnapshotWriter } from './replica-snapshots.js';
 import {
   type BatchRow,
+  behindReason,
   commitStatement,
-  NEWEST_SEQ,
   NotifiedRows,
   queueUsage,
-  READ_ROWS,
-  readAfter,
   rowsOfNotification,
 } from './rows.js';
-import { connectionLost, newerSnapshot, parseBatch } from './tables.js';
+import { connectionLost } from './tables.js';
 import { auditRows } from './trail.js';
 import {
   addRow,
-  beginStatement,
   LockSpending,
   newTransaction,
+  rollBackLocked,
   type Transaction,
+  takeWriteLock,
 } from './write-transaction.js';
 
 export { WRITE_LOCK } from './write-transaction.js';
@@ -58,8 +56,8 @@ interface ReplicaSettings {
 /** A replica of the log on PostgreSQL, from a snapshot at `position` read on `client`. */
 export class PgReplica implements EventLog {
   readonly #settings: ReplicaSettings;
-  readonly #positions = new WeakMap<LimitsState, number>();
-  readonly #listeners: Array<(state: LimitsState, position: number) => void> = [];
+  // Its state and position, what of them is committed, and who follows them.
+  readonly #ledger: ReplicaLedger;
   // Appends, catch-ups and snapshots change or read `state` and `position`: one at a time.
   readonly #lane = serialQueue();
   // What this replica has spent on the write lock (for the metrics).
@@ -70,24 +68,13 @@ export class PgReplica implements EventLog {
   #catching = false;
   #closing = false;
   #poll: ReturnType<typeof setInterval> | undefined;
-  #state: LimitsState;
-  #position: number;
-  // What is committed: `state` and `position` run ahead of it while a write transaction
-  // holds rows not yet committed, and fall back to it when that transaction fails.
-  #committedState: LimitsState;
-  #committedPosition: number;
   // Set when a row cannot be read or applied here (a newer release may have written it), or
   // when the database turns out to be behind this replica: the replica keeps its state, takes
   // no writes and follows no further; said once. (At start-up the error itself is thrown.)
   #halted: string | undefined;
   #started = false;
-  // Notifications that arrive while a catch-up waits its turn are served by it: one query
-  // for any number of them, or none when each carried its rows and those follow on from
-  // this replica's position without a gap.
-  #catchUpQueued = false;
+  // What notifications carried until a catch-up takes it.
   readonly #notified = new NotifiedRows();
-  // The newest audit record's hash, read under the write lock with the rows before it.
-  #newestHash = ZERO_HASH;
   #txn: Transaction | undefined;
   // Past a break (--audit-repair): the next record starts a new chain that says where and why.
   #repair: { after: number; reason: string } | undefined;
@@ -101,17 +88,13 @@ export class PgReplica implements EventLog {
       back: () => {
         this.#catching = true;
         this.#settings.log?.(
-          `the database connection is back; catching up from position ${this.#position}`,
+          `the database connection is back; catching up from position ${this.#ledger.position}`,
         );
         this.#follow();
       },
     });
     this.#snapshots = new SnapshotWriter(settings);
-    this.#state = state;
-    this.#position = position;
-    this.#committedState = state;
-    this.#committedPosition = position;
-    this.#positions.set(state, position);
+    this.#ledger = new ReplicaLedger(state, position);
   }
 
   /**
@@ -139,7 +122,7 @@ export class PgReplica implements EventLog {
     this.#poll.unref();
     // Past a break (--audit-repair): the repair record goes in now, as a batch of no events.
     if (this.#repair !== undefined) {
-      const note = await this.append([], this.#state, this.#state);
+      const note = await this.append([], this.#ledger.state, this.#ledger.state);
       await note.durable;
       this.#settings.log?.(
         `warning: the audit trail broke; --audit-repair started a new chain at position ${note.position}`,
@@ -148,11 +131,11 @@ export class PgReplica implements EventLog {
   }
 
   get state(): LimitsState {
-    return this.#state;
+    return this.#ledger.state;
   }
 
   get position(): number {
-    return this.#position;
+    return this.#ledger.position;
   }
 
   get writable(): boolean {
@@ -173,7 +156,7 @@ export class PgReplica implements EventLog {
   }
 
   positionOf(state: LimitsState): number | undefined {
-    return this.#positions.get(state);
+    return this.#ledger.positionOf(state);
   }
 
   // Properties, not methods: callers take them off the log and call them alone.
@@ -185,12 +168,7 @@ export class PgReplica implements EventLog {
     this.#db.connected ? queueUsage(this.#db.listener) : Promise.resolve(undefined);
 
   readonly audit = (after: number, limit: number): Promise<ReadonlyArray<string>> =>
-    this.#lane.run(async () => {
-      const c = this.#db.client;
-      if (c === undefined || !this.#db.connected)
-        throw new LogUnavailable('the database is out of reach: the audit trail cannot be read');
-      return auditRows(c, after, limit);
-    });
+    this.#lane.run(() => auditRows(this.#db.connected ? this.#db.client : undefined, after, limit));
 
   append(
     events: ReadonlyArray<LimitsEvent>,
@@ -204,24 +182,19 @@ export class PgReplica implements EventLog {
       const t = this.#txn as Transaction | undefined;
       if (t === undefined) throw new LogUnavailable('the write transaction was lost');
       // Computed on a state that is not the newest: another writer's rows came first.
-      if (base !== this.#state)
-        throw new LogConflict(this.#state, 'the log moved on before this change');
-      const seq = this.#position + 1;
+      const ledger = this.#ledger;
+      if (base !== ledger.state)
+        throw new LogConflict(ledger.state, 'the log moved on before this change');
+      const seq = ledger.position + 1;
       addRow(t, { seq, events, meta, base, next, repair: this.#repair });
       this.#repair = undefined;
-      this.#state = next;
-      this.#position = seq;
-      this.#positions.set(next, seq);
+      ledger.wrote(next, seq);
       return { position: seq, durable: t.done };
     });
   }
 
   follow(fn: (state: LimitsState, position: number) => void): () => void {
-    this.#listeners.push(fn);
-    return () => {
-      const i = this.#listeners.indexOf(fn);
-      if (i >= 0) this.#listeners.splice(i, 1);
-    };
+    return this.#ledger.follow(fn);
   }
 
   async catchUp(current: LimitsState): Promise<LimitsState | undefined> {
@@ -230,15 +203,16 @@ export class PgReplica implements EventLog {
     await this.#lane.run(async () => {
       if (this.#txn === undefined) await this.#begin();
     });
-    if (current === this.#state) return undefined;
+    const ledger = this.#ledger;
+    if (current === ledger.state) return undefined;
     // Behind the newest, or a state whose write failed: go on from the newest.
-    const at = this.#positions.get(current);
-    return at === undefined || at < this.#position ? this.#state : undefined;
+    const at = ledger.positionOf(current);
+    return at === undefined || at < ledger.position ? ledger.state : undefined;
   }
 
   async snapshot(): Promise<void> {
     if (!this.#db.connected) throw new LogUnavailable('the database is out of reach');
-    await this.#snapshots.write(this.#committedState, this.#committedPosition);
+    await this.#snapshots.write(this.#ledger.committedState, this.#ledger.committedPosition);
   }
 
   async close(): Promise<void> {
@@ -255,69 +229,31 @@ export class PgReplica implements EventLog {
 
   #halt(reason: string, until = 'until it runs a release that reads that row'): void {
     if (this.#halted !== undefined) return;
-    this.#halted = `${reason}: this replica keeps its state at position ${this.#position} and takes no writes ${until}`;
+    this.#halted = `${reason}: this replica keeps its state at position ${this.#ledger.position} and takes no writes ${until}`;
     if (this.#started) this.#settings.log?.(`warning: ${this.#halted}`);
   }
 
-  // Applies the rows after `position`, in order; loads a newer snapshot first when the rows
-  // it would need were pruned. `first`: the answer of that query already (`readAfter`). The
-  // rows applied before a failure (a row that does not apply, a lost connection) are kept.
+  // Applies the rows after its position (`first`: the answer of that query already); a row
+  // that cannot be applied halts the replica.
   async #apply(first?: ReadonlyArray<BatchRow>): Promise<boolean> {
     const c = this.#db.client;
     if (c === undefined || !this.#db.connected || this.#halted !== undefined) return false;
-    const before = this.#position;
     try {
-      for (let read = first; ; read = undefined) {
-        const rows = read ?? ((await c.query(readAfter(this.#position))).rows as BatchRow[]);
-        if (rows.length === 0) break;
-        if (Number(rows[0]!.seq) !== this.#position + 1) {
-          await this.#loadNewerSnapshot(c);
-          continue;
-        }
-        for (const row of rows) {
-          const seq = Number(row.seq);
-          const r = applyAll(this.#state, parseBatch(row.events as string, seq));
-          if (!r.ok) throw new PgLogError(`batch ${seq} does not apply: ${located(r.error)}`);
-          this.#state = r.state;
-          this.#position = seq;
-        }
-        if (rows.length < READ_ROWS) break;
-      }
+      const moved = await applyRowsAfter(c, this.#ledger, first);
       this.#catching = false;
+      return moved;
     } catch (e) {
       if (e instanceof PgLogError) this.#halt(e.message);
       throw e;
-    } finally {
-      this.#committedState = this.#state;
-      this.#committedPosition = this.#position;
-      if (this.#position !== before) {
-        this.#positions.set(this.#state, this.#position);
-        for (const fn of this.#listeners) fn(this.#state, this.#position);
-      }
     }
-    return this.#position !== before;
-  }
-
-  // The rows after `position` were pruned: the newest snapshot past it holds them.
-  async #loadNewerSnapshot(c: pg.Client): Promise<void> {
-    const newer = await newerSnapshot(c, this.#position);
-    if (newer === undefined)
-      throw new PgLogError(
-        `rows after ${this.#position} are missing and no newer snapshot holds them`,
-      );
-    this.#state = newer.state;
-    this.#position = newer.position;
   }
 
   #follow(rows?: ReadonlyArray<BatchRow>): void {
     if (this.#closing || !this.#db.connected) return;
-    this.#notified.add(rows);
-    if (this.#catchUpQueued) return;
-    this.#catchUpQueued = true;
+    if (!this.#notified.add(rows)) return;
     this.#lane
       .run(() => {
-        this.#catchUpQueued = false;
-        const { rows: got, query } = this.#notified.take(this.#position);
+        const { rows: got, query } = this.#notified.take(this.#ledger.position);
         // Under the write lock this replica is the newest already, and no one else commits.
         if (this.#txn !== undefined) return false;
         // Rows it has already (its own commits' among them): nothing to read.
@@ -340,25 +276,18 @@ export class PgReplica implements EventLog {
       throw new LogUnavailable(
         'the database is out of reach: changes are refused until it is back (reads go on)',
       );
-    lock.asked();
-    const asked = performance.now();
-    let lockedAt: number | undefined;
+    const locked = await takeWriteLock(c, lock, lockWaitMs, this.#ledger.position).catch(
+      (e: unknown) => Promise.reject(this.#refused(e)),
+    );
     try {
-      // One round trip: the lock, the rows after this replica's position, the newest record.
-      const results = (await c.query(
-        beginStatement(lockWaitMs, this.#position),
-      )) as unknown as pg.QueryResult[];
-      lockedAt = performance.now();
-      lock.waited((lockedAt - asked) / 1000);
-      await this.#apply(results[3]!.rows as BatchRow[]);
-      this.#newestHash = (results[4]!.rows[0]?.hash as string | undefined) ?? ZERO_HASH;
+      // What other replicas committed before it.
+      await this.#apply(locked.rows);
     } catch (e) {
-      if (lockedAt === undefined) lock.waited((performance.now() - asked) / 1000);
-      await c.query('ROLLBACK').catch(() => undefined);
-      if (lockedAt !== undefined) lock.held((performance.now() - lockedAt) / 1000);
+      await rollBackLocked(c, lock, locked.lockedAt);
       throw this.#refused(e);
     }
-    const t = newTransaction(this.#newestHash, lockedAt);
+    // The transaction's records follow the newest one, read under the lock.
+    const t = newTransaction(locked.newestHash, locked.lockedAt);
     this.#txn = t;
     // Every change already queued behind this one is computed (in microtasks) before this
     // runs: they all go in this transaction.
@@ -369,13 +298,8 @@ export class PgReplica implements EventLog {
 
   // Why the write lock could not be taken, as the service answers it.
   #refused(e: unknown): Error {
-    const busy = this.#lock.busy(e, this.#settings.lockWaitMs);
-    if (busy !== undefined) return busy;
     if (connectionLost(e)) this.#lost(e);
-    if (this.#halted !== undefined) return new LogUnavailable(this.#halted);
-    return new LogUnavailable(
-      `the write lock could not be taken (${(e as Error).message}); nothing was written`,
-    );
+    return this.#lock.refusal(e, this.#settings.lockWaitMs, this.#halted);
   }
 
   // Inserts the transaction's rows, notifies the other replicas and commits (releasing the
@@ -389,9 +313,7 @@ export class PgReplica implements EventLog {
     } catch (e) {
       await c?.query('ROLLBACK').catch(() => undefined);
       this.#lock.released(t);
-      for (const r of t.rows) this.#positions.delete(r.state);
-      this.#state = this.#committedState;
-      this.#position = this.#committedPosition;
+      this.#ledger.rolledBack(t.rows.map((r) => r.state));
       this.#txn = undefined;
       if (connectionLost(e)) this.#lost(e);
       else if (t.rows.length > 0)
@@ -404,17 +326,10 @@ export class PgReplica implements EventLog {
       return;
     }
     this.#lock.released(t);
-    this.#committedState = this.#state;
-    this.#committedPosition = this.#position;
+    this.#ledger.committed();
     this.#txn = undefined;
     t.resolve();
-    for (const r of t.rows)
-      if (r.seq % this.#settings.snapshotEvery === 0)
-        this.#snapshots
-          .write(r.state, r.seq)
-          .catch((e: unknown) =>
-            this.#settings.log?.(`warning: snapshot ${r.seq} failed: ${(e as Error).message}`),
-          );
+    this.#snapshots.writeDue(t.rows, this.#settings.snapshotEvery);
   }
 
   #lost(e: unknown): void {
@@ -426,20 +341,16 @@ export class PgReplica implements EventLog {
     }
     if (this.#db.connected)
       log?.(
-        `warning: the database connection was lost (${(e as Error).message}); reads go on from position ${this.#position}, changes are refused until it is back`,
+        `warning: the database connection was lost (${(e as Error).message}); reads go on from position ${this.#ledger.position}, changes are refused until it is back`,
       );
     this.#db.lose();
   }
 
-  // A database whose newest row is older than what this replica applied has lost commits
-  // (a failover to a standby that did not have them): writing on would leave a gap in the
-  // log and a state that no replica started from the database can have.
+  // A database behind this replica has lost commits: writing on would leave a gap in the log
+  // and a state that no replica started from the database can have.
   async #checkNotBehind(client: pg.Client): Promise<void> {
-    const newest = Number((await client.query(NEWEST_SEQ)).rows[0].newest);
-    if (newest < this.#committedPosition)
-      this.#halt(
-        `the database's newest row is ${newest}, behind this replica's position ${this.#committedPosition} (commits it applied are not in the database, as after a failover to a standby that did not have them)`,
-        'until it is restarted, to start from what the database holds',
-      );
+    const reason = await behindReason(client, this.#ledger.committedPosition);
+    if (reason !== undefined)
+      this.#halt(reason, 'until it is restarted, to start from what the database holds');
   }
 }

@@ -8,7 +8,7 @@ import type pg from 'pg';
 import { CHANNEL } from './tables.js';
 
 /** The newest position the database holds: its newest row, or its newest snapshot's. */
-export const NEWEST_SEQ =
+const NEWEST_SEQ =
   'SELECT GREATEST((SELECT max(seq) FROM peg_limits_batches), (SELECT max(seq) FROM peg_limits_snapshots)) AS newest';
 
 /** A row of the batches table as read back. */
@@ -65,13 +65,23 @@ function rowsFollowOn(rows: ReadonlyArray<BatchRow>, position: number): boolean 
 export class NotifiedRows {
   #rows: BatchRow[] = [];
   #mustQuery = false;
+  // A catch-up waits its turn already: the notifications until then are served by it (one
+  // query for any number of them, or none when each carried its rows and those follow on
+  // from the replica's position without a gap).
+  #queued = false;
 
-  /** A notification's rows; `undefined` asks for a query. */
-  add(rows: ReadonlyArray<BatchRow> | undefined): void {
+  /**
+   * A notification's rows (`undefined` asks for a query): true when a catch-up is to be
+   * queued, false when one waits its turn already and will take them.
+   */
+  add(rows: ReadonlyArray<BatchRow> | undefined): boolean {
     if (rows === undefined || this.#rows.length + rows.length > READ_ROWS) {
       this.#mustQuery = true;
       this.#rows = [];
     } else this.#rows.push(...rows);
+    if (this.#queued) return false;
+    this.#queued = true;
+    return true;
   }
 
   /**
@@ -83,6 +93,7 @@ export class NotifiedRows {
     const query = this.#mustQuery || !rowsFollowOn(rows, position);
     this.#rows = [];
     this.#mustQuery = false;
+    this.#queued = false;
     return { rows, query };
   }
 }
@@ -125,4 +136,19 @@ export async function queueUsage(listener: pg.Client | undefined): Promise<numbe
   } finally {
     clearTimeout(timer);
   }
+}
+
+/**
+ * Why a replica at `committed` must take no writes when the database's newest row is
+ * behind it (commits it applied are not in the database, as after a failover to a standby
+ * that did not have them); `undefined` when it is not behind.
+ */
+export async function behindReason(
+  client: pg.Client,
+  committed: number,
+): Promise<string | undefined> {
+  const newest = Number((await client.query(NEWEST_SEQ)).rows[0].newest);
+  return newest < committed
+    ? `the database's newest row is ${newest}, behind this replica's position ${committed} (commits it applied are not in the database, as after a failover to a standby that did not have them)`
+    : undefined;
 }

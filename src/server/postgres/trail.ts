@@ -3,6 +3,7 @@
  * hash, its line), written in its batch's transaction and never pruned; the check at
  * start-up that its newest records link up, and the trail read in pages. Node-only.
  */
+import { LogUnavailable } from 'peg-limits';
 import type pg from 'pg';
 import { checkLink, readRecord } from '../record/index.js';
 import { connectClient } from './connect.js';
@@ -41,12 +42,14 @@ export async function trailTail(
 }
 
 // The newest audit record's hash (no row: the trail starts here).
-/** Up to `limit` records of the trail after position `after`. */
+/** Up to `limit` records of the trail after position `after`, on `c` (undefined: out of reach). */
 export async function auditRows(
-  c: pg.Client,
+  c: pg.Client | undefined,
   after: number,
   limit: number,
 ): Promise<ReadonlyArray<string>> {
+  if (c === undefined)
+    throw new LogUnavailable('the database is out of reach: the audit trail cannot be read');
   const { rows } = await c.query(
     'SELECT record FROM peg_limits_audit WHERE seq > $1 ORDER BY seq LIMIT $2',
     [after, limit],

@@ -9,11 +9,13 @@ import {
   type LimitsEvent,
   type LimitsState,
   LogBusy,
+  LogUnavailable,
   type WriteLockFigures,
 } from 'peg-limits';
+import type pg from 'pg';
 import { encodeBatch } from '../../internal.js';
 import { makeRecord, ZERO_HASH } from '../record/index.js';
-import { readAfter } from './rows.js';
+import { type BatchRow, readAfter } from './rows.js';
 import { NEWEST_RECORD } from './trail.js';
 
 /** The key of the advisory lock a replica holds from catching up to committing its rows. */
@@ -91,7 +93,7 @@ export function addRow(t: Transaction, row: NewRow): void {
  * lock was granted (read committed: it sees every row committed before), then the newest
  * audit record. Its results: the rows at index 3, the record at 4.
  */
-export function beginStatement(lockWaitMs: number, position: number): string {
+function beginStatement(lockWaitMs: number, position: number): string {
   return `BEGIN; SET LOCAL lock_timeout = ${lockWaitMs}; SELECT pg_advisory_xact_lock(${WRITE_LOCK}); ${readAfter(position)}; ${NEWEST_RECORD}`;
 }
 
@@ -125,14 +127,63 @@ export class LockSpending {
   }
 
   /**
-   * When taking the lock failed for its wait running out (SQLSTATE 55P03): counted, and the
-   * answer; `undefined` for any other failure.
+   * Why the write lock could not be taken, as the service answers it: busy when its wait ran
+   * out (SQLSTATE 55P03, counted), else unavailable (`halted`: why the replica takes no
+   * writes, when it does not).
    */
-  busy(e: unknown, lockWaitMs: number): LogBusy | undefined {
-    if ((e as { code?: string }).code !== '55P03') return undefined;
-    this.#figures.timeouts++;
-    return new LogBusy(
-      `other replicas held the write lock for over ${lockWaitMs / 1000} s; try again`,
+  refusal(e: unknown, lockWaitMs: number, halted: string | undefined): LogBusy | LogUnavailable {
+    if ((e as { code?: string }).code === '55P03') {
+      this.#figures.timeouts++;
+      return new LogBusy(
+        `other replicas held the write lock for over ${lockWaitMs / 1000} s; try again`,
+      );
+    }
+    return new LogUnavailable(
+      halted ?? `the write lock could not be taken (${(e as Error).message}); nothing was written`,
     );
   }
+}
+
+/** The write lock, taken: the rows after the position, the newest record's hash, when it was had. */
+interface Locked {
+  readonly rows: ReadonlyArray<BatchRow>;
+  readonly newestHash: string;
+  readonly lockedAt: number;
+}
+
+/**
+ * Opens a transaction on `c` and takes the write lock, waiting at most `lockWaitMs`, with the
+ * rows after `position` and the newest record read in the same round trip; the wait counted
+ * in `lock`. On a failure the transaction is rolled back and the error thrown on.
+ */
+export async function takeWriteLock(
+  c: pg.Client,
+  lock: LockSpending,
+  lockWaitMs: number,
+  position: number,
+): Promise<Locked> {
+  lock.asked();
+  const asked = performance.now();
+  try {
+    const results = (await c.query(
+      beginStatement(lockWaitMs, position),
+    )) as unknown as pg.QueryResult[];
+    const lockedAt = performance.now();
+    lock.waited((lockedAt - asked) / 1000);
+    return {
+      rows: results[3]!.rows as BatchRow[],
+      newestHash: (results[4]!.rows[0]?.hash as string | undefined) ?? ZERO_HASH,
+      lockedAt,
+    };
+  } catch (e) {
+    lock.waited((performance.now() - asked) / 1000);
+    await c.query('ROLLBACK').catch(() => undefined);
+    throw e;
+  }
+}
+
+/** Rolls back a transaction that holds the write lock since `lockedAt` (the time held counted). */
+export async function rollBackLocked(c: pg.Client, lock: LockSpending, lockedAt: number) {
+  await c.query('ROLLBACK').catch(() => undefined);
+  lock.held((performance.now() - lockedAt) / 1000);
 }

@@ -191,19 +191,8 @@ function checkAlerts(options: AlertOptions, source: AlertSource): NonNullable<Ev
   return audit;
 }
 
-/**
- * Alerts for `urls`, delivered from the trail of `source.log`.
- *
- * @throws LimitsError `invalid_option` when a URL is not http(s), the secret is shorter than
- *   22 characters, or the log keeps no audit trail
- */
-export function createAlerts(options: AlertOptions, source: AlertSource): Alerts {
-  const audit = checkAlerts(options, source);
-  const timeoutMs = options.timeoutMs ?? ALERT_TIMEOUT_MS;
-  const firstDelay = options.firstDelayMs ?? 1_000;
-  const maxDelay = options.maxDelayMs ?? ALERT_MAX_DELAY_MS;
-  let closed = false;
-  let failures = 0;
+// Wakes what waits for news: `woken()` resolves at the next `poke()`.
+function waker(): { readonly poke: () => void; readonly woken: () => Promise<void> } {
   let wake: (() => void) | undefined;
   let woken = Promise.resolve();
   const rewake = () => {
@@ -212,26 +201,63 @@ export function createAlerts(options: AlertOptions, source: AlertSource): Alerts
     });
   };
   rewake();
-  const poke = () => {
-    wake?.();
-    rewake();
+  return {
+    poke() {
+      wake?.();
+      rewake();
+    },
+    woken: () => woken,
   };
+}
 
-  // Posts until taken (or the server stops), the pause growing; resolves with whether taken.
-  async function deliver(url: string, body: string, id: string, type: string): Promise<boolean> {
-    for (let delay = firstDelay, tries = 1; !closed; tries++) {
-      const failure = await postAlert(url, body, id, options.secret, timeoutMs);
-      if (failure === undefined) return true;
-      failures++;
-      if (closed) return false;
-      options.logLine?.(
-        `warning: the ${type} alert ${id} to ${redactAlertUrl(url)} failed (${failure}, attempt ${tries}); retrying in ${delay} ms`,
-      );
-      await sleep(delay);
-      delay = Math.min(delay * 2, maxDelay);
-    }
-    return false;
+// Posts an alert until it is taken, the pause growing, or until `stopped()`; each failure is
+// counted (`failed`) and told. Resolves with whether it was taken.
+async function deliver(
+  options: AlertOptions,
+  alert: {
+    readonly url: string;
+    readonly body: string;
+    readonly id: string;
+    readonly type: string;
+  },
+  stopped: () => boolean,
+  failed: () => void,
+): Promise<boolean> {
+  const { url, body, id, type } = alert;
+  const timeoutMs = options.timeoutMs ?? ALERT_TIMEOUT_MS;
+  const maxDelay = options.maxDelayMs ?? ALERT_MAX_DELAY_MS;
+  for (let delay = options.firstDelayMs ?? 1_000, tries = 1; !stopped(); tries++) {
+    const failure = await postAlert(url, body, id, options.secret, timeoutMs);
+    if (failure === undefined) return true;
+    failed();
+    if (stopped()) return false;
+    options.logLine?.(
+      `warning: the ${type} alert ${id} to ${redactAlertUrl(url)} failed (${failure}, attempt ${tries}); retrying in ${delay} ms`,
+    );
+    await sleep(delay);
+    delay = Math.min(delay * 2, maxDelay);
   }
+  return false;
+}
+
+/**
+ * Alerts for `urls`, delivered from the trail of `source.log`.
+ *
+ * @throws LimitsError `invalid_option` when a URL is not http(s), the secret is shorter than
+ *   22 characters, or the log keeps no audit trail
+ */
+export function createAlerts(options: AlertOptions, source: AlertSource): Alerts {
+  const audit = checkAlerts(options, source);
+  let closed = false;
+  let failures = 0;
+  const { poke, woken } = waker();
+  const send = (url: string, body: string, id: string, type: string) =>
+    deliver(
+      options,
+      { url, body, id, type },
+      () => closed,
+      () => failures++,
+    );
 
   const queued = new Map<string, number>();
   // Told from memory, each after the records up to the log position it was told at.
@@ -255,7 +281,7 @@ export function createAlerts(options: AlertOptions, source: AlertSource): Alerts
       const list = memory.get(url) ?? [];
       while (list.length > 0 && list[0]!.position <= upTo && !closed) {
         const next = list[0]!;
-        if (await deliver(url, next.body, next.id, next.type)) list.shift();
+        if (await send(url, next.body, next.id, next.type)) list.shift();
       }
     };
     while (!closed) {
@@ -266,7 +292,7 @@ export function createAlerts(options: AlertOptions, source: AlertSource): Alerts
       ) {
         // Another replica delivers the trail; what only this one was told goes from here.
         await fromMemory(Number.POSITIVE_INFINITY);
-        await Promise.race([woken, sleep(1_000)]);
+        await Promise.race([woken(), sleep(1_000)]);
         continue;
       }
       // Asked again: another replica may have delivered meanwhile.
@@ -281,7 +307,7 @@ export function createAlerts(options: AlertOptions, source: AlertSource): Alerts
       if (lines.length === 0) {
         // Caught up with the trail: what memory holds goes now.
         await fromMemory(Number.POSITIVE_INFINITY);
-        if ((memory.get(url)?.length ?? 0) === 0) await Promise.race([woken, sleep(1_000)]);
+        if ((memory.get(url)?.length ?? 0) === 0) await Promise.race([woken(), sleep(1_000)]);
         continue;
       }
       const records = readRecords(lines, options.logLine);
@@ -293,7 +319,7 @@ export function createAlerts(options: AlertOptions, source: AlertSource): Alerts
       for (const r of records) {
         for (const [i, alert] of r.alerts.entries()) {
           const body = encodeJson({ ...alert, position: r.position, at: r.at, actor: r.actor });
-          if (!(await deliver(url, body, `${r.position}-${i}`, alert.type))) return;
+          if (!(await send(url, body, `${r.position}-${i}`, alert.type))) return;
           queued.set(url, (queued.get(url) ?? 1) - 1);
         }
         cursor = r.position;
@@ -339,7 +365,10 @@ export function createAlerts(options: AlertOptions, source: AlertSource): Alerts
     async close() {
       closed = true;
       poke();
-      await Promise.race([Promise.all(running), sleep(timeoutMs + 100)]);
+      await Promise.race([
+        Promise.all(running),
+        sleep((options.timeoutMs ?? ALERT_TIMEOUT_MS) + 100),
+      ]);
       await source.cursors.close?.();
     },
   };
