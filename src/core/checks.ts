@@ -228,7 +228,7 @@ const NOTHING_PENDING: Pending = { total: 0n, byAccount: new Map() };
  * ```ts
  * checkWithdrawal(state, { account: 'alice', amount: 10n }); // { ok: true }
  * checkWithdrawal(state, { account: 'alice', amount: 10n ** 12n });
- * // { ok: false, reason: 'rolling_cap_exceeded', limit: 999990n }
+ * // { ok: false, reason: 'rolling_cap_exceeded', limit: 999990n, availableAt: null }
  * ```
  */
 export function checkWithdrawal(state: LimitsState, request: TransferRequest): Verdict {
@@ -241,7 +241,8 @@ export function checkWithdrawal(state: LimitsState, request: TransferRequest): V
  *
  * @example
  * ```ts
- * checkDeposit(state, { account: 'alice', amount: 1n }); // { ok: false, reason: 'below_minimum', limit: 10000n }
+ * checkDeposit(state, { account: 'alice', amount: 1n });
+ * // { ok: false, reason: 'below_minimum', limit: 10000n, availableAt: null }
  * ```
  */
 export function checkDeposit(state: LimitsState, request: TransferRequest): Verdict {
