@@ -400,11 +400,12 @@ function heightUnderShare(
     const cap = capAt.at(u) ?? 0n;
     return withdrawn + (u < tip + b ? held : 0n) + amount <= cap;
   };
-  // Past every observation and every withdrawal by a window, nothing changes any more.
-  let hi = Math.max(tip, capAt.top ?? tip) + b;
-  if (hi > Number.MAX_SAFE_INTEGER || !fits(hi)) return undefined;
   let lo = tip;
   if (fits(lo)) return lo;
+  // Past every observation and every withdrawal by a window, nothing changes any more; a
+  // tip is a safe integer, so that is as far as it is looked for.
+  let hi = Math.min(Math.max(tip, capAt.top ?? tip) + b, Number.MAX_SAFE_INTEGER);
+  if (!fits(hi)) return undefined;
   while (hi - lo > 1) {
     const mid = lo + Math.floor((hi - lo) / 2);
     if (fits(mid)) hi = mid;

@@ -136,12 +136,14 @@ export function reservesObserved(d: Draft, e: Record<string, unknown>): void {
   d.changed = true;
 }
 
-/** A number of blocks from 1 on (`reservesMaxAge`); throws `invalid_amount` otherwise. */
+/**
+ * A number of blocks from 1 on (`reservesMaxAge`), a `number` as heights are (JSON text is
+ * read into one by the codec); throws `invalid_amount` otherwise, a `bigint` included.
+ */
 function requireBlocks(value: unknown, path: string): number {
-  const n = typeof value === 'bigint' ? Number(value) : value;
-  if (typeof n !== 'number' || !Number.isSafeInteger(n) || n < 1)
+  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 1)
     fail('invalid_amount', `expected a number of blocks, 1 or more, got ${describe(value)}`, path);
-  return n;
+  return value;
 }
 
 /**

@@ -36,10 +36,18 @@ function appended(
   return out;
 }
 
+// Whether `observation` repeats the last one of `list` (the same total at the same tip): it
+// moves no basis. The same total at another tip is a new observation: after a
+// reorganization below it, it is what keeps a later mint from raising its own cap.
+function repeats(list: ReadonlyArray<Observation>, observation: Observation): boolean {
+  const last = list[list.length - 1];
+  return last !== undefined && last.total === observation.total && last.tip === observation.tip;
+}
+
 /**
  * `peggedTotalObserved`: the pegged-in total, global or of one account, as read from the
- * chain, recorded with the tip. A total equal to the last one observed changes no basis and
- * is not recorded again.
+ * chain, recorded with the tip, whether or not it equals the last one (the same total at
+ * the same tip again is one observation).
  */
 export function peggedTotalObserved(d: Draft, e: Record<string, unknown>): void {
   const total = requireCap(e.total, 'total');
@@ -47,8 +55,7 @@ export function peggedTotalObserved(d: Draft, e: Record<string, unknown>): void 
   if (e.account === undefined) {
     if (d.peggedTotal !== total) d.changed = true;
     d.peggedTotal = total;
-    const last = d.totals[d.totals.length - 1];
-    if (last !== undefined && last.total === total) return;
+    if (repeats(d.totals, observation)) return;
     d.totals = appended(d, d.totals, observation, d.totalsOwned);
     d.totalsOwned = true;
     d.changed = true;
@@ -56,7 +63,6 @@ export function peggedTotalObserved(d: Draft, e: Record<string, unknown>): void 
   }
   const account = requireAccount(e.account, 'account');
   const list = mapGet(d.accountTotals, account) ?? NONE;
-  const last = list[list.length - 1];
   if ((mapGet(d.accountPegged, account) ?? 0n) !== total) {
     d.accountPegged =
       total === 0n
@@ -64,7 +70,7 @@ export function peggedTotalObserved(d: Draft, e: Record<string, unknown>): void 
         : mapSet(d.accountPegged, account, total, d.owner);
     d.changed = true;
   }
-  if (last !== undefined && last.total === total) return;
+  if (repeats(list, observation)) return;
   // An account's list is copied whole when it changes: accounts with a share are few.
   d.accountTotals = mapSet(
     d.accountTotals,

@@ -389,7 +389,9 @@ function withPeg(state: LimitsState, s: Record<string, unknown>): LimitsState {
           height: height(reserves.height, 'reserves.height'),
         };
   const policy = record(s.pegIntegrity, 'pegIntegrity', ['maxUnbacked', 'reservesMaxAge']);
-  d.integrity = checked(() => requireIntegrityPolicy(policy, 'pegIntegrity'), 'pegIntegrity');
+  // Read with decodeJson, the age is a bigint: a number of blocks, as heights are.
+  const read = { ...policy, reservesMaxAge: heightFromJson(policy.reservesMaxAge) };
+  d.integrity = checked(() => requireIntegrityPolicy(read, 'pegIntegrity'), 'pegIntegrity');
   const breaker = nullable(s.pegBreaker, (v) =>
     record(v, 'pegBreaker', ['height', 'peggedTotal', 'reserves', 'unbacked']),
   );

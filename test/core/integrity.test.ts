@@ -47,6 +47,14 @@ function backed(): LimitsState {
 const forged: LimitsEvent = { type: 'peggedTotalObserved', total: 12_000n };
 
 describe('the events', () => {
+  test('reservesMaxAge is a number of blocks: a bigint is refused, the state unchanged', () => {
+    const s = backed();
+    const r = apply(s, { type: 'pegIntegritySet', maxUnbacked: 100n, reservesMaxAge: 6n } as never);
+    expect(r.ok).toBe(false);
+    if (!r.ok) expect([r.error.code, r.error.path]).toEqual(['invalid_amount', 'reservesMaxAge']);
+    expect(pegIntegrity(s).reservesMaxAge).toBe(3);
+  });
+
   test('bad input gets a specific error with its path, and the state stays as it was', () => {
     const s = backed();
     expectError(
@@ -406,6 +414,57 @@ describe('a share an attack cannot raise: the lagged basis', () => {
       { type: 'chainReorganized', height: 102 },
     );
     expect(getLimits(s).rollingWithdrawalCap).toBe(10n);
+  });
+
+  test('a total equal to the last one is recorded too: a reorganization below it cannot let a mint raise its own cap', () => {
+    // Block 100, total 1,000; block 120, the same total again; reorganized to 110, where a
+    // mint of 999,000 is observed; at 125 the window (116…125) holds the 1,000 seen at 120.
+    const s = run(
+      at(100, {
+        rollingWithdrawalBlocks: 10n,
+        rollingWithdrawalCap: 1_000_000_000_000n,
+        rollingWithdrawalCapShare: 10_000n,
+      }),
+      { type: 'peggedTotalObserved', total: 1_000n },
+      { type: 'blockConnected', height: 120 },
+      { type: 'peggedTotalObserved', total: 1_000n },
+      { type: 'chainReorganized', height: 110 },
+      { type: 'peggedTotalObserved', total: 1_000_000n },
+      { type: 'blockConnected', height: 125 },
+    );
+    expect(windowOf(s)).toMatchObject({ peggedTotal: 1_000_000n, shareBasis: 1_000n });
+    expect(getLimits(s).rollingWithdrawalCap).toBe(1_000n);
+    expect(checkWithdrawal(s, { account: 'a', amount: 5_000n })).toMatchObject({
+      ok: false,
+      reason: 'rolling_cap_exceeded',
+      limit: 1_000n,
+      availableAt: 130,
+    });
+  });
+
+  test('the same total observed twice at one tip is one observation: the state is the same object', () => {
+    const s = run(shared(), { type: 'blockConnected', height: 101 });
+    const once = run(s, { type: 'peggedTotalObserved', total: 2_000n });
+    expect(run(once, { type: 'peggedTotalObserved', total: 2_000n })).toBe(once);
+  });
+
+  test('whenAvailable is exact at the highest safe heights: a withdrawal that fits now is available now', () => {
+    const top = Number.MAX_SAFE_INTEGER;
+    const s = run(
+      createLimitsState({
+        limits: {
+          rollingWithdrawalBlocks: 12n,
+          rollingWithdrawalCap: 1_000_000_000n,
+          rollingWithdrawalCapShare: 1n,
+        },
+      }),
+      { type: 'blockConnected', height: top },
+      { type: 'peggedTotalObserved', total: 92_069_104n },
+    );
+    expect(checkWithdrawal(s, { account: 'a', amount: 1n })).toEqual({ ok: true });
+    expect(whenAvailable(s, { account: 'a', amount: 1n })).toBe(top);
+    // Past the cap in force it never fits at a safe height.
+    expect(whenAvailable(s, { account: 'a', amount: 10_000n })).toBeNull();
   });
 
   test("an entry's share follows the account's own totals, lagged the same way", () => {

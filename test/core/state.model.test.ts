@@ -18,6 +18,7 @@ import {
 } from '../../src/index.js';
 import {
   applyBoth,
+  basisStepArb,
   capsArb,
   changeStepsArb,
   expectSameAsModel,
@@ -87,6 +88,29 @@ const changeCommands = fc.commands([changeStepsArb(HISTORY).map((s) => new StepC
   maxCommands: 60,
 });
 
+// The totals, repeated or not, and the chain moving under them, beneath a window whose cap
+// is a share (globally and for two accounts): the lagged basis after any reorganization.
+const basisCommands = fc.commands([basisStepArb(HISTORY).map((s) => new StepCommand(s))], {
+  maxCommands: 40,
+});
+const SHARED: CapsInput = {
+  rollingWithdrawalBlocks: 4n,
+  rollingWithdrawalCap: 1_000_000n,
+  rollingWithdrawalCapShare: 1_000n,
+};
+const SHARED_ENTRIES: Record<string, CapsInput> = {
+  alice: {
+    rollingWithdrawalBlocks: 3n,
+    rollingWithdrawalCap: 500_000n,
+    rollingWithdrawalCapShare: 5_000n,
+  },
+  bob: {
+    rollingWithdrawalBlocks: 6n,
+    rollingWithdrawalCap: 900_000n,
+    rollingWithdrawalCapShare: 10_000n,
+  },
+};
+
 const initialCaps = capsArb(HISTORY).filter(
   (c) => new NaiveModel(HISTORY, PROFILE, NaiveModel.caps({})).capsError(c) === undefined,
 );
@@ -106,6 +130,18 @@ describe('the state against the naive model', () => {
     'every view, check and whenAvailable agrees with a recompute from the plain list, after every command',
     (caps, cmds) => {
       fc.modelRun(() => startFrom(caps), cmds);
+    },
+  );
+
+  test.prop([basisCommands], { numRuns: 600 })(
+    "a window's share applies to the lowest total in force, repeated totals and reorganizations between them included, after every command",
+    (cmds) => {
+      fc.modelRun(() => {
+        const { model, real } = startFrom(SHARED);
+        for (const [account, limits] of Object.entries(SHARED_ENTRIES))
+          real.state = applyBoth(real.state, model, { type: 'accountLimitsSet', account, limits });
+        return { model, real };
+      }, cmds);
     },
   );
 

@@ -95,8 +95,10 @@ export type Step =
   | { kind: 'global'; caps: CapsInput; accounts: Record<string, CapsInput> }
   | { kind: 'update'; caps: CapsInput; fields: string[]; accounts: Record<string, CapsInput> }
   | { kind: 'pegged'; total: bigint; account: string | undefined }
+  /** The total last observed (global, or an account's) observed again, at the tip now. */
+  | { kind: 'peggedAgain'; account: string | undefined }
   | { kind: 'reserves'; total: bigint; back: number }
-  | { kind: 'integrity'; maxUnbacked: bigint | null; reservesMaxAge: number }
+  | { kind: 'integrity'; maxUnbacked: bigint | null; reservesMaxAge: number | bigint }
   | { kind: 'clearBreaker' }
   | { kind: 'completeFrom'; back: number }
   | { kind: 'hold'; ahead: number }
@@ -298,6 +300,15 @@ export function stepArb(history: number): fc.Arbitrary<Step> {
         account: fc.option(account, { nil: undefined }),
       }),
     },
+    // A total equal to the last one: with reorganizations and blocks between, the basis
+    // must remember it at its own tip.
+    {
+      weight: 2,
+      arbitrary: fc.record({
+        kind: fc.constant('peggedAgain' as const),
+        account: fc.option(account, { nil: undefined }),
+      }),
+    },
     // The peg's backing: reserves read around the tip, the check set and cleared.
     {
       weight: 2,
@@ -312,7 +323,12 @@ export function stepArb(history: number): fc.Arbitrary<Step> {
       arbitrary: fc.record({
         kind: fc.constant('integrity' as const),
         maxUnbacked: fc.option(fc.bigInt({ min: 0n, max: 300n }), { nil: null }),
-        reservesMaxAge: fc.oneof(fc.integer({ min: 1, max: 8 }), fc.constant(0)),
+        reservesMaxAge: fc.oneof(
+          { weight: 8, arbitrary: fc.integer({ min: 1, max: 8 }) },
+          { weight: 1, arbitrary: fc.constant(0) },
+          // A bigint where a number of blocks is meant: refused, as a bigint height is.
+          { weight: 1, arbitrary: fc.constant(6n) },
+        ),
       }),
     },
     { weight: 1, arbitrary: fc.constant({ kind: 'clearBreaker' as const }) },
@@ -372,7 +388,8 @@ export function toEvent(step: Step, model: NaiveModel): LimitsEvent {
       return {
         type: 'pegIntegritySet',
         maxUnbacked: step.maxUnbacked,
-        reservesMaxAge: step.reservesMaxAge,
+        // A malformed age is sent as plain JavaScript would send it.
+        reservesMaxAge: step.reservesMaxAge as number,
       };
     case 'clearBreaker':
       return { type: 'pegBreakerCleared' };
@@ -380,6 +397,14 @@ export function toEvent(step: Step, model: NaiveModel): LimitsEvent {
       return step.account === undefined
         ? { type: 'peggedTotalObserved', total: step.total }
         : { type: 'peggedTotalObserved', total: step.total, account: step.account };
+    case 'peggedAgain':
+      return step.account === undefined
+        ? { type: 'peggedTotalObserved', total: model.pegged }
+        : {
+            type: 'peggedTotalObserved',
+            total: model.accountPegged.get(step.account) ?? 0n,
+            account: step.account,
+          };
     case 'unreject': {
       const held = model.withdrawals;
       return {
@@ -587,5 +612,55 @@ export function changeStepsArb(history: number): fc.Arbitrary<Step> {
       }),
     },
     { weight: 1, arbitrary: fc.record({ kind: fc.constant('unthrottle' as const) }) },
+  );
+}
+
+/**
+ * Steps of the pegged totals and the chain alone, for a window whose cap is a share: totals
+ * (a few values, so that they repeat), the last total observed again, blocks, reorganizations
+ * between them, and withdrawals against the cap in force.
+ */
+export function basisStepArb(history: number): fc.Arbitrary<Step> {
+  const account = fc.constantFrom(...ACCOUNTS);
+  return fc.oneof(
+    {
+      weight: 4,
+      arbitrary: fc.record({
+        kind: fc.constant('block' as const),
+        gap: fc.oneof(fc.integer({ min: 1, max: 3 }), fc.integer({ min: 1, max: history })),
+      }),
+    },
+    {
+      weight: 3,
+      arbitrary: fc.record({
+        kind: fc.constant('reorg' as const),
+        depth: fc.oneof(fc.integer({ min: 1, max: 3 }), fc.integer({ min: 1, max: history - 1 })),
+      }),
+    },
+    {
+      weight: 4,
+      arbitrary: fc.record({
+        kind: fc.constant('pegged' as const),
+        total: fc.constantFrom(0n, 1_000n, 1_000_000n),
+        account: fc.option(account, { nil: undefined, freq: 2 }),
+      }),
+    },
+    {
+      weight: 4,
+      arbitrary: fc.record({
+        kind: fc.constant('peggedAgain' as const),
+        account: fc.option(account, { nil: undefined, freq: 2 }),
+      }),
+    },
+    {
+      weight: 1,
+      arbitrary: fc.record({
+        kind: fc.constant('withdraw' as const),
+        id: fc.constantFrom(...IDS),
+        account,
+        amount: fc.bigInt({ min: 1n, max: 3_000n }),
+        back: fc.integer({ min: 0, max: 3 }),
+      }),
+    },
   );
 }
