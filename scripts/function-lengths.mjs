@@ -44,8 +44,9 @@ export function nameOf(node) {
   return '(anonymous)';
 }
 
-/** Every function of the files under `dir` with its length in lines, longest first. */
-export function functionLengths(dir = 'src') {
+// Every node of the files under `dir` that `counts`, named by `name`, with its length in
+// lines, longest first.
+function lengths(dir, counts, name) {
   const out = [];
   for (const file of sources(dir)) {
     const source = ts.createSourceFile(
@@ -55,13 +56,13 @@ export function functionLengths(dir = 'src') {
       true,
     );
     const visit = (node) => {
-      if (ts.isFunctionLike(node) && node.body !== undefined) {
+      if (counts(node)) {
         const first = source.getLineAndCharacterOfPosition(node.getStart()).line;
         const last = source.getLineAndCharacterOfPosition(node.getEnd()).line;
         out.push({
           file: file.replaceAll('\\', '/'),
           line: first + 1,
-          name: nameOf(node),
+          name: name(node),
           lines: last - first + 1,
         });
       }
@@ -72,32 +73,14 @@ export function functionLengths(dir = 'src') {
   return out.sort((a, b) => b.lines - a.lines);
 }
 
+/** Every function of the files under `dir` with its length in lines, longest first. */
+export function functionLengths(dir = 'src') {
+  return lengths(dir, (node) => ts.isFunctionLike(node) && node.body !== undefined, nameOf);
+}
+
 /** Every class of the files under `dir` with its length in lines, longest first. */
 export function classLengths(dir = 'src') {
-  const out = [];
-  for (const file of sources(dir)) {
-    const source = ts.createSourceFile(
-      file,
-      readFileSync(file, 'utf8'),
-      ts.ScriptTarget.Latest,
-      true,
-    );
-    const visit = (node) => {
-      if (ts.isClassLike(node)) {
-        const first = source.getLineAndCharacterOfPosition(node.getStart()).line;
-        const last = source.getLineAndCharacterOfPosition(node.getEnd()).line;
-        out.push({
-          file: file.replaceAll('\\', '/'),
-          line: first + 1,
-          name: node.name?.getText() ?? '(anonymous)',
-          lines: last - first + 1,
-        });
-      }
-      ts.forEachChild(node, visit);
-    };
-    visit(source);
-  }
-  return out.sort((a, b) => b.lines - a.lines);
+  return lengths(dir, ts.isClassLike, (node) => node.name?.getText() ?? '(anonymous)');
 }
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
