@@ -3,8 +3,8 @@
  * requests and returns what became of them as data, applying through a service's port over
  * a memory of blocks kept in memory. No listener, no request, no answer is involved.
  */
-import { hexToCV } from '@stacks/transactions';
-import { describe, expect, test } from 'vitest';
+import { hexToCV, serializeCV, uintCV } from '@stacks/transactions';
+import { afterAll, describe, expect, test } from 'vitest';
 import {
   type BatchAuthor,
   chainView,
@@ -14,8 +14,10 @@ import {
 import { type BlockMemory, EMPTY_MEMORY } from '../../../src/internal.js';
 import type { BlockMemoryStore } from '../../../src/server/stacks/block-memory.js';
 import { BlockFeed } from '../../../src/server/stacks/feed.js';
+import { blockAnswer, heldAnswer } from '../../../src/server/stacks/feed-answers.js';
 import { STACKS_NODE } from '../../../src/server/stacks/feed-parts.js';
-import { SbtcChain } from '../../support/sbtc-chain.js';
+import { StacksRpc } from '../../../src/server/stacks/rpc-client.js';
+import { type NodeRpc, SbtcChain, startNodeRpc } from '../../support/sbtc-chain.js';
 import { SENDER as BOB, REGISTRY } from '../../support/stacks-node.js';
 
 const OPERATOR: BatchAuthor = { name: 'alice', scopes: ['chain', 'limits'] };
@@ -31,9 +33,14 @@ function memoryStore(): BlockMemoryStore & { readonly saved: () => BlockMemory }
   };
 }
 
+const nodes: NodeRpc[] = [];
+afterAll(async () => {
+  for (const n of nodes) await n.close();
+});
+
 // A feed over a fresh service, its history complete from the first block, and a chain whose
-// first block is taken already (burn height 100).
-async function fed() {
+// first block is taken already (burn height 100); with `chain` given, the node's RPC too.
+async function fed(given?: SbtcChain) {
   const service = createService({
     state: createLimitsState({
       limits: { rollingWithdrawalBlocks: 10n, rollingWithdrawalCap: 1_000_000n },
@@ -41,6 +48,18 @@ async function fed() {
   });
   const memory = memoryStore();
   const notices: string[] = [];
+  const chain = given ?? new SbtcChain();
+  const first = chain.mine([], { burnHeight: 100 });
+  let rpc: StacksRpc | undefined;
+  if (given !== undefined) {
+    const node = await startNodeRpc(chain);
+    nodes.push(node);
+    const codec = {
+      decode: (hex: string) => hexToCV(hex),
+      encodeUint: (n: bigint) => serializeCV(uintCV(n)),
+    };
+    rpc = new StacksRpc({ url: node.url, registry: REGISTRY, codec, timeoutMs: 2_000 });
+  }
   const feed = new BlockFeed(
     service,
     {
@@ -49,12 +68,11 @@ async function fed() {
       memory,
       keepBurnBlocks: 20,
       historyComplete: true,
+      rpc,
     },
     { onNotice: (n) => notices.push(n.type) },
   );
   await feed.open();
-  const chain = new SbtcChain();
-  const first = chain.mine([], { burnHeight: 100 });
   expect(await feed.take(first.payload, STACKS_NODE, undefined)).toEqual({
     kind: 'applied',
     events: 1,
@@ -135,5 +153,50 @@ describe('the held blocks, as data', () => {
       expect(released.outcome).toMatchObject({ outcome: 'refused', by: 'operator' });
     expect(chainView(service.state)).toMatchObject({ tip: 100, heldFrom: 400 });
     expect(feed.held).toBe(1);
+  });
+
+  test('a jump the node confirms is no forgery: the state is read again from the node, nothing held', async () => {
+    const { service, feed, chain, notices } = await fed(new SbtcChain());
+    const jump = chain.mine([{ kind: 'request', sender: BOB, amount: 5n }], { burnHeight: 400 });
+    expect(await feed.take(jump.payload, STACKS_NODE, undefined)).toEqual({ kind: 'confirmed' });
+    expect(chainView(service.state)).toMatchObject({ tip: 400, heldFrom: null });
+    expect(feed.held).toBe(0);
+    expect(notices).toEqual([]);
+  });
+});
+
+describe("the listeners' answers", () => {
+  test('a node is answered 200 with what became of its block, a refusal with the problem', () => {
+    const body = (o: Parameters<typeof blockAnswer>[0]) => {
+      const r = blockAnswer(o);
+      return [r.status, JSON.parse(r.body)];
+    };
+    expect(body({ kind: 'known', held: false })).toEqual([200, { ok: true, known: true }]);
+    expect(body({ kind: 'known', held: true })).toEqual([
+      200,
+      { ok: true, known: true, held: true },
+    ]);
+    expect(body({ kind: 'skipped', reason: 'not a block' })).toEqual([
+      200,
+      { ok: true, skipped: 'not a block' },
+    ]);
+    expect(body({ kind: 'applied', events: 3 })).toEqual([200, { ok: true, events: 3 }]);
+    expect(body({ kind: 'held' })).toEqual([200, { ok: true, held: true }]);
+    expect(body({ kind: 'confirmed' })).toEqual([200, { ok: true, confirmed: true }]);
+  });
+
+  test("an operator is answered the held blocks, the port's refusal as its problem, and a drop with what it did", async () => {
+    const { feed, chain } = await fed();
+    await feed.take(chain.mine([], { burnHeight: 400 }).payload, STACKS_NODE, undefined);
+    const listed = heldAnswer(await feed.heldBlocks('list', OPERATOR));
+    expect([listed.status, listed.headers['cache-control']]).toEqual([200, 'no-store']);
+    expect((JSON.parse(listed.body) as { blocks: unknown[] }).blocks).toHaveLength(1);
+    const refused = heldAnswer(await feed.heldBlocks('release', STACKS_NODE));
+    expect([refused.status, JSON.parse(refused.body).code]).toEqual([403, 'scope_denied']);
+    const dropped = heldAnswer(await feed.heldBlocks('drop', OPERATOR));
+    expect([dropped.status, JSON.parse(dropped.body)]).toEqual([
+      200,
+      { dropped: 1, applied: 0, held: 0 },
+    ]);
   });
 });
