@@ -54,7 +54,12 @@ function compactionPart() {
     return run;
   });
   const m = (key) => median(runs.map((r) => r[key]));
+  // What an operator lives with is the slowest run, not the middle one: reported beside the
+  // gated medians, against the goals (docs/notes/compaction-tails.md: on two cores the same
+  // stream without any compaction has tails as long).
+  const worst = (key) => Math.max(...runs.map((r) => r[key]));
   const during = 'while a compaction runs (600k withdrawals streamed; a time, median of 3 runs)';
+  const worstOf = 'while a compaction runs, the worst of the 3 runs';
   return {
     rows: [
       { label: `A · slowest read ${during}`, ratio: m('slowestReadDuring'), bar: 60, unit: 'ms' },
@@ -68,6 +73,23 @@ function compactionPart() {
         label: 'A · peak RSS (VmHWM) ÷ RSS after two full GCs at the end (median of 3 runs)',
         ratio: m('hwmRatio'),
         bar: 1.3,
+      },
+      {
+        label: `A · slowest read ${worstOf} (goal 50 ms)`,
+        ratio: worst('slowestReadDuring'),
+        bar: null,
+        unit: 'ms',
+      },
+      {
+        label: `A · slowest write ${worstOf} (goal 100 ms)`,
+        ratio: worst('slowestWriteDuring'),
+        bar: null,
+        unit: 'ms',
+      },
+      {
+        label: 'A · peak RSS ÷ RSS after two full GCs, the worst of the 3 runs (goal 1.3×)',
+        ratio: worst('hwmRatio'),
+        bar: null,
       },
       {
         label: "A · longest the server's event loop was held after the start-up (a time)",
