@@ -127,6 +127,7 @@ export {
   type HttpRequest,
   type HttpResponse,
   handleRequest,
+  type Notice,
   type Readiness,
 } from './http/handler.js';
 export { decodeJson, encodeJson, tryDecodeJson } from './http/json.js';

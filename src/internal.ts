@@ -22,7 +22,7 @@ export { batchAnswer, refusalDetail, refusalStatus } from './http/batches.js';
 export { bodyCollector, declaredTooLarge, payloadTooLarge } from './http/body.js';
 export { decodeBatch, encodeBatch } from './http/codec.js';
 export { admitRequest, problem, routePatternOf } from './http/handler.js';
-export type { Notice, PathMatch, Route } from './http/messages.js';
+export type { PathMatch, Route } from './http/messages.js';
 export { ADMIN_OPERATOR, operatorsFromJson } from './http/operators.js';
 export { routeFor } from './http/route-match.js';
 export { ROUTES } from './http/routes.js';

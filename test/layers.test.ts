@@ -419,11 +419,32 @@ test('a test says one claim: no test or describe name of test/ joins claims with
   expect(names.filter((n) => n.slice(n.indexOf(': ') + 2).includes(';'))).toEqual([]);
 });
 
+// Runs `check` over modules written to a folder of their own (`at(name)`: a module's path),
+// then removes the folder.
+function withFiles(files: Record<string, string>, check: (at: (name: string) => string) => void) {
+  const dir = mkdtempSync(join(tmpdir(), 'peg-limits-rules-'));
+  try {
+    for (const [name, text] of Object.entries(files)) writeFileSync(join(dir, name), text);
+    check((name) => join(dir, name));
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+// A module parsed, and where a node of it stands (`file:line`).
+function parsed(file: string): { sf: ts.SourceFile; at: (node: ts.Node) => string } {
+  const sf = ts.createSourceFile(file, readFileSync(file, 'utf8'), ts.ScriptTarget.Latest, true);
+  return {
+    sf,
+    at: (node) => `${file}:${sf.getLineAndCharacterOfPosition(node.getStart(sf)).line + 1}`,
+  };
+}
+
 describe('each layer owns its routes, and the Stacks feed applies its batches through the service port', () => {
   // The nodes of a module that name `pattern`, outside what a `@deprecated` declaration (a
   // 1.0.0 name kept for the API report, read by nothing) holds.
   function named(file: string, pattern: RegExp): string[] {
-    const sf = ts.createSourceFile(file, readFileSync(file, 'utf8'), ts.ScriptTarget.Latest, true);
+    const { sf, at } = parsed(file);
     const found: string[] = [];
     const deprecated = (node: ts.Node) =>
       ts.getJSDocTags(node).some((t) => t.tagName.text === 'deprecated');
@@ -438,8 +459,7 @@ describe('each layer owns its routes, and the Stacks feed applies its batches th
           ts.isTemplateTail(node)) &&
         pattern.test(node.text)
       ) {
-        const line = sf.getLineAndCharacterOfPosition(node.getStart(sf)).line + 1;
-        found.push(`${file}:${line} ${node.text.slice(0, 60)}`);
+        found.push(`${at(node)} ${node.text.slice(0, 60)}`);
       }
       ts.forEachChild(node, (child) => visit(child, keptHere));
     };
@@ -492,25 +512,22 @@ describe('each layer owns its routes, and the Stacks feed applies its batches th
 });
 
 describe('the Stacks feed returns data, and only its listeners speak HTTP', () => {
-  // The listeners: the observer's port, the feed's routes on the service's port, and what
-  // they turn the feed's outcomes into.
-  const LISTENERS = new Set(['observer.ts', 'feed-routes.ts', 'feed-answers.ts']);
+  // The listeners: the observer's port, and the feed's routes on the service's port.
+  const LISTENERS = new Set(['observer.ts', 'feed-routes.ts']);
   const HTTP_ANSWER =
-    /^(HttpResponse|problem|batchAnswer|refusalStatus|json|okJson|notJson|blockAnswer|heldAnswer)$/;
+    /^(HttpResponse|problem|batchAnswer|refusalStatus|json|okJson|bodyNotJson|blockAnswer|heldAnswer)$/;
 
   // What a module names of HTTP answers, and the answers it writes out (`{ status, headers, body }`).
   function answersIn(file: string): string[] {
-    const sf = ts.createSourceFile(file, readFileSync(file, 'utf8'), ts.ScriptTarget.Latest, true);
+    const { sf, at } = parsed(file);
     const found: string[] = [];
-    const where = (node: ts.Node) =>
-      `${file}:${sf.getLineAndCharacterOfPosition(node.getStart(sf)).line + 1}`;
     const visit = (node: ts.Node): void => {
       if (ts.isIdentifier(node) && HTTP_ANSWER.test(node.text))
-        found.push(`${where(node)} ${node.text}`);
+        found.push(`${at(node)} ${node.text}`);
       if (ts.isObjectLiteralExpression(node)) {
         const keys = node.properties.map((p) => p.name?.getText(sf));
         if (['status', 'headers', 'body'].every((k) => keys.includes(k)))
-          found.push(`${where(node)} an answer written out`);
+          found.push(`${at(node)} an answer written out`);
       }
       ts.forEachChild(node, visit);
     };
@@ -521,7 +538,7 @@ describe('the Stacks feed returns data, and only its listeners speak HTTP', () =
   // Functions a class hands out in an object that call back into it (`{ warn: (l) =>
   // this.#warn(l) }`): a bundle of callbacks into its maker.
   function callbacksOut(file: string): string[] {
-    const sf = ts.createSourceFile(file, readFileSync(file, 'utf8'), ts.ScriptTarget.Latest, true);
+    const { sf, at } = parsed(file);
     const found: string[] = [];
     const usesThis = (node: ts.Node): boolean =>
       node.kind === ts.SyntaxKind.ThisKeyword || ts.forEachChild(node, usesThis) === true;
@@ -531,10 +548,7 @@ describe('the Stacks feed returns data, and only its listeners speak HTTP', () =
           const fn = ts.isPropertyAssignment(p) ? p.initializer : p;
           const isFunction =
             ts.isArrowFunction(fn) || ts.isFunctionExpression(fn) || ts.isMethodDeclaration(fn);
-          if (isFunction && usesThis(fn))
-            found.push(
-              `${file}:${sf.getLineAndCharacterOfPosition(p.getStart(sf)).line + 1} ${p.name?.getText(sf)}`,
-            );
+          if (isFunction && usesThis(fn)) found.push(`${at(p)} ${p.name?.getText(sf)}`);
         }
       ts.forEachChild(node, (child) => visit(child, inClass || ts.isClassLike(node)));
     };
@@ -555,22 +569,19 @@ describe('the Stacks feed returns data, and only its listeners speak HTTP', () =
   });
 
   test('the rules catch what they look for: an answer written out in a step, a bundle of callbacks', () => {
-    const dir = mkdtempSync(join(tmpdir(), 'peg-limits-feed-'));
-    try {
-      writeFileSync(
-        join(dir, 'step.ts'),
-        "export function step(): HttpResponse { return { status: 200, headers: {}, body: '' }; }\n",
-      );
-      writeFileSync(
-        join(dir, 'feed.ts'),
-        'export class Feed {\n  #warn(line: string) {}\n  core() { return { warn: (line: string) => this.#warn(line) }; }\n}\n',
-      );
-      expect(answersIn(join(dir, 'step.ts'))).toHaveLength(2);
-      expect(callbacksOut(join(dir, 'feed.ts'))).toHaveLength(1);
-      expect(answersIn(join(dir, 'feed.ts'))).toEqual([]);
-    } finally {
-      rmSync(dir, { recursive: true, force: true });
-    }
+    withFiles(
+      {
+        'step.ts':
+          "export function step(): HttpResponse { return { status: 200, headers: {}, body: '' }; }\n",
+        'feed.ts':
+          'export class Feed {\n  #warn(line: string) {}\n  core() { return { warn: (line: string) => this.#warn(line) }; }\n}\n',
+      },
+      (at) => {
+        expect(answersIn(at('step.ts'))).toHaveLength(2);
+        expect(callbacksOut(at('feed.ts'))).toHaveLength(1);
+        expect(answersIn(at('feed.ts'))).toEqual([]);
+      },
+    );
   });
 });
 
@@ -578,7 +589,7 @@ describe('what never shipped is not kept', () => {
   // The qualified names of the @deprecated declarations of a module: `Interface.member`, or
   // the name of a function, a constant, a type.
   function deprecatedIn(file: string): string[] {
-    const sf = ts.createSourceFile(file, readFileSync(file, 'utf8'), ts.ScriptTarget.Latest, true);
+    const { sf } = parsed(file);
     const found: string[] = [];
     const named = (node: ts.Node): string | undefined => {
       const name = (node as { name?: ts.Node }).name;
@@ -620,16 +631,13 @@ describe('what never shipped is not kept', () => {
   });
 
   test('the rule reads a deprecated member as its owner names it', () => {
-    const dir = mkdtempSync(join(tmpdir(), 'peg-limits-deprecated-'));
-    try {
-      writeFileSync(
-        join(dir, 'a.ts'),
-        '/** @deprecated */\nexport function old(): void {}\nexport interface Options {\n  /** @deprecated */\n  readonly stacksFeed?: unknown;\n}\n',
-      );
-      expect(deprecatedIn(join(dir, 'a.ts'))).toEqual(['old', 'Options.stacksFeed']);
-    } finally {
-      rmSync(dir, { recursive: true, force: true });
-    }
+    withFiles(
+      {
+        'a.ts':
+          '/** @deprecated */\nexport function old(): void {}\nexport interface Options {\n  /** @deprecated */\n  readonly stacksFeed?: unknown;\n}\n',
+      },
+      (at) => expect(deprecatedIn(at('a.ts'))).toEqual(['old', 'Options.stacksFeed']),
+    );
   });
 });
 

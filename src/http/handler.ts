@@ -27,6 +27,7 @@ export type {
   HandleResult,
   HttpRequest,
   HttpResponse,
+  Notice,
   Readiness,
 } from './messages.js';
 

@@ -74,7 +74,7 @@ export interface HandleResult {
    *
    * @deprecated Give `onNotice` to the service. Kept for 1.x, gone in 2.0.
    */
-  readonly notice?: ({ readonly type: string } & Readonly<Record<string, unknown>>) | undefined;
+  readonly notice?: Notice | undefined;
 }
 
 /** Options of {@link handleRequest}. */

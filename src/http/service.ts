@@ -28,7 +28,7 @@ import {
   servesItself,
   takeRequest,
 } from './handler.js';
-import type { Route } from './messages.js';
+import type { Notice, Route } from './messages.js';
 import type { Operator } from './operators.js';
 import { givenRequestId, isRequestId, newRequestId, withRequestId } from './request-id.js';
 
@@ -97,9 +97,7 @@ export interface ServiceOptions {
    */
   readonly routes?: ReadonlyArray<Route> | undefined;
   /** Told of what a request refused that the operators should hear of (a jump past the chain bounds). */
-  readonly onNotice?:
-    | ((notice: { readonly type: string } & Readonly<Record<string, unknown>>) => void)
-    | undefined;
+  readonly onNotice?: ((notice: Notice) => void) | undefined;
   /**
    * Without a `log`, with a store other writers share: called before each change, so that
    * every answer to a change, a refusal too, is computed on the newest state.
@@ -295,10 +293,7 @@ export function createService(options: ServiceOptions): Service {
 }
 
 // Tells the listener what a request refused that the operators should hear of.
-function tell(
-  options: ServiceOptions,
-  notice: { readonly type: string } & Readonly<Record<string, unknown>>,
-): void {
+function tell(options: ServiceOptions, notice: Notice): void {
   try {
     options.onNotice?.(notice);
   } catch {

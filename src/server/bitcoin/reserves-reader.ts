@@ -9,8 +9,7 @@
  * per outage; nothing of it reaches the Stacks feed, which never waits for a reading.
  * Node-only.
  */
-import { type BatchAuthor, chainView, PegLimitsError, type Service } from 'peg-limits';
-import type { Notice } from '../../internal.js';
+import { type BatchAuthor, chainView, type Notice, PegLimitsError, type Service } from 'peg-limits';
 import type { BitcoinRpc } from './bitcoin-rpc.js';
 
 // A reading that could not be made or kept, for the reader's own warning.

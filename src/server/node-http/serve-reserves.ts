@@ -3,8 +3,7 @@
  * given, or the signers' wallet of each aggregate key the Stacks observer knows), what the
  * metrics read of it, and its start once the server listens. Node-only.
  */
-import type { Service } from 'peg-limits';
-import type { Notice } from '../../internal.js';
+import type { Notice, Service } from 'peg-limits';
 import { type BitcoinRpc, ReservesReader, signersDescriptor } from '../bitcoin/index.js';
 import type { StacksObserver } from '../stacks/index.js';
 

@@ -7,11 +7,12 @@ import {
   createService,
   type EventLog,
   LimitsError,
+  type Notice,
   type Operator,
   type Service,
   type ServiceOptions,
 } from 'peg-limits';
-import { CAP_FIELDS, handleOptionsOf, type Notice } from '../../internal.js';
+import { CAP_FIELDS, handleOptionsOf } from '../../internal.js';
 import type { ReservesReader } from '../bitcoin/index.js';
 import type { RequestLine } from '../ops/index.js';
 import { createMetrics, MetricsUnavailable, type ServerMetrics } from '../ops/index.js';

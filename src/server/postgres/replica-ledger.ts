@@ -87,15 +87,14 @@ export class ReplicaLedger {
 
   /**
    * What was read from the database is committed; the followers are told when the position
-   * moved since `before`. True when it moved.
+   * moved since `before`.
    */
-  settleRead(before: number): boolean {
+  settleRead(before: number): void {
     this.#committedState = this.#state;
     this.#committedPosition = this.#position;
-    if (this.#position === before) return false;
+    if (this.#position === before) return;
     this.#positions.set(this.#state, this.#position);
     for (const fn of this.#listeners) fn(this.#state, this.#position);
-    return true;
   }
 
   /** The write transaction committed what was written. */

@@ -14,8 +14,7 @@
  * record: it is sent from memory, beside the others. Node-only.
  */
 import { createHash, createHmac } from 'node:crypto';
-import { type EventLog, encodeJson, LimitsError } from 'peg-limits';
-import type { Notice } from '../../internal.js';
+import { type EventLog, encodeJson, LimitsError, type Notice } from 'peg-limits';
 import { observeAppends, redactAlertUrl } from '../ops/index.js';
 import { type AuditRecord, readRecord, recordPosition } from './audit.js';
 

@@ -16,13 +16,14 @@ import {
   encodeJson,
   type LimitsEvent,
   type LimitsState,
+  type Notice,
   pendingChanges,
   type SettledChange,
   scopeOf,
   tryDecodeJson,
 } from 'peg-limits';
 import { decodeBatch } from '../../internal.js';
-import { integrityNotices, type Notice, noticesOf } from './notices.js';
+import { integrityNotices, noticesOf } from './notices.js';
 
 /** What the first record follows. */
 export const ZERO_HASH = '0'.repeat(64);

@@ -9,14 +9,12 @@ import {
   getLimits,
   type LimitsEvent,
   type LimitsState,
+  type Notice,
   pegIntegrity,
   pendingChanges,
   type SettledChange,
 } from 'peg-limits';
 import { loosenedBy } from '../../internal.js';
-
-/** One alert of a batch, without what every alert carries (`position`, `at`, `actor`). */
-export type Notice = { readonly type: string } & Readonly<Record<string, unknown>>;
 
 /**
  * The alerts of one batch, in the order of its events: limits and entries changed, keys

@@ -1,10 +1,11 @@
 /**
  * What the parts of the Stacks feed share: its options, the operators it writes as, where it
  * tells what it did, and what taking a block or an operator's request on the held blocks
- * comes to, as data (the listeners turn it into HTTP: `feed-answers.ts`). Node-only.
+ * comes to, as data (the listeners, `observer.ts` and `feed-routes.ts`, turn it into HTTP).
+ * Node-only.
  */
-import type { BatchAuthor, BatchOutcome, Height } from 'peg-limits';
-import type { BatchRefused, DecodeClarity, HeldBlock, Notice, Observed } from '../../internal.js';
+import type { BatchAuthor, BatchOutcome, Height, Notice } from 'peg-limits';
+import type { BatchRefused, DecodeClarity, HeldBlock, Observed } from '../../internal.js';
 import type { BlockMemoryStore } from './block-memory.js';
 import type { StacksRpc } from './rpc-client.js';
 

@@ -8,16 +8,18 @@
  */
 import type { HttpResponse, Operator, Readiness, Scope } from 'peg-limits';
 import {
+  batchAnswer,
   holds,
   MAX_BLOCK_BODY,
   problem,
   type Route,
   readText,
+  refusalDetail,
+  refusalStatus,
   scopeDenied,
 } from '../../internal.js';
-import { blockAnswer, heldAnswer, notJson } from './feed-answers.js';
-import type { HeldOp } from './feed-parts.js';
-import type { StacksObserver } from './observer.js';
+import type { HeldOp, HeldOutcome } from './feed-parts.js';
+import { blockAnswer, bodyNotJson, okJson, type StacksObserver } from './observer.js';
 import { blockPayloadOf } from './posted-block.js';
 
 /** Where the routes find the feed: off, not open yet, or open. */
@@ -42,6 +44,30 @@ function feedOf(source: FeedSource, absent: string): StacksObserver | HttpRespon
   return source.configured
     ? problem(503, 'store_unavailable', 'the Stacks observer is not open yet')
     : problem(404, 'not_found', absent);
+}
+
+/** What an operator is answered on the held blocks. */
+function heldAnswer(outcome: HeldOutcome): HttpResponse {
+  switch (outcome.kind) {
+    case 'listed':
+      return {
+        status: 200,
+        headers: { 'content-type': 'application/json', 'cache-control': 'no-store' },
+        body: JSON.stringify({ blocks: outcome.blocks }),
+      };
+    case 'released':
+      return okJson({ released: outcome.released, tip: outcome.tip });
+    case 'dropped':
+      return okJson({ dropped: outcome.dropped, applied: outcome.applied, held: outcome.held });
+    case 'stopped':
+      return problem(
+        refusalStatus(outcome.outcome.error),
+        'release_stopped',
+        `block ${outcome.block} did not apply (${outcome.released} released before it): ${refusalDetail(outcome.outcome)}`,
+      );
+    case 'refused':
+      return batchAnswer(outcome.outcome);
+  }
 }
 
 const NO_HELD =
@@ -82,7 +108,7 @@ export function feedRoutes(source: FeedSource): ReadonlyArray<Route> {
         const text = readText(request, MAX_BLOCK_BODY);
         if (!text.ok) return text.response;
         const read = blockPayloadOf(text.text);
-        if (!read.ok) return notJson(read.reason);
+        if (!read.ok) return bodyNotJson(read.reason);
         const feed = feedOf(
           source,
           'no Stacks feed here: `peg-limits serve --stacks-observer` takes blocks',

@@ -10,12 +10,12 @@ import {
   type BatchOutcome,
   chainView,
   type LimitsEvent,
+  type Notice,
   type Service,
 } from 'peg-limits';
 import {
   type BatchRefused,
   type BlockMemory,
-  type Notice,
   type Observed,
   observeBlock,
   type RememberedBlock,

@@ -17,7 +17,7 @@
  * start in `node-start.ts`, the held blocks in `held-blocks.ts`. Node-only.
  */
 import type { BatchAuthor, LimitsEvent, Service } from 'peg-limits';
-import { type BlockMemory, refusalDetail, withKeys } from '../../internal.js';
+import { type BlockMemory, type Observed, refusalDetail, withKeys } from '../../internal.js';
 import {
   type BlockFeedOptions,
   type BlockOutcome,
@@ -149,11 +149,7 @@ export class BlockFeed {
     const memory = await context.options.memory.load();
     this.#held.saw(memory);
     let observed = observe(context, memory, body, undefined);
-    if (observed.kind === 'known') return { kind: 'known', held: false };
-    if (observed.kind === 'unusable') {
-      context.tally.skip(`a payload: ${observed.reason}`);
-      return { kind: 'skipped', reason: observed.reason };
-    }
+    if (observed.kind !== 'block') return this.#notTaken(observed);
     if (memory.held !== undefined && memory.held.length > 0)
       return this.#held.holdToo(memory, observed.block, body);
     const at = observed.block.hash;
@@ -187,8 +183,7 @@ export class BlockFeed {
         else prefix = this.#start.lateStart(block, first);
       }
     }
-    if (observed.kind === 'known') return { kind: 'known', held: false };
-    if (observed.kind === 'unusable') return { kind: 'skipped', reason: observed.reason };
+    if (observed.kind !== 'block') return this.#notTaken(observed);
     const prepared = await prepare(context, observed);
     const events = prefix.length === 0 ? prepared.events : mergeStart(prefix, prepared.events);
     if (events.length > 0) {
@@ -214,6 +209,14 @@ export class BlockFeed {
         `stacks observer: block ${at} (burn height ${prepared.block.burnHeight}) forks the chain from burn height ${prepared.forkedAt}`,
       );
     return { kind: 'applied', events: events.length };
+  }
+
+  // A payload that is no block to take: one remembered already, or one the mapping cannot
+  // use (skipped, counted).
+  #notTaken(observed: Exclude<Observed, { readonly kind: 'block' }>): BlockOutcome {
+    if (observed.kind === 'known') return { kind: 'known', held: false };
+    this.#context.tally.skip(`a payload: ${observed.reason}`);
+    return { kind: 'skipped', reason: observed.reason };
   }
 
   // Drops the first held block; the blocks held behind it are then taken in order, in this

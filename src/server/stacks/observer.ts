@@ -1,8 +1,9 @@
 /**
  * The Stacks node's event observer (`peg-limits serve --stacks-observer HOST:PORT`): a
  * second listener that serves only what a node posts. `POST /new_block` goes to the block
- * feed (`feed.ts`: the mapping, the start from the node's state, held blocks); the
- * node's other paths are answered 200 and ignored, and the service's own routes are not here.
+ * feed (`feed.ts`: the mapping, the start from the node's state, held blocks), whose
+ * outcome, data, is turned into the node's answer here; the node's other paths are answered
+ * 200 and ignored, and the service's own routes are not here.
  *
  * Answers the node can live with: it retries any answer but 200 for ever and, with its
  * default blocking dispatcher, stops meanwhile. So 200 once the block is durable (applied,
@@ -14,10 +15,15 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { type BatchAuthor, type HttpResponse, PegLimitsError, type Service } from 'peg-limits';
-import { type DecodeClarity, MAX_BLOCK_BODY, problem, ROUTES } from '../../internal.js';
+import {
+  batchAnswer,
+  type DecodeClarity,
+  MAX_BLOCK_BODY,
+  problem,
+  ROUTES,
+} from '../../internal.js';
 import { loadPeer } from '../ops/index.js';
 import { BlockFeed } from './feed.js';
-import { blockAnswer, notJson, okJson } from './feed-answers.js';
 import {
   type BlockFeedOptions,
   type BlockOutcome,
@@ -148,6 +154,44 @@ function reply(res: ServerResponse, response: HttpResponse): void {
   res.end(response.body);
 }
 
+/** A 200 answer with a JSON body. */
+export function okJson(body: Readonly<Record<string, unknown>>): HttpResponse {
+  return {
+    status: 200,
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  };
+}
+
+/**
+ * What a node (or an operator who posted a block to the service's port) is answered for a
+ * block: 200 once it is durable (applied, held, known, skipped), a refusal as the service
+ * answers it.
+ */
+export function blockAnswer(outcome: BlockOutcome): HttpResponse {
+  switch (outcome.kind) {
+    case 'known':
+      return okJson(
+        outcome.held ? { ok: true, known: true, held: true } : { ok: true, known: true },
+      );
+    case 'skipped':
+      return okJson({ ok: true, skipped: outcome.reason });
+    case 'applied':
+      return okJson({ ok: true, events: outcome.events });
+    case 'held':
+      return okJson({ ok: true, held: true });
+    case 'confirmed':
+      return okJson({ ok: true, confirmed: true });
+    case 'refused':
+      return batchAnswer(outcome.outcome);
+  }
+}
+
+/** A posted body that is not JSON: 400 `invalid_json`, saying why. */
+export function bodyNotJson(reason: string): HttpResponse {
+  return problem(400, 'invalid_json', `the body is not JSON: ${reason}`);
+}
+
 /**
  * Opens the observer listener over a service, whose port (`Service.applyBatch`) its feed
  * applies each block's batch through as the operator `stacks-node` (and, with the RPC, as
@@ -262,7 +306,7 @@ function onRequest(
     }
     const read = blockPayloadOf(Buffer.concat(chunks).toString('utf8'));
     if (!read.ok) {
-      reply(res, notJson(read.reason));
+      reply(res, bodyNotJson(read.reason));
       return;
     }
     feed.take(read.payload, STACKS_NODE, req.socket.remoteAddress).then(

@@ -14,8 +14,9 @@ import {
 import { type BlockMemory, EMPTY_MEMORY } from '../../../src/internal.js';
 import type { BlockMemoryStore } from '../../../src/server/stacks/block-memory.js';
 import { BlockFeed } from '../../../src/server/stacks/feed.js';
-import { blockAnswer, heldAnswer } from '../../../src/server/stacks/feed-answers.js';
 import { STACKS_NODE } from '../../../src/server/stacks/feed-parts.js';
+import { feedRoutes } from '../../../src/server/stacks/feed-routes.js';
+import { blockAnswer, type StacksObserver } from '../../../src/server/stacks/observer.js';
 import { StacksRpc } from '../../../src/server/stacks/rpc-client.js';
 import { type NodeRpc, SbtcChain, startNodeRpc } from '../../support/sbtc-chain.js';
 import { SENDER as BOB, REGISTRY } from '../../support/stacks-node.js';
@@ -185,18 +186,34 @@ describe("the listeners' answers", () => {
     expect(body({ kind: 'confirmed' })).toEqual([200, { ok: true, confirmed: true }]);
   });
 
-  test("an operator is answered the held blocks, the port's refusal as its problem, and a drop with what it did", async () => {
+  test("an operator is answered the held blocks by the service's routes, a caller without the limits scope refused before the feed, and a drop with what it did", async () => {
     const { feed, chain } = await fed();
     await feed.take(chain.mine([], { burnHeight: 400 }).payload, STACKS_NODE, undefined);
-    const listed = heldAnswer(await feed.heldBlocks('list', OPERATOR));
+    // The routes over the feed, as the server registers them (no socket: the route's answer).
+    const observer = { heldBlocks: (op, author) => feed.heldBlocks(op, author) } as Pick<
+      StacksObserver,
+      'heldBlocks'
+    > as StacksObserver;
+    const routes = feedRoutes({ configured: true, observer: () => observer });
+    const answer = async (
+      method: string,
+      path: string,
+      scopes: ReadonlyArray<'chain' | 'limits'>,
+    ) => {
+      const route = routes.find((r) => r.method === method && r.pattern === path)!;
+      const r = await route.serve!(
+        { method, path, headers: {} },
+        { name: 'alice', tokenHash: `sha256:${'0'.repeat(64)}`, scopes },
+      );
+      return { status: r.status, headers: r.headers, body: JSON.parse(r.body) };
+    };
+    const listed = await answer('GET', '/admin/held', ['chain', 'limits']);
     expect([listed.status, listed.headers['cache-control']]).toEqual([200, 'no-store']);
-    expect((JSON.parse(listed.body) as { blocks: unknown[] }).blocks).toHaveLength(1);
-    const refused = heldAnswer(await feed.heldBlocks('release', STACKS_NODE));
-    expect([refused.status, JSON.parse(refused.body).code]).toEqual([403, 'scope_denied']);
-    const dropped = heldAnswer(await feed.heldBlocks('drop', OPERATOR));
-    expect([dropped.status, JSON.parse(dropped.body)]).toEqual([
-      200,
-      { dropped: 1, applied: 0, held: 0 },
-    ]);
+    expect(listed.body.blocks).toHaveLength(1);
+    const refused = await answer('POST', '/admin/held/release', ['chain']);
+    expect([refused.status, refused.body.code]).toEqual([403, 'scope_denied']);
+    expect(feed.held).toBe(1);
+    const dropped = await answer('DELETE', '/admin/held', ['chain', 'limits']);
+    expect([dropped.status, dropped.body]).toEqual([200, { dropped: 1, applied: 0, held: 0 }]);
   });
 });
