@@ -85,6 +85,14 @@ async function largeEntries(s: RunningServer, count: number): Promise<void> {
 }
 
 describe('GET /events', () => {
+  test('only a GET opens a stream: HEAD /events is the 404 of a service without one, and counts no stream', async () => {
+    const s = await serve();
+    const r = await fetch(`${s.url}/events`, { method: 'HEAD' });
+    expect(r.status).toBe(404);
+    expect(r.headers.get('content-type')).toBe('application/problem+json');
+    expect(s.streams).toBe(0);
+  });
+
   test('no cache keeps it, and a buffering proxy is asked to pass it through as it comes', async () => {
     const s = await serve();
     const stream = await listen(s.url);

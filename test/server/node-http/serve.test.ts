@@ -196,7 +196,8 @@ describe("startServer's options say what they are", () => {
       connectionLimits: { maxConnections: 3 },
     });
     running.push(s);
-    expect(s.limits.maxConnections).toBe(3);
+    expect(s.connectionLimits.maxConnections).toBe(3);
+    expect(s.limits).toBe(s.connectionLimits);
     // The old name still works, as a deprecated alias.
     const old = await startServer({ log: await open(), port: 0, limits: { maxConnections: 4 } });
     running.push(old);
