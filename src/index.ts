@@ -26,6 +26,7 @@ export {
   type Verdict,
   type VerdictReason,
   whenAvailable,
+  whenMintable,
 } from './core/checks.js';
 export { LimitsError, type LimitsErrorCode, PegLimitsError, type Result } from './core/errors.js';
 export {
@@ -68,6 +69,7 @@ export {
   type Snapshot,
   type SnapshotCaps,
   type SnapshotChange,
+  type SnapshotMint,
   type SnapshotObservation,
   type SnapshotProfile,
   type SnapshotWithdrawal,
@@ -101,12 +103,16 @@ export {
   effectiveLimits,
   getAccountLimits,
   getLimits,
-  type HeightSum,
   type Limits,
   pendingChanges,
+} from './core/views.js';
+export {
+  type HeightSum,
+  type MintWindowView,
+  mintWindowOf,
   type WindowView,
   windowOf,
-} from './core/views.js';
+} from './core/window-views.js';
 export { eventFromJson, eventsFromJson } from './http/codec.js';
 export { openApiDocument } from './http/documents/openapi.js';
 export {

@@ -125,6 +125,7 @@ describe('the packed package', () => {
     'looseningWaits',
     'loosenings',
     'loosens',
+    'mintWindowOf',
     'openApiDocument',
     'parseAmount',
     'pegIntegrity',
@@ -136,6 +137,7 @@ describe('the packed package', () => {
     'stateFromSnapshot',
     'tryDecodeJson',
     'whenAvailable',
+    'whenMintable',
     'windowOf',
   ];
   const SERVER = [

@@ -9,7 +9,8 @@ import type { Result } from '../core/errors.js';
 import { PegLimitsError } from '../core/errors.js';
 import type { PegIntegrity } from '../core/integrity.js';
 import type { LimitsEvent, PendingChange, Tripped } from '../core/state.js';
-import type { AccountLimits, HeightSum, Limits, WindowView } from '../core/views.js';
+import type { AccountLimits, Limits } from '../core/views.js';
+import type { HeightSum, WindowView } from '../core/window-views.js';
 import { encodeJson, tryDecodeJson } from '../http/json.js';
 
 /** Options of {@link createLimitsClient}. */

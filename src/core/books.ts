@@ -1,7 +1,8 @@
 /**
  * The books: the own per-block sums of each account whose entry sets its own window (no
- * other limit reads them). Heights that leave the history are cleared from a book lazily,
- * the next time it is read or changed.
+ * other limit reads them), one shelf for withdrawals and one for mints (an entry's own mint
+ * window). Heights that leave the history are cleared from a book lazily, the next time it
+ * is read or changed.
  */
 
 import {
@@ -13,8 +14,9 @@ import {
   NO_BOOK,
 } from './draft.js';
 import { heightsLeaving } from './heights.js';
-import type { Owner } from './pmap.js';
-import { mapDelete, mapGet, mapSet, ownerToken } from './pmap.js';
+import type { Caps } from './limits.js';
+import type { Owner, PMap } from './pmap.js';
+import { mapDelete, mapForEach, mapGet, mapSet, ownerToken } from './pmap.js';
 import { addAt, clearHeights, type SumNode } from './sum-tree.js';
 import { forEachHeld } from './withdrawals.js';
 
@@ -40,18 +42,32 @@ export function bookTree(state: LimitsState, book: Book): SumNode {
   return cleanTree(state, book, ownerToken(true));
 }
 
-function bookOf(d: Draft, account: string): Book | undefined {
-  d.bookCache ??= new Map();
-  let b = d.bookCache.get(account);
+type BookCache = NonNullable<Draft['bookCache']>;
+
+/** Which books: the withdrawals' (`books`) or the mints' (`mintBooks`), each with its cache. */
+type Shelf = 'withdrawals' | 'mints';
+
+/** The draft's cache of the books of `shelf`, made on first use. */
+function shelfCache(d: Draft, shelf: Shelf): BookCache {
+  if (shelf === 'withdrawals') {
+    d.bookCache ??= new Map();
+    return d.bookCache;
+  }
+  d.mintBookCache ??= new Map();
+  return d.mintBookCache;
+}
+
+function bookOf(d: Draft, cache: BookCache, shelf: Shelf, account: string): Book | undefined {
+  let b = cache.get(account);
   if (b === undefined) {
-    b = mapGet(d.books, account) ?? NO_BOOK;
-    d.bookCache.set(account, b);
+    b = mapGet(shelf === 'withdrawals' ? d.books : d.mintBooks, account) ?? NO_BOOK;
+    cache.set(account, b);
   }
   return b === NO_BOOK || b === DROPPED_BOOK ? undefined : b;
 }
 
 // A book this call owns, clean up to the draft's highest tip.
-function ownBook(d: Draft, account: string, book: Book): Book {
+function ownBook(d: Draft, cache: BookCache, account: string, book: Book): Book {
   if (book.owner === d.owner && book.upTo === d.highestTip) return book;
   const tree = cleanTree(d, book, d.owner);
   if (book.owner === d.owner) {
@@ -60,7 +76,7 @@ function ownBook(d: Draft, account: string, book: Book): Book {
     return book;
   }
   const owned: Book = { tree, upTo: d.highestTip, owner: d.owner };
-  d.bookCache!.set(account, owned);
+  cache.set(account, owned);
   return owned;
 }
 
@@ -69,14 +85,42 @@ function ownBook(d: Draft, account: string, book: Book): Book {
  * "Account entries"), so the account's held withdrawals are summed once: O(withdrawals held), for this
  * rare operator event only.
  */
-export function openBook(d: Draft, account: string): void {
+function openBook(d: Draft, account: string): void {
   const book: Book = { tree: d.treeShape.empty, upTo: d.highestTip, owner: d.owner };
   forEachHeld(d, (w) => {
     if (w.account === account && !w.rejected)
       book.tree = addAt(d.treeShape, book.tree, w.height, w.amount, 1, undefined, d.owner);
   });
-  d.bookCache ??= new Map();
-  d.bookCache.set(account, book);
+  shelfCache(d, 'withdrawals').set(account, book);
+}
+
+/**
+ * An entry gained its own mint window: the account's held mints are summed once (O(mints
+ * held), for this rare operator event only).
+ */
+function openMintBook(d: Draft, account: string): void {
+  const book: Book = { tree: d.treeShape.empty, upTo: d.highestTip, owner: d.owner };
+  mapForEach(d.mints, (m) => {
+    if (m.account === account)
+      book.tree = addAt(d.treeShape, book.tree, m.height, m.amount, 1, undefined, d.owner);
+  });
+  shelfCache(d, 'mints').set(account, book);
+}
+
+/**
+ * An account's entry went from `before` to `after`: only an entry that sets its own window
+ * keeps its own per-block sums, so a book opens with the window and is dropped with it (of
+ * its withdrawals, and of its mints for its own mint window).
+ */
+export function entryBooks(d: Draft, account: string, before: Caps, after: Caps): void {
+  const had = before.rollingWithdrawalBlocks !== null;
+  const has = after.rollingWithdrawalBlocks !== null;
+  if (has && !had) openBook(d, account);
+  else if (had && !has) shelfCache(d, 'withdrawals').set(account, DROPPED_BOOK);
+  const hadMint = before.rollingMintBlocks !== null;
+  const hasMint = after.rollingMintBlocks !== null;
+  if (hasMint && !hadMint) openMintBook(d, account);
+  else if (hadMint && !hasMint) shelfCache(d, 'mints').set(account, DROPPED_BOOK);
 }
 
 /** Adds `delta` (and `count` withdrawals) at `height` to the account's own book, when it has one. */
@@ -86,18 +130,26 @@ export function bookAdd(
   height: Height,
   delta: bigint,
   count: number,
+  shelf: Shelf = 'withdrawals',
 ): void {
-  const book = bookOf(d, account);
+  const cache = shelfCache(d, shelf);
+  const book = bookOf(d, cache, shelf, account);
   if (book === undefined) return;
-  const owned = ownBook(d, account, book);
+  const owned = ownBook(d, cache, account, book);
   owned.tree = addAt(d.treeShape, owned.tree, height, delta, count, undefined, d.owner);
 }
 
 /** Writes the books a call changed, opened or dropped into the draft's map of books. */
-export function flushBooks(d: Draft, cache: NonNullable<Draft['bookCache']>): void {
+export function flushBooks(d: Draft): void {
+  if (d.bookCache !== undefined) d.books = flushed(d, d.books, d.bookCache);
+  if (d.mintBookCache !== undefined) d.mintBooks = flushed(d, d.mintBooks, d.mintBookCache);
+}
+
+function flushed(d: Draft, books: PMap<Book>, cache: BookCache): PMap<Book> {
+  let out = books;
   for (const [account, book] of cache) {
-    if (book === DROPPED_BOOK) d.books = mapDelete(d.books, account, d.owner);
-    else if (book !== NO_BOOK && book.owner === d.owner)
-      d.books = mapSet(d.books, account, book, d.owner);
+    if (book === DROPPED_BOOK) out = mapDelete(out, account, d.owner);
+    else if (book !== NO_BOOK && book.owner === d.owner) out = mapSet(out, account, book, d.owner);
   }
+  return out;
 }

@@ -1,7 +1,7 @@
 /**
  * The caps in force: what every view, check, batch admission and `whenAvailable` sees of the
- * configured caps. Three overlays, in this order, none rewriting what is configured: the
- * window cap's share of the pegged total's basis (the lower of the fixed cap and the share of
+ * configured caps. Three overlays, in this order, none rewriting what is configured: each
+ * window cap's share (the withdrawal window's, the mint window's) of the pegged total's basis (the lower of the fixed cap and the share of
  * the lowest total in force during the window, rounded down: `pegged-totals.ts`), throttle
  * mode's profile (`throttle.ts`), and, while the limits fail closed on the peg's backing
  * (`integrity.ts`), zero caps. This module composes them, globally and for an account entry.
@@ -26,18 +26,17 @@ function lower(a: Amount, b: Amount): Amount {
   return b < a ? b : a;
 }
 
-// The caps with the window cap in force: the lower of the fixed cap and the share of the
-// total's basis over `totals` (the same caps when no share is set).
+// The caps with the window caps in force: for the withdrawal window and the mint window, the
+// lower of the fixed cap and the share of the total's basis over `totals` with that window's
+// length (the same caps when no share is set).
 function withShare(
   caps: Caps,
   totals: ReadonlyArray<Observation> | undefined,
   tip: Height | null,
 ): Caps {
   const share = caps.rollingWithdrawalCapShare;
-  const cap = caps.rollingWithdrawalCap;
-  const blocks = caps.rollingWithdrawalBlocks;
-  if (share === null || cap === null || blocks === null) return caps;
-  const total = shareBasis(totals, tip, blocks);
+  const mintShare = caps.rollingMintCapShare;
+  if (share === null && mintShare === null) return caps;
   // Written out, not spread: this runs at every view and check of a state with a share.
   return {
     pegCap: caps.pegCap,
@@ -45,19 +44,47 @@ function withShare(
     perDepositMinimum: caps.perDepositMinimum,
     perWithdrawalCap: caps.perWithdrawalCap,
     rollingWithdrawalBlocks: caps.rollingWithdrawalBlocks,
-    rollingWithdrawalCap: lower(cap, shareOf(total, share)),
+    rollingWithdrawalCap: capUnderShare(
+      caps.rollingWithdrawalCap,
+      share,
+      caps.rollingWithdrawalBlocks,
+      totals,
+      tip,
+    ),
     rollingWithdrawalCapShare: share,
+    rollingMintBlocks: caps.rollingMintBlocks,
+    rollingMintCap: capUnderShare(
+      caps.rollingMintCap,
+      mintShare,
+      caps.rollingMintBlocks,
+      totals,
+      tip,
+    ),
+    rollingMintCapShare: mintShare,
   };
 }
 
+// One window's cap in force: the lower of the fixed cap and the share of the basis.
+function capUnderShare(
+  cap: Amount | null,
+  share: Amount | null,
+  blocks: Amount | null,
+  totals: ReadonlyArray<Observation> | undefined,
+  tip: Height | null,
+): Amount | null {
+  if (share === null || cap === null || blocks === null) return cap;
+  return lower(cap, shareOf(shareBasis(totals, tip, blocks), share));
+}
+
 // Failing closed on the peg's backing: nothing may be withdrawn or deposited. The global
-// per-transfer caps read 0, and the window cap 0 where a window is set.
+// per-transfer caps read 0, and each window cap 0 where its window is set.
 function closedGlobal(caps: Caps): Caps {
   return {
     ...caps,
     perDepositCap: 0n,
     perWithdrawalCap: 0n,
     rollingWithdrawalCap: caps.rollingWithdrawalCap === null ? null : 0n,
+    rollingMintCap: caps.rollingMintCap === null ? null : 0n,
   };
 }
 
@@ -70,6 +97,7 @@ function closedEntry(caps: Caps): Caps {
     perDepositCap: zero(caps.perDepositCap),
     perWithdrawalCap: zero(caps.perWithdrawalCap),
     rollingWithdrawalCap: zero(caps.rollingWithdrawalCap),
+    rollingMintCap: zero(caps.rollingMintCap),
   };
 }
 
@@ -94,7 +122,7 @@ export function entryCapsInForce(
 ): Caps | undefined {
   if (entry === undefined) return entry;
   const caps =
-    entry.rollingWithdrawalCapShare === null
+    entry.rollingWithdrawalCapShare === null && entry.rollingMintCapShare === null
       ? entry
       : withShare(entry, mapGet(state.accountTotals, account), state.tip);
   return fixed(state, caps, false);
@@ -128,9 +156,20 @@ export function fixedEntry(state: LimitsState, entry: Caps | undefined): Caps | 
   return throttledEntry(entry, state.throttleProfile);
 }
 
-/** The basis the global window cap's share applies to at the state's tip (see `shareBasis`). */
-export function globalShareBasis(state: LimitsState): Amount {
-  const blocks = state.limits.rollingWithdrawalBlocks;
+/** Which window's length a basis is taken over: the withdrawal window's or the mint window's. */
+type WindowKind = 'withdrawal' | 'mint';
+
+function blocksOf(caps: Caps | undefined, kind: WindowKind): Amount | null {
+  if (caps === undefined) return null;
+  return kind === 'withdrawal' ? caps.rollingWithdrawalBlocks : caps.rollingMintBlocks;
+}
+
+/**
+ * The basis the global window cap's share applies to at the state's tip (see `shareBasis`),
+ * over the withdrawal window's length or the mint window's.
+ */
+export function globalShareBasis(state: LimitsState, kind: WindowKind = 'withdrawal'): Amount {
+  const blocks = blocksOf(state.limits, kind);
   return blocks === null ? state.peggedTotal : shareBasis(state.totals, state.tip, blocks);
 }
 
@@ -139,21 +178,30 @@ export function accountShareBasis(
   state: LimitsState,
   entry: Caps | undefined,
   account: string,
+  kind: WindowKind = 'withdrawal',
 ): Amount {
   if (!isAccountName(account)) return 0n;
-  const blocks = entry?.rollingWithdrawalBlocks ?? null;
+  const blocks = blocksOf(entry, kind);
   const totals = mapGet(state.accountTotals, account);
   if (blocks === null) return mapGet(state.accountPegged, account) ?? 0n;
   return shareBasis(totals, state.tip, blocks);
 }
 
+function capOf(caps: Caps, kind: WindowKind): Amount | null {
+  return kind === 'withdrawal' ? caps.rollingWithdrawalCap : caps.rollingMintCap;
+}
+
 /**
  * The global window cap in force were the tip `tip` and nothing else changed: the share's
  * basis taken at that tip (it only rises as the lower totals leave the window), the other
- * overlays as they are now.
+ * overlays as they are now. The withdrawal window's, or the mint window's.
  */
-export function globalWindowCapAt(state: LimitsState, tip: Height): Amount | null {
-  return fixed(state, withShare(state.limits, state.totals, tip), true).rollingWithdrawalCap;
+export function globalWindowCapAt(
+  state: LimitsState,
+  tip: Height,
+  kind: WindowKind = 'withdrawal',
+): Amount | null {
+  return capOf(fixed(state, withShare(state.limits, state.totals, tip), true), kind);
 }
 
 /** The same for an account entry's own window, over the account's own totals. */
@@ -162,7 +210,10 @@ export function entryWindowCapAt(
   entry: Caps,
   account: string,
   tip: Height,
+  kind: WindowKind = 'withdrawal',
 ): Amount | null {
-  return fixed(state, withShare(entry, mapGet(state.accountTotals, account), tip), false)
-    .rollingWithdrawalCap;
+  return capOf(
+    fixed(state, withShare(entry, mapGet(state.accountTotals, account), tip), false),
+    kind,
+  );
 }

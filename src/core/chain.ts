@@ -1,6 +1,6 @@
 /**
  * What the chain reports (the README, "Events"): blocks, reorganizations, withdrawals and their
- * rejections. Each rule validates its event, then changes the draft: the ring of per-block
+ * rejections (mints are `mints.ts`'s). Each rule validates its event, then changes the draft: the ring of per-block
  * sums, the withdrawal index and the books of the accounts with a window of their own.
  */
 import { requirePositive } from './amount.js';
@@ -9,6 +9,7 @@ import { type Draft, type Height, NO_BOOK, oldestRetained } from './draft.js';
 import { describe, fail } from './errors.js';
 import { heightsLeaving, requireHeight } from './heights.js';
 import { MAX_NAME_LENGTH, requireAccount } from './limits.js';
+import { dropMints, forgetMints } from './mints.js';
 import { addAt, clearHeights, visitHeights } from './sum-tree.js';
 import {
   findWithdrawal,
@@ -42,6 +43,7 @@ function dropHeights(d: Draft, from: Height, to: Height): void {
     if (!w.rejected) bookAdd(d, w.account, w.height, -w.amount, -1);
   });
   d.historySums = clearHeights(d.treeShape, d.historySums, from, to, d.owner);
+  dropMints(d, from, to);
   d.changed = true;
 }
 
@@ -53,6 +55,7 @@ function forget(d: Draft, after: Height): void {
   forgetBefore(d, after, leaving);
   if (leaving !== undefined)
     d.historySums = clearHeights(d.treeShape, d.historySums, leaving.from, leaving.to, d.owner);
+  forgetMints(d, leaving);
 }
 
 /** `blockConnected`: the tip moves up to `height`; the heights that leave the window are cleared. */

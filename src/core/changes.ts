@@ -12,7 +12,7 @@ import { requireCap } from './amount.js';
 import type { Draft, LimitsState } from './draft.js';
 import { describe, fail, joinPath, LimitsError } from './errors.js';
 import type { LimitsEvent, PendingChange, SettledChange } from './events.js';
-import { heightFromJson } from './heights.js';
+import { heightFromJson, requireHeight } from './heights.js';
 import { requireIntegrityPolicy } from './integrity.js';
 import { isSecretHash } from './keys.js';
 import {
@@ -37,6 +37,7 @@ export const CHANGE_EVENT_TYPES: ReadonlySet<string> = new Set([
   'throttleKeyReactivated',
   'pegIntegritySet',
   'pegBreakerCleared',
+  'mintHistoryCompleteFrom',
 ]);
 
 /** The state's batch machinery, as the change rules need it. */
@@ -338,7 +339,12 @@ function checkEvent(event: unknown, historyBlocks: number, path: string): Limits
     requireAccount(event.account, joinPath(path, 'account'));
     requireCaps(event.limits, joinPath(path, 'limits'), historyBlocks);
   } else if (type === 'pegIntegritySet') requireIntegrityPolicy(event, path);
-  else if (type !== 'throttleEnded' && type !== 'pegBreakerCleared') {
+  else if (type === 'mintHistoryCompleteFrom') {
+    rejectUnknownFields(event, ['type', 'height'], path);
+    // Read with decodeJson, a height is a bigint: a number, as the event holds it.
+    const height = requireHeight(heightFromJson(event.height), joinPath(path, 'height'));
+    return { type, height };
+  } else if (type !== 'throttleEnded' && type !== 'pegBreakerCleared') {
     requireName(event.name, joinPath(path, 'name'), 'invalid_key_name', 'a key name');
     if (type === 'throttleKeyAdded' && !isSecretHash(event.secretHash))
       fail(

@@ -3,32 +3,23 @@
  * order, and when a withdrawal would fit. A cap is inclusive: an amount equal to it passes.
  */
 import { type Amount, isInt64, roomLeft } from './amount.js';
-import { entryWindowCapAt, globalCapsInForce, globalWindowCapAt } from './caps-in-force.js';
-import { oldestRetained } from './draft.js';
+import { availableAt, incompleteFor, NOTHING_PENDING, type Pending } from './availability.js';
+import { globalCapsInForce } from './caps-in-force.js';
 import { describe, LimitsError } from './errors.js';
 import { pegFailure } from './integrity.js';
-import type { ResolvedCaps } from './limits.js';
 import { isAccountName } from './limits.js';
-import { highestObservedTip } from './pegged-totals.js';
-import { mapGet } from './pmap.js';
 import type { LimitsState } from './state.js';
-import { type SumNode, sumHeights } from './sum-tree.js';
 import { accountPeggedTotal, resolvedCaps } from './views.js';
-import {
-  accountTree,
-  COMPLETE,
-  heightWithin,
-  windowSpan,
-  windowsStatus,
-  withdrawnIn,
-} from './window.js';
+import { accountMintTree, accountTree, withdrawnIn } from './window.js';
 
 /**
  * Why a request is refused. `invalid_amount` and `invalid_account` flag malformed requests;
  * `peg_unbacked` and `reserves_unknown` say that the limits fail closed on the peg's backing
  * (the breaker tripped; the reserves are not known); `window_incomplete` says that what a
  * window holds is unknown: it reaches below the height from which the history is complete,
- * or blocks are held past the chain bounds.
+ * or blocks are held past the chain bounds. A deposit's three reasons of the mint window come
+ * after the others: `mint_window_incomplete` (what a mint window holds is unknown), then
+ * `rolling_mint_cap_exceeded` and `account_rolling_mint_cap_exceeded`.
  */
 export type VerdictReason =
   | 'above_per_withdrawal_cap'
@@ -42,7 +33,10 @@ export type VerdictReason =
   | 'invalid_amount'
   | 'invalid_account'
   | 'peg_unbacked'
-  | 'reserves_unknown';
+  | 'reserves_unknown'
+  | 'mint_window_incomplete'
+  | 'rolling_mint_cap_exceeded'
+  | 'account_rolling_mint_cap_exceeded';
 
 /**
  * A check's answer. When refused, `limit` is the bound the rule would have allowed: the
@@ -105,12 +99,6 @@ function closed(state: LimitsState): Verdict | undefined {
   return failure === null ? undefined : refuse(failure, 0n);
 }
 
-// What a batch has admitted so far, counted against the requests after it.
-interface Pending {
-  total: Amount;
-  readonly byAccount: Map<string, Amount>;
-}
-
 function withdrawalVerdict(
   state: LimitsState,
   req: TransferRequest,
@@ -142,21 +130,12 @@ function withdrawalVerdict(
   return OK;
 }
 
-// Whether a window that applies reports no room now, and the tip from which every one is
-// complete (`at`; null while blocks are held: no tip is known); undefined when all are now.
-function incompleteFor(
+function depositVerdict(
   state: LimitsState,
-  r: ResolvedCaps,
-): { readonly at: number | null } | undefined {
-  const status = windowsStatus(state, r.rollingWithdrawalBlocks, r.accountRollingWithdrawalBlocks);
-  if (status === COMPLETE) return undefined;
-  return status.held ? HELD : { at: status.completeAt };
-}
-
-// While blocks are held, the tip from which the windows have room again is not known.
-const HELD = { at: null } as const;
-
-function depositVerdict(state: LimitsState, req: TransferRequest, pending: Pending): Verdict {
+  req: TransferRequest,
+  pending: Pending,
+  globalMinted: Amount,
+): Verdict {
   const bad = malformed(req) ?? closed(state);
   if (bad !== undefined) return bad;
   const r = resolvedCaps(state, req.account);
@@ -175,12 +154,41 @@ function depositVerdict(state: LimitsState, req: TransferRequest, pending: Pendi
     );
     if (req.amount > left) return refuse('account_peg_cap_exceeded', left);
   }
+  const incomplete = incompleteFor(state, r, true);
+  if (incomplete !== undefined)
+    return { ok: false, reason: 'mint_window_incomplete', limit: null, availableAt: incomplete.at };
+  if (r.rollingMintCap !== null) {
+    const left = roomLeft(r.rollingMintCap, globalMinted + pending.total);
+    if (req.amount > left)
+      return refuseWindow(
+        'rolling_mint_cap_exceeded',
+        left,
+        availableAt(state, req, pending, true),
+      );
+  }
+  if (r.accountRollingMintBlocks !== null && r.accountRollingMintCap !== null) {
+    const used =
+      withdrawnIn(state, accountMintTree(state, req.account), r.accountRollingMintBlocks) +
+      (pending.byAccount.get(req.account) ?? 0n);
+    const left = roomLeft(r.accountRollingMintCap, used);
+    if (req.amount > left)
+      return refuseWindow(
+        'account_rolling_mint_cap_exceeded',
+        left,
+        availableAt(state, req, pending, true),
+      );
+  }
   return OK;
 }
 
 function globalWithdrawn(state: LimitsState): Amount {
   const blocks = globalCapsInForce(state).rollingWithdrawalBlocks;
   return blocks === null ? 0n : withdrawnIn(state, state.historySums, blocks);
+}
+
+function globalMinted(state: LimitsState): Amount {
+  const blocks = state.limits.rollingMintBlocks;
+  return blocks === null ? 0n : withdrawnIn(state, state.mintSums, blocks);
 }
 
 function isIterable(value: unknown): value is Iterable<unknown> {
@@ -218,8 +226,6 @@ function admit<R extends TransferRequest>(
   return { admitted, refused };
 }
 
-const NOTHING_PENDING: Pending = { total: 0n, byAccount: new Map() };
-
 /**
  * Whether a withdrawal would be admitted now: the per-withdrawal cap (the account's, else
  * the global), the global window, and the account's own window if its entry sets one.
@@ -246,7 +252,7 @@ export function checkWithdrawal(state: LimitsState, request: TransferRequest): V
  * ```
  */
 export function checkDeposit(state: LimitsState, request: TransferRequest): Verdict {
-  return depositVerdict(state, request, NOTHING_PENDING);
+  return depositVerdict(state, request, NOTHING_PENDING, globalMinted(state));
 }
 
 /**
@@ -283,7 +289,8 @@ export function admitDeposits<R extends TransferRequest>(
   state: LimitsState,
   requests: Iterable<R>,
 ): Admission<R> {
-  return admit(requests, (req, pending) => depositVerdict(state, req, pending));
+  const minted = globalMinted(state);
+  return admit(requests, (req, pending) => depositVerdict(state, req, pending, minted));
 }
 
 /**
@@ -303,6 +310,44 @@ export function admitDeposits<R extends TransferRequest>(
  * ```
  */
 export function whenAvailable(state: LimitsState, request: TransferRequest): number | null {
+  requireRequest(request);
+  return availableAt(state, request, NOTHING_PENDING);
+}
+
+/**
+ * {@link whenAvailable}'s twin for a deposit: the earliest tip height (≥ the current tip) at
+ * which {@link checkDeposit} would admit `amount` if nothing else were minted, counting a
+ * mint window cap's basis that rises as lower totals leave the window; `null` when it never
+ * would (below the minimum, above the per-deposit cap, beyond a peg cap, above a mint window's
+ * cap), no block is known yet, the limits fail closed, or blocks are held. While a mint window
+ * is incomplete, never before it becomes complete.
+ *
+ * @throws LimitsError `invalid_amount` or `invalid_account` (with its `path`) for a malformed
+ *   request, as {@link whenAvailable} does
+ *
+ * @example
+ * ```ts
+ * // mint window 144 blocks, cap 1000n, 800n minted at height 100, tip 120:
+ * whenMintable(state, { account: 'alice', amount: 500n }); // 244 (when height 100 leaves the window)
+ * ```
+ */
+export function whenMintable(state: LimitsState, request: TransferRequest): number | null {
+  requireRequest(request);
+  if (state.tip === null || pegFailure(state) !== null) return null;
+  // What no tip changes: the per-deposit rules and the peg caps against the totals observed.
+  const now = depositVerdict(state, request, NOTHING_PENDING, globalMinted(state));
+  if (
+    !now.ok &&
+    now.reason !== 'mint_window_incomplete' &&
+    now.reason !== 'rolling_mint_cap_exceeded' &&
+    now.reason !== 'account_rolling_mint_cap_exceeded'
+  )
+    return null;
+  return availableAt(state, request, NOTHING_PENDING, true);
+}
+
+// A malformed request has no height: thrown, since `null` means "never".
+function requireRequest(request: TransferRequest): void {
   const bad = malformed(request);
   if (bad !== undefined && !bad.ok) {
     const given = request as { amount?: unknown; account?: unknown } | null;
@@ -318,114 +363,4 @@ export function whenAvailable(state: LimitsState, request: TransferRequest): num
       'account',
     );
   }
-  return availableAt(state, request, NOTHING_PENDING);
-}
-
-// The earliest tip height ≥ the tip at which `request` passes, with `pending` (admitted
-// earlier in a batch) withdrawn at the tip: they leave a window `blocks` blocks later.
-function availableAt(
-  state: LimitsState,
-  request: TransferRequest,
-  pending: Pending,
-): number | null {
-  if (malformed(request) !== undefined || state.tip === null || pegFailure(state) !== null)
-    return null;
-  const { account, amount } = request;
-  const r = resolvedCaps(state, account);
-  if (r.perWithdrawalCap !== null && amount > r.perWithdrawalCap) return null;
-  const incomplete = incompleteFor(state, r);
-  if (incomplete !== undefined && incomplete.at === null) return null;
-  let height = Math.max(state.tip, incomplete?.at ?? state.tip);
-  const entry = mapGet(state.entries, account);
-  const windows: Array<[Amount | null, Amount | null, SumNode | undefined, Amount, CapAt]> = [
-    [
-      r.rollingWithdrawalBlocks,
-      r.rollingWithdrawalCap,
-      state.historySums,
-      pending.total,
-      r.rollingWithdrawalCapShare === null
-        ? undefined
-        : { at: (u) => globalWindowCapAt(state, u), top: highestObservedTip(state.totals) },
-    ],
-    [
-      r.accountRollingWithdrawalBlocks,
-      r.accountRollingWithdrawalCap,
-      accountTree(state, account),
-      pending.byAccount.get(account) ?? 0n,
-      r.accountRollingWithdrawalCapShare === null || entry === undefined
-        ? undefined
-        : {
-            at: (u) => entryWindowCapAt(state, entry, account, u),
-            top: highestObservedTip(mapGet(state.accountTotals, account)),
-          },
-    ],
-  ];
-  for (const [blocks, cap, tree, held, capAt] of windows) {
-    if (blocks === null || cap === null) continue;
-    const h =
-      capAt === undefined
-        ? amount > cap
-          ? undefined
-          : heightWith(state, tree, blocks, cap - amount, held)
-        : heightUnderShare(state, tree, blocks, amount, held, capAt);
-    if (h === undefined) return null;
-    height = Math.max(height, h);
-  }
-  return height;
-}
-
-// A window cap set as a share moves with the tip: the basis rises as the lower totals leave
-// the window (never falls, absent a new total), while what is withdrawn in it only leaves.
-type CapAt =
-  | { readonly at: (tip: number) => Amount | null; readonly top: number | null }
-  | undefined;
-
-// The earliest tip ≥ the tip at which `amount` fits a window whose cap is `capAt` there, with
-// `held` more withdrawn at the tip; undefined when it never does. Fitting only gets easier as
-// the tip rises, so the first tip that fits is found by halving.
-function heightUnderShare(
-  state: LimitsState,
-  tree: SumNode | undefined,
-  blocks: Amount,
-  amount: Amount,
-  held: Amount,
-  capAt: NonNullable<CapAt>,
-): number | undefined {
-  const tip = state.tip!;
-  const b = Number(blocks);
-  const fits = (u: number) => {
-    const from = Math.max(u - b + 1, oldestRetained(state));
-    const withdrawn =
-      tree === undefined || from > tip ? 0n : sumHeights(state.treeShape, tree, from, tip);
-    const cap = capAt.at(u) ?? 0n;
-    return withdrawn + (u < tip + b ? held : 0n) + amount <= cap;
-  };
-  let lo = tip;
-  if (fits(lo)) return lo;
-  // Past every observation and every withdrawal by a window, nothing changes any more; a
-  // tip is a safe integer, so that is as far as it is looked for.
-  let hi = Math.min(Math.max(tip, capAt.top ?? tip) + b, Number.MAX_SAFE_INTEGER);
-  if (!fits(hi)) return undefined;
-  while (hi - lo > 1) {
-    const mid = lo + Math.floor((hi - lo) / 2);
-    if (fits(mid)) hi = mid;
-    else lo = mid;
-  }
-  return hi;
-}
-
-// heightWithin, with `held` more withdrawn at the tip.
-function heightWith(
-  state: LimitsState,
-  tree: SumNode | undefined,
-  blocks: Amount,
-  roomLeft: Amount,
-  held: Amount,
-): number | undefined {
-  if (held <= roomLeft) return heightWithin(state, tree, blocks, roomLeft - held);
-  // What is held at the tip must leave too: everything withdrawn now has left by then.
-  const span = windowSpan(state, blocks);
-  if (span === undefined) return undefined;
-  const at = span.to + Number(blocks);
-  return at > Number.MAX_SAFE_INTEGER ? undefined : at;
 }

@@ -38,6 +38,14 @@ export interface Withdrawal {
   readonly rejected: boolean;
 }
 
+/** A mint the state holds (`depositMinted`, at a height inside the retained history). */
+interface Mint {
+  readonly id: string;
+  readonly account: string;
+  readonly amount: Amount;
+  readonly height: Height;
+}
+
 declare const opaque: unique symbol;
 
 /**
@@ -89,6 +97,17 @@ export interface LimitsState {
   readonly generations: ReadonlyArray<Generation>;
   /** @internal The own per-block sums of each account whose entry sets its own window. */
   readonly books: PMap<Book>;
+  /** @internal The ring of per-block sums of every mint, with the ids listed per height. */
+  readonly mintSums: SumNode;
+  /** @internal The mints held (inside the retained history), by id. */
+  readonly mints: PMap<Mint>;
+  /** @internal The own per-block mint sums of each account whose entry sets its own mint window. */
+  readonly mintBooks: PMap<Book>;
+  /**
+   * @internal The height from which every mint is known (`mintHistoryCompleteFrom`), or
+   * `null` when the mint history is complete (fed from the start).
+   */
+  readonly mintCompleteFrom: Height | null;
   /** @internal Each account's pegged-in total last observed (absent = 0). */
   readonly accountPegged: PMap<Amount>;
   /**
@@ -209,6 +228,8 @@ export type Draft = { -readonly [K in keyof StateFields]: StateFields[K] } & {
   ownGenerations: Set<Generation> | undefined;
   /** Books looked up or changed during this call (NO_BOOK: none; DROPPED_BOOK: removed). */
   bookCache: Map<string, Book | typeof NO_BOOK | typeof DROPPED_BOOK> | undefined;
+  /** The same for the mint books. */
+  mintBookCache: Map<string, Book | typeof NO_BOOK | typeof DROPPED_BOOK> | undefined;
   /** What became of pending changes during this call, in order (made on the first). */
   settled: SettledChange[] | undefined;
   owner: Owner;
@@ -252,6 +273,10 @@ function copyOf(s: StateFields, owner: Owner): Draft {
     historySums: s.historySums,
     generations: s.generations,
     books: s.books,
+    mintSums: s.mintSums,
+    mints: s.mints,
+    mintBooks: s.mintBooks,
+    mintCompleteFrom: s.mintCompleteFrom,
     accountPegged: s.accountPegged,
     totals: s.totals,
     accountTotals: s.accountTotals,
@@ -266,6 +291,7 @@ function copyOf(s: StateFields, owner: Owner): Draft {
     openedAtOf: undefined,
     ownGenerations: undefined,
     bookCache: undefined,
+    mintBookCache: undefined,
     settled: undefined,
     owner,
     changed: false,

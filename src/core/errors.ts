@@ -20,6 +20,8 @@ export type LimitsErrorCode =
   | 'height_ahead_of_tip'
   | 'duplicate_withdrawal'
   | 'unknown_withdrawal'
+  | 'invalid_deposit_id'
+  | 'duplicate_deposit'
   | 'invalid_amount_text'
   | 'too_many_decimals'
   | 'amount_out_of_range'

@@ -31,6 +31,23 @@ export type LimitsEvent =
     }
   | { readonly type: 'withdrawalRejected'; readonly id: string }
   /**
+   * A mint the chain made (for sBTC a completed deposit, `id` its outpoint `<txid>:<vout>`),
+   * counted against the mint windows at `height`, the base-chain height of the block that
+   * minted it (docs/semantics.md, "The mint window"). It does not move the pegged total.
+   */
+  | {
+      readonly type: 'depositMinted';
+      readonly id: string;
+      readonly account: string;
+      readonly amount: Amount;
+      readonly height: Height;
+    }
+  /**
+   * Every mint at `height` and above is known: a mint window reaching below it reports no
+   * room. Raising it is chain traffic; lowering it frees room, so it is a loosening.
+   */
+  | { readonly type: 'mintHistoryCompleteFrom'; readonly height: Height }
+  /**
    * A rejection undone: the block that carried it left the canonical chain, so the
    * withdrawal counts again at its own height (no reorganization below it is needed).
    */

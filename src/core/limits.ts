@@ -20,6 +20,18 @@ export interface Caps {
    * `peggedTotal`; in an entry, of that account's). It only tightens, and needs a window.
    */
   readonly rollingWithdrawalCapShare: Amount | null;
+  /**
+   * The mint window's length in blocks: the mints (`depositMinted`) of the last this many
+   * heights count against `rollingMintCap` (globally all mints; in an entry, that account's).
+   */
+  readonly rollingMintBlocks: Amount | null;
+  /** The most that may be minted in the mint window (set with `rollingMintBlocks`). */
+  readonly rollingMintCap: Amount | null;
+  /**
+   * The mint window's cap as a share of the pegged total, in basis points (1 to 10,000), as
+   * `rollingWithdrawalCapShare` is the withdrawal window's: it only tightens, and needs a window.
+   */
+  readonly rollingMintCapShare: Amount | null;
 }
 
 /** Caps as given by a caller: an absent field is `null`. */
@@ -44,10 +56,21 @@ export const REPORTED_CAP_FIELDS = [
   'rollingWithdrawalCap',
 ] as const satisfies ReadonlyArray<keyof Caps>;
 
-/** The names of every settable field: the six of the interface, and the window's share. */
+/** The names of the mint window's fields. */
+export const MINT_FIELDS = [
+  'rollingMintBlocks',
+  'rollingMintCap',
+  'rollingMintCapShare',
+] as const satisfies ReadonlyArray<keyof Caps>;
+
+/**
+ * The names of every settable field: the six of the interface, the window's share, and the
+ * mint window's three.
+ */
 export const CAP_FIELDS = [
   ...REPORTED_CAP_FIELDS,
   'rollingWithdrawalCapShare',
+  ...MINT_FIELDS,
 ] as const satisfies ReadonlyArray<keyof Caps>;
 
 /** The most a share may be: 10,000 basis points, the whole total. */
@@ -62,6 +85,9 @@ export const NO_CAPS: Caps = {
   rollingWithdrawalBlocks: null,
   rollingWithdrawalCap: null,
   rollingWithdrawalCapShare: null,
+  rollingMintBlocks: null,
+  rollingMintCap: null,
+  rollingMintCapShare: null,
 };
 
 /** True when every field is unset (such an account entry does not exist). */
@@ -120,45 +146,22 @@ export function rejectUnknownFields(
 
 /** The cross-field rules of caps whose fields are already valid amounts. */
 export function requireCapRules(caps: Caps, path: string, historyBlocks: number): void {
-  const blocks = caps.rollingWithdrawalBlocks;
-  if ((blocks === null) !== (caps.rollingWithdrawalCap === null)) {
-    fail(
-      'incomplete_rolling_window',
-      'rollingWithdrawalBlocks and rollingWithdrawalCap must be both set or both null',
-      joinPath(path, blocks === null ? 'rollingWithdrawalBlocks' : 'rollingWithdrawalCap'),
-    );
-  }
-  if (blocks !== null) {
-    if (blocks < 1n) {
-      fail(
-        'invalid_amount',
-        `rollingWithdrawalBlocks must be at least 1, got ${blocks}`,
-        joinPath(path, 'rollingWithdrawalBlocks'),
-      );
-    }
-    if (blocks > BigInt(historyBlocks)) {
-      fail(
-        'window_exceeds_history',
-        `rollingWithdrawalBlocks ${blocks} exceeds the ${historyBlocks} blocks of retained history`,
-        joinPath(path, 'rollingWithdrawalBlocks'),
-      );
-    }
-  }
-  const share = caps.rollingWithdrawalCapShare;
-  if (share !== null) {
-    if (share < 1n || share > MAX_SHARE)
-      fail(
-        'invalid_share',
-        `rollingWithdrawalCapShare is in basis points of the pegged total, 1 to ${MAX_SHARE} (100%), got ${share}`,
-        joinPath(path, 'rollingWithdrawalCapShare'),
-      );
-    if (blocks === null)
-      fail(
-        'incomplete_rolling_window',
-        'rollingWithdrawalCapShare needs a window to apply to: set rollingWithdrawalBlocks and rollingWithdrawalCap too',
-        joinPath(path, 'rollingWithdrawalCapShare'),
-      );
-  }
+  requireWindowRules(
+    caps.rollingWithdrawalBlocks,
+    caps.rollingWithdrawalCap,
+    caps.rollingWithdrawalCapShare,
+    ['rollingWithdrawalBlocks', 'rollingWithdrawalCap', 'rollingWithdrawalCapShare'],
+    path,
+    historyBlocks,
+  );
+  requireWindowRules(
+    caps.rollingMintBlocks,
+    caps.rollingMintCap,
+    caps.rollingMintCapShare,
+    MINT_FIELDS,
+    path,
+    historyBlocks,
+  );
   if (
     caps.perDepositMinimum !== null &&
     caps.perDepositCap !== null &&
@@ -169,6 +172,57 @@ export function requireCapRules(caps: Caps, path: string, historyBlocks: number)
       `perDepositMinimum ${caps.perDepositMinimum} is above perDepositCap ${caps.perDepositCap}`,
       joinPath(path, 'perDepositMinimum'),
     );
+  }
+}
+
+// The rules of one window (the withdrawal window's or the mint window's): its length and cap
+// set together, a length of 1 to the retained history, a share of 1 to 10,000 basis points
+// that needs the window.
+function requireWindowRules(
+  blocks: Amount | null,
+  cap: Amount | null,
+  share: Amount | null,
+  names: readonly [string, string, string],
+  path: string,
+  historyBlocks: number,
+): void {
+  const [blocksName, capName, shareName] = names;
+  if ((blocks === null) !== (cap === null)) {
+    fail(
+      'incomplete_rolling_window',
+      `${blocksName} and ${capName} must be both set or both null`,
+      joinPath(path, blocks === null ? blocksName : capName),
+    );
+  }
+  if (blocks !== null) {
+    if (blocks < 1n) {
+      fail(
+        'invalid_amount',
+        `${blocksName} must be at least 1, got ${blocks}`,
+        joinPath(path, blocksName),
+      );
+    }
+    if (blocks > BigInt(historyBlocks)) {
+      fail(
+        'window_exceeds_history',
+        `${blocksName} ${blocks} exceeds the ${historyBlocks} blocks of retained history`,
+        joinPath(path, blocksName),
+      );
+    }
+  }
+  if (share !== null) {
+    if (share < 1n || share > MAX_SHARE)
+      fail(
+        'invalid_share',
+        `${shareName} is in basis points of the pegged total, 1 to ${MAX_SHARE} (100%), got ${share}`,
+        joinPath(path, shareName),
+      );
+    if (blocks === null)
+      fail(
+        'incomplete_rolling_window',
+        `${shareName} needs a window to apply to: set ${blocksName} and ${capName} too`,
+        joinPath(path, shareName),
+      );
   }
 }
 
@@ -225,6 +279,14 @@ export interface ResolvedCaps {
   readonly accountRollingWithdrawalCap: Amount | null;
   /** The entry's window cap's share of the account's pegged total (basis points), when set. */
   readonly accountRollingWithdrawalCapShare: Amount | null;
+  /** The global mint window: its length, its cap and the cap's share, when set. */
+  readonly rollingMintBlocks: Amount | null;
+  readonly rollingMintCap: Amount | null;
+  readonly rollingMintCapShare: Amount | null;
+  /** The entry's own mint window (that account's mints), when it sets one. */
+  readonly accountRollingMintBlocks: Amount | null;
+  readonly accountRollingMintCap: Amount | null;
+  readonly accountRollingMintCapShare: Amount | null;
 }
 
 /**
@@ -245,6 +307,12 @@ export function resolveCaps(global: Caps, entry: Caps | undefined): ResolvedCaps
     accountRollingWithdrawalBlocks: entry === undefined ? null : entry.rollingWithdrawalBlocks,
     accountRollingWithdrawalCap: entry === undefined ? null : entry.rollingWithdrawalCap,
     accountRollingWithdrawalCapShare: entry === undefined ? null : entry.rollingWithdrawalCapShare,
+    rollingMintBlocks: global.rollingMintBlocks,
+    rollingMintCap: global.rollingMintCap,
+    rollingMintCapShare: global.rollingMintCapShare,
+    accountRollingMintBlocks: entry === undefined ? null : entry.rollingMintBlocks,
+    accountRollingMintCap: entry === undefined ? null : entry.rollingMintCap,
+    accountRollingMintCapShare: entry === undefined ? null : entry.rollingMintCapShare,
   };
 }
 

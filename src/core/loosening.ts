@@ -10,6 +10,9 @@
  *   entry's own `pegCap` and window cap) is raised or removed, or a window cap's share of
  *   the pegged total (`rollingWithdrawalCapShare`, an entry's own) is raised or removed;
  * - a window (`rollingWithdrawalBlocks`, an entry's own) is shortened or removed;
+ * - the same of the mint window (`rollingMintCap`, `rollingMintCapShare` raised or removed,
+ *   `rollingMintBlocks` shortened or removed, globally or an entry's own), or the mint
+ *   history's start (`mintHistoryCompleteFrom`) lowered;
  * - `perDepositMinimum` is lowered or removed;
  * - throttle mode ends, or a throttle key is revoked;
  * - the check of the peg's backing lets more through (more unbacked, older reserves, no check),
@@ -43,7 +46,13 @@ export type LoosenedField =
   | 'accountRollingWithdrawalBlocks'
   | 'accountRollingWithdrawalCap'
   | 'rollingWithdrawalCapShare'
-  | 'accountRollingWithdrawalCapShare';
+  | 'accountRollingWithdrawalCapShare'
+  | 'rollingMintBlocks'
+  | 'rollingMintCap'
+  | 'rollingMintCapShare'
+  | 'accountRollingMintBlocks'
+  | 'accountRollingMintCap'
+  | 'accountRollingMintCapShare';
 
 /** One way a change loosens the limits. */
 export type Loosening =
@@ -74,7 +83,12 @@ export type Loosening =
       readonly after: Amount | number | null;
     }
   /** The tripped breaker is cleared (or the check turned off): the limits open again. */
-  | { readonly kind: 'breakerCleared'; readonly tripped: Tripped };
+  | { readonly kind: 'breakerCleared'; readonly tripped: Tripped }
+  /**
+   * The mint history's start (`mintHistoryCompleteFrom`) is lowered: a mint window that
+   * reported no room reports it sooner.
+   */
+  | { readonly kind: 'mintHistory'; readonly before: number; readonly after: number | null };
 
 // Each field and which way loosens it: up for caps, down for windows and minimums (and
 // removing any of them loosens).
@@ -89,6 +103,12 @@ const FIELDS: ReadonlyArray<readonly [LoosenedField, 1 | -1]> = [
   ['accountRollingWithdrawalCapShare', 1],
   ['rollingWithdrawalBlocks', -1],
   ['accountRollingWithdrawalBlocks', -1],
+  ['rollingMintCap', 1],
+  ['accountRollingMintCap', 1],
+  ['rollingMintCapShare', 1],
+  ['accountRollingMintCapShare', 1],
+  ['rollingMintBlocks', -1],
+  ['accountRollingMintBlocks', -1],
   ['perDepositMinimum', -1],
 ];
 
@@ -151,6 +171,9 @@ export function loosenings(before: LimitsState, after: LimitsState): ReadonlyArr
     });
   }
   integrityLoosenings(before, after, out);
+  const mintFrom = before.mintCompleteFrom;
+  if (mintFrom !== null && (after.mintCompleteFrom === null || after.mintCompleteFrom < mintFrom))
+    out.push({ kind: 'mintHistory', before: mintFrom, after: after.mintCompleteFrom });
   const throttled = before.throttleModeInitiator !== null || after.throttleModeInitiator !== null;
   const views: ReadonlyArray<'effective' | 'configured'> = throttled
     ? ['effective', 'configured']

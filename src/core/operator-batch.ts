@@ -17,7 +17,7 @@ import {
   looseningWaits,
   loosens,
 } from './loosening.js';
-import { holds, type Scope, scopeOf } from './scopes.js';
+import { holds, type Scope, scopeOfEvent } from './scopes.js';
 import { applyAll, type LimitsState } from './state.js';
 
 /** Who sends a batch: an operator's name and the scopes it holds. */
@@ -110,6 +110,7 @@ export function decideBatch(
   rules: BatchRules = {},
 ): BatchOutcome {
   const { events, operator } = batch;
+  const scopes = eventScopes(state, events);
   for (const [i, event] of events.entries()) {
     if (SERVICE_EVENTS.has(event.type))
       return refusedBy(
@@ -121,7 +122,7 @@ export function decideBatch(
           i,
         ),
       );
-    const scope = scopeOf(event.type);
+    const scope = scopes[i];
     if (scope !== undefined && !operator.scopes.includes(scope))
       return refusedBy(
         'operator',
@@ -151,10 +152,24 @@ export function decideBatch(
   if (r.state === state) return { outcome: 'applied', state, events: NONE };
   const policy = rules.loosening;
   if (policy !== undefined && looseningWaits(policy)) {
-    const waiting = waitingChange(state, r.state, batch, policy);
+    const waiting = waitingChange(state, r.state, batch, policy, scopes);
     if (waiting !== undefined) return waiting;
   }
   return { outcome: 'applied', state: r.state, events };
+}
+
+// The scope each event of a batch needs, the mint history's start followed through the batch
+// (lowering it needs `limits`: `scopeOfEvent`).
+function eventScopes(
+  state: LimitsState,
+  events: ReadonlyArray<LimitsEvent>,
+): ReadonlyArray<Scope | undefined> {
+  let mintFrom = state.mintCompleteFrom;
+  return events.map((e) => {
+    const scope = scopeOfEvent(e, mintFrom);
+    if (e.type === 'mintHistoryCompleteFrom' && typeof e.height === 'number') mintFrom = e.height;
+    return scope;
+  });
 }
 
 // A batch that loosens the limits, made a pending change, or undefined when it does not
@@ -165,9 +180,10 @@ function waitingChange(
   next: LimitsState,
   batch: OperatorBatch,
   policy: LooseningPolicy,
+  scopes: ReadonlyArray<Scope | undefined>,
 ): BatchOutcome | undefined {
   const { events } = batch;
-  const own = events.filter((e) => scopeOf(e.type) !== 'chain');
+  const own = events.filter((_, i) => scopes[i] !== 'chain');
   if (own.length === 0) return undefined;
   let loosening: boolean;
   if (own.length === events.length) loosening = loosens(state, next);

@@ -81,12 +81,16 @@ export function peggedTotalObserved(d: Draft, e: Record<string, unknown>): void 
   d.changed = true;
 }
 
-// The last basis computed for a list (lists are shared by the states that did not change
-// them, so a view of an unchanged state finds it here).
-const computed = new WeakMap<
-  ReadonlyArray<Observation>,
-  { tip: Height | null; blocks: Amount; basis: Amount }
->();
+// The last bases computed for a list, one per window length (the withdrawal window's and the
+// mint window's; lists are shared by the states that did not change them, so a view of an
+// unchanged state finds them here).
+interface Computed {
+  tip: Height | null;
+  blocks: Amount;
+  basis: Amount;
+  other: Computed | undefined;
+}
+const computed = new WeakMap<ReadonlyArray<Observation>, Computed>();
 
 /**
  * The basis of a window of `blocks` at `tip` over the observations `list`: the lowest total
@@ -99,7 +103,8 @@ export function shareBasis(
 ): Amount {
   if (list === undefined || list.length === 0) return 0n;
   const known = computed.get(list);
-  if (known !== undefined && known.tip === tip && known.blocks === blocks) return known.basis;
+  for (let k = known; k !== undefined; k = k.other)
+    if (k.tip === tip && k.blocks === blocks) return k.basis;
   // Before any block every observation is "before": the last one applied is in force.
   const from = tip === null ? Number.POSITIVE_INFINITY : tip - Number(blocks) + 1;
   let basis: Amount | undefined;
@@ -114,7 +119,14 @@ export function shareBasis(
     if (basis === undefined || o.total < basis) basis = o.total;
   }
   const result = basis ?? 0n;
-  computed.set(list, { tip, blocks, basis: result });
+  // Kept beside the last one of the other length (two windows read one list).
+  const other = known === undefined || known.blocks === blocks ? known?.other : known;
+  computed.set(list, {
+    tip,
+    blocks,
+    basis: result,
+    other: other && { ...other, other: undefined },
+  });
   return result;
 }
 

@@ -20,6 +20,9 @@ const BY_TYPE: Readonly<Record<string, Scope>> = {
   reservesObserved: 'chain',
   historyCompleteFrom: 'chain',
   blocksHeld: 'chain',
+  depositMinted: 'chain',
+  // Raising it is the chain's; lowering it frees room, which needs `limits` (`scopeOfEvent`).
+  mintHistoryCompleteFrom: 'chain',
   limitsSet: 'limits',
   limitsUpdated: 'limits',
   accountLimitsSet: 'limits',
@@ -50,6 +53,25 @@ const BY_TYPE: Readonly<Record<string, Scope>> = {
  */
 export function scopeOf(type: string): Scope | undefined {
   return Object.hasOwn(BY_TYPE, type) ? BY_TYPE[type] : undefined;
+}
+
+/**
+ * The scope one event needs where the mint history is complete from `mintFrom` (`null`: from
+ * the start): its type's, except that lowering the mint history's start frees room, so a
+ * `mintHistoryCompleteFrom` below `mintFrom` needs `limits`.
+ */
+export function scopeOfEvent(
+  event: { readonly type: string; readonly height?: unknown },
+  mintFrom: number | null,
+): Scope | undefined {
+  if (
+    event.type === 'mintHistoryCompleteFrom' &&
+    mintFrom !== null &&
+    typeof event.height === 'number' &&
+    event.height < mintFrom
+  )
+    return 'limits';
+  return scopeOf(event.type);
 }
 
 /** True when `value` names a scope. */

@@ -57,6 +57,7 @@ function eventOf(value: unknown, path: string, invalid: ReportInvalid): unknown 
         ? { ...value, limits: capsAt(value.limits, `${path}.limits`) }
         : value;
     case 'withdrawalRequested':
+    case 'depositMinted':
       return 'amount' in value
         ? { ...value, amount: amountAt(value.amount, `${path}.amount`) }
         : value;
@@ -112,6 +113,10 @@ export function snapshotAmounts(
         : w,
     );
   pegAmounts(s, out, amountAt);
+  if (Array.isArray(s.mints))
+    out.mints = s.mints.map((m: unknown, i) =>
+      isRecord(m) && 'amount' in m ? { ...m, amount: amountAt(m.amount, `mints[${i}].amount`) } : m,
+    );
   if (Array.isArray(s.changes))
     out.changes = s.changes.map((c: unknown, i) =>
       isRecord(c) && Array.isArray(c.events)

@@ -9,28 +9,22 @@ import { type Amount, requireCap, requirePositive } from './amount.js';
 import { requireId } from './chain.js';
 import { restoreChange } from './changes.js';
 import { asState, draftOf, type Observation, stateFieldsOf } from './draft.js';
-import {
-  describe,
-  joinPath,
-  LimitsError,
-  PegLimitsError,
-  pathInEvent,
-  type Result,
-} from './errors.js';
+import { describe, joinPath, LimitsError, pathInEvent, type Result } from './errors.js';
 import type { PendingChange } from './events.js';
-import { heightFromJson, requireHeight } from './heights.js';
+import { heightFromJson } from './heights.js';
 import { pegIntegrity, requireIntegrityPolicy } from './integrity.js';
 import { isSecretHash } from './keys.js';
 import {
   CAP_FIELDS,
   type Caps,
   isRecord,
+  MINT_FIELDS,
   REPORTED_CAP_FIELDS,
-  rejectUnknownFields,
   requireAccount,
 } from './limits.js';
 import { mapForEach, mapGet, mapSet } from './pmap.js';
 import { SNAPSHOT_FORMAT, SNAPSHOT_VERSION, TOP_FIELDS } from './snapshot.js';
+import { checked, height, Invalid, invalid, list, nullable, record } from './snapshot-input.js';
 import { snapshotAmounts } from './snapshot-json.js';
 import {
   applyAll,
@@ -42,7 +36,10 @@ import {
 } from './state.js';
 import { requireKeyName } from './throttle.js';
 
-// What version 5 (and 4) lacks, version 3 besides, version 2 besides, and version 1 besides.
+// What version 6 lacks, version 5 (and 4) besides, version 3 besides, version 2 besides, and
+// version 1 besides.
+const MINT_TOP_FIELDS = ['mints', 'mintHistoryCompleteFrom'];
+const V6_FIELDS = TOP_FIELDS.filter((f) => !MINT_TOP_FIELDS.includes(f));
 const PEG_FIELDS = [
   'totalsObserved',
   'accountTotalsObserved',
@@ -50,71 +47,20 @@ const PEG_FIELDS = [
   'pegIntegrity',
   'pegBreaker',
 ];
-const V5_FIELDS = TOP_FIELDS.filter((f) => !PEG_FIELDS.includes(f));
+const V5_FIELDS = V6_FIELDS.filter((f) => !PEG_FIELDS.includes(f));
 const V3_FIELDS = V5_FIELDS.filter((f) => f !== 'blocksHeldFrom');
 const V2_FIELDS = V3_FIELDS.filter((f) => f !== 'historyCompleteFrom');
 const V1_FIELDS = V2_FIELDS.filter((f) => f !== 'changes' && f !== 'nextChangeId');
 // The top fields a snapshot of `version` holds (this version's for one it cannot read: the
 // version check names what is wrong).
 function fieldsOf(version: unknown): ReadonlyArray<string> {
-  const byVersion = [V1_FIELDS, V2_FIELDS, V3_FIELDS, V5_FIELDS, V5_FIELDS];
+  const byVersion = [V1_FIELDS, V2_FIELDS, V3_FIELDS, V5_FIELDS, V5_FIELDS, V6_FIELDS];
   return typeof version === 'number' ? (byVersion[version - 1] ?? TOP_FIELDS) : TOP_FIELDS;
 }
 const WITHDRAWAL_FIELDS = ['id', 'account', 'amount', 'height', 'rejected'];
+const MINT_FIELDS_OF_SNAPSHOT = ['id', 'account', 'amount', 'height'];
 const KEY_FIELDS = ['name', 'secretHash', 'revoked'];
 const PROFILE_FIELDS = ['perWithdrawalCap', 'rollingWithdrawalBlocks', 'rollingWithdrawalCap'];
-
-// Thrown inside stateFromSnapshot, caught at its boundary.
-class Invalid extends PegLimitsError {
-  constructor(
-    readonly at: string,
-    readonly reason: string,
-  ) {
-    super('invalid_snapshot', reason);
-  }
-}
-
-function invalid(path: string, reason: string): never {
-  throw new Invalid(path, reason);
-}
-
-function record(
-  value: unknown,
-  path: string,
-  fields?: ReadonlyArray<string>,
-): Record<string, unknown> {
-  if (!isRecord(value)) invalid(path, `expected an object, got ${describe(value)}`);
-  if (fields !== undefined) {
-    checked(() => rejectUnknownFields(value, fields, path), path);
-    for (const f of fields) if (!(f in value)) invalid(joinPath(path, f), 'missing');
-  }
-  return value as Record<string, unknown>;
-}
-
-function list(value: unknown, path: string): ReadonlyArray<unknown> {
-  if (!Array.isArray(value)) invalid(path, `expected an array, got ${describe(value)}`);
-  return value;
-}
-
-// A field read by the core's own rule, its error put at the snapshot's path: the rule's
-// LimitsError carries the path and the reason apart, so nothing is read out of a message.
-function checked<T>(read: () => T, path: string): T {
-  try {
-    return read();
-  } catch (e) {
-    if (e instanceof LimitsError) invalid(e.path ?? path, e.message);
-    throw e;
-  }
-}
-
-// Heights are numbers in a state and may be bigints after decodeJson.
-function height(value: unknown, path: string): Height {
-  return checked(() => requireHeight(heightFromJson(value), path), path);
-}
-
-function nullable<T>(value: unknown, read: (v: unknown) => T): T | null {
-  return value === null ? null : read(value);
-}
 
 /**
  * Restores a state from a snapshot (as {@link snapshotOf} made it, or as `decodeJson` read
@@ -177,8 +123,14 @@ function restore(input: unknown): LimitsState {
       `this release reads versions 1 to ${SNAPSHOT_VERSION}, got ${describe(s.version)}`,
     );
   const historyBlocks = height(s.historyBlocks, 'historyBlocks');
-  // Before version 5, caps held the six fields of the interface (no share).
-  const capFields = version >= 5 ? CAP_FIELDS : REPORTED_CAP_FIELDS;
+  // Before version 5, caps held the six fields of the interface (no share); before version 7,
+  // besides, no mint window.
+  const capFields =
+    version >= 7
+      ? CAP_FIELDS
+      : version >= 5
+        ? CAP_FIELDS.filter((f) => !(MINT_FIELDS as ReadonlyArray<string>).includes(f))
+        : REPORTED_CAP_FIELDS;
   const limits = record(s.limits, 'limits', capFields);
   const accountCaps = record(s.accountCaps, 'accountCaps');
   for (const [name, caps] of Object.entries(accountCaps)) {
@@ -242,6 +194,7 @@ function restore(input: unknown): LimitsState {
     push({ type: 'withdrawalRequested', id, account, amount, height: h }, at);
     if (w.rejected) push({ type: 'withdrawalRejected', id }, at);
   }
+  if (version >= 7) pushMints(s, tip, oldest, push);
   if (tip !== null && highestTip !== null && tip < highestTip)
     push({ type: 'chainReorganized', height: tip }, 'tip');
   const completeFrom =
@@ -297,6 +250,43 @@ function restore(input: unknown): LimitsState {
   const path =
     field === undefined || field === '' || !base.endsWith(']') ? base : `${base}.${field}`;
   invalid(path, r.error.message);
+}
+
+// The mints of a version 7 snapshot, as the events that hold them, and the mint history's
+// start: each checked where it stands, the rest by the event's own rules.
+function pushMints(
+  s: Record<string, unknown>,
+  tip: Height | null,
+  oldest: Height,
+  push: (event: LimitsEvent, path: string) => void,
+): void {
+  const mintIds = new Set<string>();
+  for (const [i, item] of list(s.mints, 'mints').entries()) {
+    const at = `mints[${i}]`;
+    const m = record(item, at, MINT_FIELDS_OF_SNAPSHOT);
+    const h = height(m.height, `${at}.height`);
+    if (tip === null || h > tip)
+      invalid(`${at}.height`, `a mint held must be at or below the tip ${tip}, got ${h}`);
+    if (h < oldest)
+      invalid(`${at}.height`, `height ${h} is older than the retained history (${oldest}…)`);
+    if (typeof m.id === 'string' && mintIds.has(m.id))
+      invalid(`${at}.id`, `the id ${JSON.stringify(m.id)} appears twice`);
+    if (typeof m.id === 'string') mintIds.add(m.id);
+    // The event's own rules check the id, the account and the amount, at this entry's path.
+    push(
+      {
+        type: 'depositMinted',
+        id: m.id as string,
+        account: m.account as string,
+        amount: m.amount as Amount,
+        height: h,
+      },
+      at,
+    );
+  }
+  const mintFrom = nullable(s.mintHistoryCompleteFrom, (v) => height(v, 'mintHistoryCompleteFrom'));
+  if (mintFrom !== null)
+    push({ type: 'mintHistoryCompleteFrom', height: mintFrom }, 'mintHistoryCompleteFrom');
 }
 
 // The pending changes, put in place once the rest is restored (they are not replayed: the

@@ -15,7 +15,8 @@ import { forEachWithdrawal, withdrawalWalk } from './withdrawals.js';
 /** The `format` every snapshot carries. */
 export const SNAPSHOT_FORMAT = 'peg-limits/snapshot';
 /**
- * The snapshot version this release writes. It reads this one, version 5 (written before the
+ * The snapshot version this release writes. It reads this one, version 6 (written before the
+ * mint window: no mints held, the mint history complete, no mint window in the caps), version 5 (written before the
  * peg's backing was checked: the check off, no reserves read, each pegged total its only
  * observation), version 4 (besides, written before a
  * window cap could be a share of the total: its caps hold none), version 3 (besides, written
@@ -23,7 +24,7 @@ export const SNAPSHOT_FORMAT = 'peg-limits/snapshot';
  * be read with `decodeJson`; written before a history could start late: complete from the
  * start) and version 1 (besides, written before pending changes existed: it holds none).
  */
-export const SNAPSHOT_VERSION = 6;
+export const SNAPSHOT_VERSION = 7;
 
 /** An amount in a snapshot: its decimal digits, which JSON keeps, every one of them. */
 export type AmountText = string;
@@ -38,6 +39,14 @@ export interface SnapshotWithdrawal {
   readonly amount: AmountText;
   readonly height: Height;
   readonly rejected: boolean;
+}
+
+/** A mint in a snapshot (its amount as decimal digits). */
+export interface SnapshotMint {
+  readonly id: string;
+  readonly account: string;
+  readonly amount: AmountText;
+  readonly height: Height;
 }
 
 /** The throttle profile in a snapshot. */
@@ -65,7 +74,7 @@ export interface Snapshot {
   readonly version: typeof SNAPSHOT_VERSION;
   readonly historyBlocks: number;
   readonly throttleProfile: SnapshotProfile;
-  /** The configured global caps (without the throttle overlay), every settable field (seven since version 5). */
+  /** The configured global caps (without the throttle overlay), every settable field (seven since version 5, ten since version 7). */
   readonly limits: SnapshotCaps;
   /** The configured account entries, by account name. */
   readonly accountCaps: Readonly<Record<string, SnapshotCaps>>;
@@ -108,6 +117,10 @@ export interface Snapshot {
   } | null;
   /** The id the next pending change gets. */
   readonly nextChangeId: number;
+  /** The mints held (inside the history), sorted by height, then id (version 7 on). */
+  readonly mints: ReadonlyArray<SnapshotMint>;
+  /** The height from which every mint is known (`mintHistoryCompleteFrom`); null: from the start. */
+  readonly mintHistoryCompleteFrom: Height | null;
 }
 
 /** The fields of a snapshot of this version, in the order it writes them. */
@@ -134,6 +147,8 @@ export const TOP_FIELDS = [
   'reserves',
   'pegIntegrity',
   'pegBreaker',
+  'mints',
+  'mintHistoryCompleteFrom',
 ];
 function byKey(a: string, b: string): number {
   return a < b ? -1 : a > b ? 1 : 0;
@@ -315,7 +330,19 @@ function snapshotHead(state: LimitsState): Snapshot {
             reserves: state.tripped.reserves.toString(),
             unbacked: state.tripped.unbacked.toString(),
           },
+    mints: mintsOf(state),
+    mintHistoryCompleteFrom: state.mintCompleteFrom,
   };
+}
+
+// The mints held, sorted by height, then id. In the head: a window's mints are few beside
+// the withdrawals of the history.
+function mintsOf(state: LimitsState): SnapshotMint[] {
+  const out: SnapshotMint[] = [];
+  mapForEach(state.mints, (m) =>
+    out.push({ id: m.id, account: m.account, amount: m.amount.toString(), height: m.height }),
+  );
+  return out.sort((a, b) => a.height - b.height || byKey(a.id, b.id));
 }
 
 function plainObservation(o: Observation): SnapshotObservation {

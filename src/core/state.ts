@@ -8,7 +8,7 @@
  * one `apply`/`applyAll` may be changed in place while every earlier state stays untouched.
  * An event that fails discards the whole draft: the input state is never touched.
  */
-import { flushBooks, openBook } from './books.js';
+import { entryBooks, flushBooks } from './books.js';
 import {
   blockConnected,
   chainReorganized,
@@ -26,7 +26,6 @@ import {
 } from './changes.js';
 import {
   asState,
-  DROPPED_BOOK,
   type Draft,
   draftOf,
   type LimitsState,
@@ -55,6 +54,7 @@ import {
   requireAccount,
   requireCaps,
 } from './limits.js';
+import { depositMinted, mintHistoryCompleteFrom } from './mints.js';
 import { peggedTotalObserved } from './pegged-totals.js';
 import { emptyMap, mapDelete, mapGet, mapSet } from './pmap.js';
 import { treeShapeOf } from './sum-tree.js';
@@ -155,6 +155,10 @@ export function createLimitsState(options: LimitsOptions = {}): LimitsState {
       },
     ],
     books: emptyMap(),
+    mintSums: treeShape.empty,
+    mints: emptyMap(),
+    mintBooks: emptyMap(),
+    mintCompleteFrom: null,
     accountPegged: emptyMap(),
     totals: [],
     accountTotals: emptyMap(),
@@ -186,7 +190,7 @@ export function createLimitsState(options: LimitsOptions = {}): LimitsState {
 
 function freeze(d: Draft): LimitsState {
   flushWithdrawals(d);
-  if (d.bookCache !== undefined) flushBooks(d, d.bookCache);
+  flushBooks(d);
   return asState(stateFieldsOf(d));
 }
 
@@ -268,17 +272,11 @@ function merged(
 }
 
 function setEntry(d: Draft, account: string, caps: Caps): void {
-  const had = (mapGet(d.entries, account)?.rollingWithdrawalBlocks ?? null) !== null;
-  const has = caps.rollingWithdrawalBlocks !== null;
+  const before = mapGet(d.entries, account) ?? NO_CAPS;
   d.entries = isEmptyCaps(caps)
     ? mapDelete(d.entries, account, d.owner)
     : mapSet(d.entries, account, caps, d.owner);
-  // Only an account whose entry sets its own window keeps its own per-block sums.
-  if (has && !had) openBook(d, account);
-  else if (had && !has) {
-    d.bookCache ??= new Map();
-    d.bookCache.set(account, DROPPED_BOOK);
-  }
+  entryBooks(d, account, before, caps);
   d.changed = true;
 }
 
@@ -327,6 +325,8 @@ const handlers = new Map<string, EventHandler>([
   ['pegIntegritySet', pegIntegritySet],
   ['pegBreakerCleared', pegBreakerCleared],
   ['historyCompleteFrom', historyCompleteFrom],
+  ['depositMinted', depositMinted],
+  ['mintHistoryCompleteFrom', mintHistoryCompleteFrom],
   ['blocksHeld', blocksHeld],
   ['blocksReleased', blocksReleased],
   ['throttleKeyAdded', throttleKeyAdded],

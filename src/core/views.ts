@@ -15,11 +15,16 @@ import { pegFailure } from './integrity.js';
 import { type Caps, isAccountName, type ResolvedCaps, resolveCaps } from './limits.js';
 import { mapForEach, mapGet } from './pmap.js';
 import type { LimitsState, PendingChange } from './state.js';
-import { forEachSum, type SumNode } from './sum-tree.js';
-import { accountTree, COMPLETE, roomIn, windowSpan, windowsStatus, withdrawnIn } from './window.js';
+import type { SumNode } from './sum-tree.js';
+import { accountMintTree, accountTree, roomIn, windowsStatus, withdrawnIn } from './window.js';
 
 /** The limits of one account entry, as `GET /limits/{account}` reports them. */
 export interface AccountLimits {
+  /**
+   * The entry's peg cap in force: as configured when the entry sets no mint window of its
+   * own, else the lower of it and the account's pegged total plus its mint window's room
+   * (what the signers may mint for it now; 0 room while the room is unknown).
+   */
   readonly pegCap: Amount | null;
   readonly perDepositCap: Amount | null;
   readonly perDepositMinimum: Amount | null;
@@ -27,11 +32,20 @@ export interface AccountLimits {
   readonly rollingWithdrawalBlocks: Amount | null;
   readonly rollingWithdrawalCap: Amount | null;
   readonly throttleModeInitiator: string | null;
+  /** The entry's own mint window: its length, its cap in force and its share, when set. */
+  readonly rollingMintBlocks: Amount | null;
+  readonly rollingMintCap: Amount | null;
+  readonly rollingMintCapShare: Amount | null;
 }
 
 /** The global limits, as `GET /limits` reports them. */
 export interface Limits {
   readonly availableToWithdraw: Amount | null;
+  /**
+   * The peg cap in force: as configured without a mint window, else the lower of it and the
+   * pegged total plus {@link Limits.availableToMint} (a room of 0 while it is unknown), which
+   * is how the signers, who compute `pegCap − supply`, obey the mint window unchanged.
+   */
   readonly pegCap: Amount | null;
   readonly perDepositCap: Amount | null;
   readonly perDepositMinimum: Amount | null;
@@ -39,6 +53,16 @@ export interface Limits {
   readonly rollingWithdrawalBlocks: Amount | null;
   readonly rollingWithdrawalCap: Amount | null;
   readonly throttleModeInitiator: string | null;
+  /** The mint window's length, its cap in force and its share of the pegged total; null when unset. */
+  readonly rollingMintBlocks: Amount | null;
+  readonly rollingMintCap: Amount | null;
+  readonly rollingMintCapShare: Amount | null;
+  /**
+   * What may still be minted in the mint window: its cap in force less the mints in it; null
+   * without a mint window, while it reaches below the mint history's start or blocks are
+   * held; 0 while the limits fail closed on the peg's backing.
+   */
+  readonly availableToMint: Amount | null;
   /** Every account entry, by account name (a prototype-free object, sorted by name). */
   readonly accountCaps: Readonly<Record<string, AccountLimits>>;
 }
@@ -82,10 +106,36 @@ export interface EffectiveLimits extends ResolvedCaps {
   /** The same for the entry's own window, of the account's own totals. */
   readonly accountShareBasis: Amount;
   readonly throttleModeInitiator: string | null;
+  /**
+   * What the account may still have minted in the mint windows that apply to it (the
+   * global one, its entry's own): the least room they leave; null when none applies or
+   * while one's room is unknown; 0 while the limits fail closed and one applies.
+   */
+  readonly availableToMint: Amount | null;
+  /** The tip from which every mint window that applies is complete; `null` when all are now. */
+  readonly mintIncompleteUntil: number | null;
+  /** The global mint window's fixed cap, beneath its share; `rollingMintCap` is the one in force. */
+  readonly rollingMintCapFixed: Amount | null;
+  /** The entry's own mint window's fixed cap, beneath its share of the account's total. */
+  readonly accountRollingMintCapFixed: Amount | null;
+  /** The total the global mint window cap's share applies to (the lagged basis over its length). */
+  readonly mintShareBasis: Amount;
+  /** The same for the entry's own mint window, of the account's own totals. */
+  readonly accountMintShareBasis: Amount;
 }
 
 function entryOf(state: LimitsState, account: string): Caps | undefined {
   return isAccountName(account) ? mapGet(state.entries, account) : undefined;
+}
+
+/** @internal The configured global caps, beneath every overlay (what a limits event set). */
+export function configuredLimits(state: LimitsState): Caps {
+  return state.limits;
+}
+
+/** @internal An account's configured entry, beneath every overlay, or `undefined`. */
+export function configuredEntry(state: LimitsState, account: string): Caps | undefined {
+  return entryOf(state, account);
 }
 
 /** The caps that apply to `account` (fallback resolved, throttle overlay applied). */
@@ -101,16 +151,55 @@ export function accountPeggedTotal(state: LimitsState, account: string): Amount 
   return isAccountName(account) ? (mapGet(state.accountPegged, account) ?? 0n) : 0n;
 }
 
-function accountView(caps: Caps, initiator: string | null): AccountLimits {
+function accountView(state: LimitsState, caps: Caps, account: string): AccountLimits {
+  const blocks = caps.rollingMintBlocks;
   return {
-    pegCap: caps.pegCap,
+    pegCap:
+      blocks === null
+        ? caps.pegCap
+        : pegCapInForce(
+            caps.pegCap,
+            accountPeggedTotal(state, account),
+            mintRoom(state, blocks, caps.rollingMintCap, accountMintTree(state, account)),
+          ),
     perDepositCap: caps.perDepositCap,
     perDepositMinimum: caps.perDepositMinimum,
     perWithdrawalCap: caps.perWithdrawalCap,
     rollingWithdrawalBlocks: caps.rollingWithdrawalBlocks,
     rollingWithdrawalCap: caps.rollingWithdrawalCap,
-    throttleModeInitiator: initiator,
+    throttleModeInitiator: state.throttleModeInitiator,
+    rollingMintBlocks: blocks,
+    rollingMintCap: caps.rollingMintCap,
+    rollingMintCapShare: caps.rollingMintCapShare,
   };
+}
+
+/**
+ * The room a mint window leaves (its cap in force less what is minted in it), `null` without
+ * one or while its room is unknown, 0 while the limits fail closed.
+ */
+function mintRoom(
+  state: LimitsState,
+  blocks: Amount | null,
+  cap: Amount | null,
+  tree: SumNode | undefined,
+): Amount | null {
+  if (blocks === null || cap === null) return null;
+  if (pegFailure(state) !== null) return 0n;
+  return roomIn(windowsStatus(state, blocks, null, true), cap, withdrawnIn(state, tree, blocks));
+}
+
+/** The most the int64 fields of the interface hold: a peg cap in force never reads above it. */
+const INT64_MAX = (1n << 63n) - 1n;
+
+/**
+ * The peg cap in force where a mint window applies: the total plus the room (0 while the room
+ * is unknown), under the configured peg cap when one is set, never above the int64 maximum.
+ */
+function pegCapInForce(pegCap: Amount | null, total: Amount, room: Amount | null): Amount {
+  let cap = total + (room ?? 0n);
+  if (pegCap !== null && pegCap < cap) cap = pegCap;
+  return cap > INT64_MAX ? INT64_MAX : cap;
 }
 
 /**
@@ -133,12 +222,15 @@ export function getLimits(state: LimitsState): Limits {
   const accountCaps: Record<string, AccountLimits> = Object.create(null);
   for (const name of names) {
     accountCaps[name] = accountView(
+      state,
       entryCapsInForce(state, mapGet(state.entries, name), name)!,
-      state.throttleModeInitiator,
+      name,
     );
   }
   const blocks = caps.rollingWithdrawalBlocks;
   const cap = caps.rollingWithdrawalCap;
+  const mintBlocks = caps.rollingMintBlocks;
+  const availableToMint = mintRoom(state, mintBlocks, caps.rollingMintCap, state.mintSums);
   return {
     availableToWithdraw:
       pegFailure(state) !== null
@@ -150,13 +242,20 @@ export function getLimits(state: LimitsState): Limits {
               cap,
               withdrawnIn(state, state.historySums, blocks),
             ),
-    pegCap: caps.pegCap,
+    pegCap:
+      mintBlocks === null
+        ? caps.pegCap
+        : pegCapInForce(caps.pegCap, state.peggedTotal, availableToMint),
     perDepositCap: caps.perDepositCap,
     perDepositMinimum: caps.perDepositMinimum,
     perWithdrawalCap: caps.perWithdrawalCap,
     rollingWithdrawalBlocks: blocks,
     rollingWithdrawalCap: cap,
     throttleModeInitiator: state.throttleModeInitiator,
+    rollingMintBlocks: mintBlocks,
+    rollingMintCap: caps.rollingMintCap,
+    rollingMintCapShare: caps.rollingMintCapShare,
+    availableToMint,
     accountCaps,
   };
 }
@@ -175,7 +274,7 @@ export function getLimits(state: LimitsState): Limits {
 export function getAccountLimits(state: LimitsState, account: string): AccountLimits | undefined {
   if (!isAccountName(account)) return undefined;
   const entry = entryCapsInForce(state, mapGet(state.entries, account), account);
-  return entry === undefined ? undefined : accountView(entry, state.throttleModeInitiator);
+  return entry === undefined ? undefined : accountView(state, entry, account);
 }
 
 /**
@@ -215,6 +314,7 @@ export function effectiveLimits(state: LimitsState, account: string): EffectiveL
     );
     available = available === null || (own !== null && own < available) ? own : available;
   }
+  const mint = mintRoomFor(state, resolved, account);
   return {
     ...resolved,
     account,
@@ -230,162 +330,42 @@ export function effectiveLimits(state: LimitsState, account: string): EffectiveL
     shareBasis: globalShareBasis(state),
     accountShareBasis: accountShareBasis(state, rawEntry, account),
     throttleModeInitiator: state.throttleModeInitiator,
+    availableToMint: mint.room,
+    mintIncompleteUntil: mint.completeAt,
+    rollingMintCapFixed: state.limits.rollingMintCap,
+    accountRollingMintCapFixed: rawEntry?.rollingMintCap ?? null,
+    mintShareBasis: globalShareBasis(state, 'mint'),
+    accountMintShareBasis: accountShareBasis(state, rawEntry, account, 'mint'),
   };
-}
-
-/** The amount withdrawn at one height. */
-export interface HeightSum {
-  readonly height: number;
-  readonly amount: Amount;
-}
-
-/** A rolling window as data for a chart: see {@link windowOf}. */
-export interface WindowView {
-  /** The account whose own window this is, or `null` for the global window. */
-  readonly account: string | null;
-  /** The current tip, or `null` before any block is known. */
-  readonly tip: number | null;
-  /**
-   * The window's length in blocks and its cap in force (the lower of the fixed cap and its
-   * share of the pegged total, throttle overlay included); null when unset.
-   */
-  readonly rollingWithdrawalBlocks: Amount | null;
-  readonly rollingWithdrawalCap: Amount | null;
-  /** The fixed cap beneath the share (throttle overlay included); null when unset. */
-  readonly rollingWithdrawalCapFixed: Amount | null;
-  /** The cap's share of the pegged total, in basis points; null when none is set. */
-  readonly rollingWithdrawalCapShare: Amount | null;
-  /** The pegged total the share is of: the global one, or the account's for its own window. */
-  readonly peggedTotal: Amount;
-  /**
-   * The total the share applies to: the lowest of that pegged total in force during the
-   * window (a fall counts at once, a rise once the lower totals have left the window).
-   */
-  readonly shareBasis: Amount;
-  /** The window's first and last height (`tip − blocks + 1 … tip`); null without a tip or a window. */
-  readonly from: number | null;
-  readonly to: number | null;
-  /**
-   * What is withdrawn in the window (rejected withdrawals do not count); while the window is
-   * incomplete, what is known of it.
-   */
-  readonly withdrawn: Amount;
-  /**
-   * Whether the state was told of every height of the window: false while it reaches below
-   * the height from which the history is complete (`historyCompleteFrom`).
-   */
-  readonly complete: boolean;
-  /**
-   * The tip at which an incomplete window becomes complete; `null` when it is complete, or
-   * while blocks are held (not known until the hold ends).
-   */
-  readonly completeAt: number | null;
-  /**
-   * The burn height of the first block a feed holds past the chain bounds, or `null`: while
-   * blocks are held, the chain has moved on and the window is not complete.
-   */
-  readonly heldFrom: number | null;
-  /**
-   * What may still be withdrawn: the cap less what is withdrawn; null without a window, and
-   * while the window is incomplete (unknown).
-   */
-  readonly availableToWithdraw: Amount | null;
-  /** The non-zero per-block sums inside the window, oldest first. */
-  readonly sums: ReadonlyArray<HeightSum>;
-  /** The next amount to free up: the oldest non-zero block's sum, and the tip at which it leaves. */
-  readonly nextRelease: HeightSum | null;
-  readonly throttleModeInitiator: string | null;
 }
 
 /**
- * The rolling window as data for charts: the tip, the window's heights, the non-zero
- * per-block sums inside it, the cap and what is available, and when the next amount frees
- * up. With `account`, that account's own window (its entry's, counting only its
- * withdrawals), or `undefined` when its entry sets none. Costs O(non-zero blocks in the
- * window × log₁₆ H), whatever the history length.
- *
- * @example
- * ```ts
- * // window 144, cap 1000n, 300n at height 100 and 200n at 150, tip 200:
- * windowOf(state);
- * // { tip: 200, from: 57, to: 200, withdrawn: 500n, complete: true, completeAt: null,
- * //   availableToWithdraw: 500n,
- * //   sums: [{ height: 100, amount: 300n }, { height: 150, amount: 200n }],
- * //   nextRelease: { height: 244, amount: 300n }, … }
- * ```
+ * The least room the mint windows that apply to `account` leave (the global one, its entry's
+ * own; null when none applies or one's room is unknown, 0 while failing closed), and the tip
+ * from which all of them are complete.
  */
-export function windowOf(state: LimitsState, account?: string): WindowView | undefined {
-  let blocks: Amount | null;
-  let cap: Amount | null;
-  let fixed: Amount | null;
-  let share: Amount | null;
-  let total: Amount;
-  let basis: Amount;
-  let tree: SumNode | undefined;
-  if (account === undefined) {
-    const caps = globalCapsInForce(state);
-    blocks = caps.rollingWithdrawalBlocks;
-    cap = caps.rollingWithdrawalCap;
-    fixed = fixedGlobal(state).rollingWithdrawalCap;
-    share = caps.rollingWithdrawalCapShare;
-    total = state.peggedTotal;
-    basis = globalShareBasis(state);
-    tree = state.historySums;
-  } else {
-    const r = resolvedCaps(state, account);
-    blocks = r.accountRollingWithdrawalBlocks;
-    cap = r.accountRollingWithdrawalCap;
-    if (blocks === null || cap === null) return undefined;
-    fixed = fixedEntry(state, entryOf(state, account))?.rollingWithdrawalCap ?? null;
-    share = r.accountRollingWithdrawalCapShare;
-    total = accountPeggedTotal(state, account);
-    basis = accountShareBasis(state, entryOf(state, account), account);
-    tree = accountTree(state, account);
+function mintRoomFor(
+  state: LimitsState,
+  resolved: ResolvedCaps,
+  account: string,
+): { readonly room: Amount | null; readonly completeAt: number | null } {
+  const blocks = resolved.rollingMintBlocks;
+  const ownBlocks = resolved.accountRollingMintBlocks;
+  const status = windowsStatus(state, blocks, ownBlocks, true);
+  if (blocks === null && ownBlocks === null) return { room: null, completeAt: null };
+  if (pegFailure(state) !== null) return { room: 0n, completeAt: status.completeAt };
+  let room: Amount | null = null;
+  if (blocks !== null && resolved.rollingMintCap !== null)
+    room = roomIn(status, resolved.rollingMintCap, withdrawnIn(state, state.mintSums, blocks));
+  if (ownBlocks !== null && resolved.accountRollingMintCap !== null) {
+    const own = roomIn(
+      status,
+      resolved.accountRollingMintCap,
+      withdrawnIn(state, accountMintTree(state, account), ownBlocks),
+    );
+    room = room === null || (own !== null && own < room) ? own : room;
   }
-  const sums: HeightSum[] = [];
-  let from: number | null = null;
-  let to: number | null = null;
-  let withdrawn = 0n;
-  if (blocks !== null && state.tip !== null) {
-    to = state.tip;
-    from = state.tip - Number(blocks) + 1;
-    const span = windowSpan(state, blocks);
-    if (span !== undefined && tree !== undefined) {
-      forEachSum(state.treeShape, tree, span.from, span.to, (height, amount) => {
-        sums.push({ height, amount });
-        withdrawn += amount;
-      });
-    }
-  }
-  const status = windowsStatus(state, blocks);
-  const oldest = sums[0];
-  const release =
-    oldest === undefined || blocks === null ? undefined : oldest.height + Number(blocks);
-  return {
-    account: account ?? null,
-    tip: state.tip,
-    rollingWithdrawalBlocks: blocks,
-    rollingWithdrawalCap: cap,
-    rollingWithdrawalCapFixed: fixed,
-    rollingWithdrawalCapShare: share,
-    peggedTotal: total,
-    shareBasis: basis,
-    from,
-    to,
-    withdrawn,
-    // Held blocks leave no window complete, even one whose length is unset.
-    complete: status === COMPLETE && state.heldFrom === null,
-    completeAt: status.completeAt,
-    heldFrom: state.heldFrom,
-    availableToWithdraw:
-      pegFailure(state) !== null ? 0n : cap === null ? null : roomIn(status, cap, withdrawn),
-    sums,
-    nextRelease:
-      oldest === undefined || release === undefined || release > Number.MAX_SAFE_INTEGER
-        ? null
-        : { height: release, amount: oldest.amount },
-    throttleModeInitiator: state.throttleModeInitiator,
-  };
+  return { room, completeAt: status.completeAt };
 }
 
 /**

@@ -27,8 +27,7 @@ export function windowSpan(
  * window holds only heights the state was told of. `null` when the window is complete now.
  * Before any block, a state whose history starts late knows no window: incomplete.
  */
-function incompleteUntil(state: LimitsState, blocks: Amount): number | null {
-  const from = state.completeFrom;
+function incompleteUntil(state: LimitsState, blocks: Amount, from: number | null): number | null {
   if (from === null) return null;
   const at = from + Number(blocks) - 1;
   if (state.tip !== null && state.tip >= at) return null;
@@ -75,6 +74,13 @@ export function accountTree(state: LimitsState, account: string): SumNode | unde
   return book === undefined ? undefined : bookTree(state, book);
 }
 
+/** The same of one account's own mints, kept only when its entry sets its own mint window. */
+export function accountMintTree(state: LimitsState, account: string): SumNode | undefined {
+  if (!isAccountName(account)) return undefined;
+  const book = mapGet(state.mintBooks, account);
+  return book === undefined ? undefined : bookTree(state, book);
+}
+
 /** Whether the room of the windows that apply is known now: see {@link windowsStatus}. */
 interface WindowStatus {
   /**
@@ -91,7 +97,8 @@ export const COMPLETE: WindowStatus = { completeAt: null, held: false };
 
 /**
  * Whether the windows of these lengths (`null`: no such window) report their room now: not
- * while one reaches below the height from which the history is complete (then `completeAt`
+ * while one reaches below the height from which the history is complete (the mints' own,
+ * `mintHistoryCompleteFrom`, for mint windows) (then `completeAt`
  * says from which tip all do), nor while blocks are held. The one rule every view and check
  * of a window follows; {@link COMPLETE} when the room is known.
  */
@@ -99,12 +106,15 @@ export function windowsStatus(
   state: LimitsState,
   blocks: Amount | null,
   ownBlocks: Amount | null = null,
+  mints = false,
 ): WindowStatus {
   if (blocks === null && ownBlocks === null) return COMPLETE;
+  // Withdrawals and mints each have their own complete history.
+  const from = mints ? state.mintCompleteFrom : state.completeFrom;
   let completeAt: number | null = null;
   for (const b of [blocks, ownBlocks]) {
     if (b === null) continue;
-    const u = incompleteUntil(state, b);
+    const u = incompleteUntil(state, b, from);
     if (u !== null && (completeAt === null || u > completeAt)) completeAt = u;
   }
   const held = state.heldFrom !== null;

@@ -22,15 +22,18 @@ import { heightFromJson, requireHeight } from '../core/heights.js';
 import { hashThrottleSecret } from '../core/keys.js';
 import {
   CAP_FIELDS,
+  type Caps,
   type CapsInput,
   isAccountName,
   isRecord,
+  MINT_FIELDS,
   REPORTED_CAP_FIELDS,
   rejectUnknownFields,
 } from '../core/limits.js';
 import type { BatchRefused } from '../core/operator-batch.js';
 import type { LimitsEvent, LimitsState } from '../core/state.js';
-import { getAccountLimits, windowOf } from '../core/views.js';
+import { configuredEntry, configuredLimits, getAccountLimits } from '../core/views.js';
+import { windowOf } from '../core/window-views.js';
 import {
   accountOf,
   fromError,
@@ -126,6 +129,7 @@ function fromBody<T>(
 const LIMITS_FIELDS = [
   ...CAP_FIELDS,
   'availableToWithdraw',
+  'availableToMint',
   'throttleModeInitiator',
   'accountCaps',
 ] as const;
@@ -158,15 +162,33 @@ function requireObject(
 
 // The caps of a body as a limits event takes them: every field, an absent one null (Emily
 // sets them all), for the state to validate as it validates every event.
-// `rollingWithdrawalCapShare` is this service's own field, which Emily's clients neither know
-// nor send: one left out keeps the share set (while the body keeps a window for it to apply
-// to); only an explicit null removes it. So Emily's tools never drop a share unawares.
-function capsOf(body: Readonly<Record<string, unknown>>, share: Amount | null): CapsInput {
+// `rollingWithdrawalCapShare` and the mint window's three fields are this service's own, which
+// Emily's clients neither know nor send: a share left out stays set (while the body keeps a
+// window for it to apply to), and a mint window field left out stays as configured; only an
+// explicit null removes one. So Emily's tools never drop them unawares.
+function capsOf(
+  body: Readonly<Record<string, unknown>>,
+  share: Amount | null,
+  configured: Caps | undefined,
+): CapsInput {
   const caps: Record<string, unknown> = {};
   for (const f of CAP_FIELDS) caps[f] = body[f] ?? null;
   if (!('rollingWithdrawalCapShare' in body) && caps.rollingWithdrawalBlocks !== null)
     caps.rollingWithdrawalCapShare = share;
+  for (const f of MINT_FIELDS) if (!(f in body)) caps[f] = configured?.[f] ?? null;
   return caps as CapsInput;
+}
+
+// Not settable, ignored as Emily ignores them, but a number when given: what GET /limits
+// reports may be sent back as it is.
+function ignoredRoom(body: Readonly<Record<string, unknown>>, field: string): void {
+  const value = body[field];
+  if (value !== undefined && value !== null && (typeof value !== 'bigint' || value < 0n))
+    fail(
+      'invalid_amount',
+      `${field} is not settable and is ignored, but must be null or a non-negative integer, got ${describe(value)}`,
+      field,
+    );
 }
 
 // Emily's AccountLimits: its six caps, each absent or null for none (and the share, this
@@ -175,7 +197,11 @@ function accountCaps(state: LimitsState, account: string, value: unknown, path: 
   const body = requireObject(value, "Emily's AccountLimits", path);
   rejectUnknownFields(body, ACCOUNT_FIELDS, path);
   keepsThrottle(state, body.throttleModeInitiator, joinPath(path, 'throttleModeInitiator'));
-  return capsOf(body, windowOf(state, account)?.rollingWithdrawalCapShare ?? null);
+  return capsOf(
+    body,
+    windowOf(state, account)?.rollingWithdrawalCapShare ?? null,
+    configuredEntry(state, account),
+  );
 }
 
 /**
@@ -191,19 +217,14 @@ function limitsBodyEvents(
 ): { events: ReadonlyArray<LimitsEvent>; at: ReadonlyArray<string> } {
   const body = requireObject(value, "Emily's Limits", '');
   rejectUnknownFields(body, LIMITS_FIELDS, '');
-  const available = body.availableToWithdraw;
-  if (
-    available !== undefined &&
-    available !== null &&
-    (typeof available !== 'bigint' || available < 0n)
-  )
-    fail(
-      'invalid_amount',
-      `availableToWithdraw is not settable and is ignored, but must be null or a non-negative integer, got ${describe(available)}`,
-      'availableToWithdraw',
-    );
+  ignoredRoom(body, 'availableToWithdraw');
+  ignoredRoom(body, 'availableToMint');
   const keep = keepsThrottle(state, body.throttleModeInitiator, 'throttleModeInitiator');
-  const caps = capsOf(body, windowOf(state)?.rollingWithdrawalCapShare ?? null);
+  const caps = capsOf(
+    body,
+    windowOf(state)?.rollingWithdrawalCapShare ?? null,
+    configuredLimits(state),
+  );
   const entries = body.accountCaps ?? {};
   const accounts = requireObject(entries, 'a map of account names to AccountLimits', 'accountCaps');
   const events: LimitsEvent[] = [{ type: keep ? 'limitsUpdated' : 'limitsSet', limits: caps }];
@@ -226,8 +247,10 @@ function limitsBodyEvents(
   return { events, at };
 }
 
-// The caps Emily reports, every one null: an account's limits once its entry is removed.
-const NO_REPORTED_CAPS = Object.fromEntries(REPORTED_CAP_FIELDS.map((f) => [f, null]));
+// The caps an account's limits report, every one null: its limits once its entry is removed.
+const NO_REPORTED_CAPS = Object.fromEntries(
+  [...REPORTED_CAP_FIELDS, 'throttleModeInitiator', ...MINT_FIELDS].map((f) => [f, null]),
+);
 
 // An account's limits as Emily answers them: its entry, or every field null once removed.
 function accountAnswer(state: LimitsState, account: string): HttpResponse {

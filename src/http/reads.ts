@@ -1,13 +1,14 @@
 /**
- * The reads of the limits: `GET /limits` and `GET /window` (their bodies encoded once per
- * state: a state is immutable), an account's limits and window, and the checks of a
+ * The reads of the limits: `GET /limits`, `GET /window` and `GET /mint-window` (their bodies
+ * encoded once per state: a state is immutable), an account's limits and windows, and the checks of a
  * withdrawal or a deposit. A read changes nothing. Pure.
  */
 import { MAX_AMOUNT } from '../core/amount.js';
 import { checkDeposit, checkWithdrawal } from '../core/checks.js';
 import { pegIntegrity } from '../core/integrity.js';
 import type { LimitsState } from '../core/state.js';
-import { getAccountLimits, getLimits, windowOf } from '../core/views.js';
+import { getAccountLimits, getLimits } from '../core/views.js';
+import { mintWindowOf, windowOf } from '../core/window-views.js';
 import { accountOf, INVALID_ACCOUNT, json, problem } from './answers.js';
 import type { HandleResult, HttpResponse, Route, RouteParams } from './messages.js';
 
@@ -36,6 +37,8 @@ function perState(view: (state: LimitsState) => unknown): (state: LimitsState) =
 export const limitsResponse = perState(getLimits);
 /** `GET /window` of a state, made once per state. */
 export const windowResponse = perState((state) => windowOf(state));
+/** `GET /mint-window` of a state, made once per state. */
+export const mintWindowResponse = perState((state) => mintWindowOf(state));
 /** `GET /integrity` of a state, made once per state. */
 export const integrityResponse = perState(pegIntegrity);
 
@@ -88,6 +91,18 @@ export const accountWindowRoute: Route['handle'] = onAccount((state, account) =>
         404,
         'window_not_found',
         `${JSON.stringify(account)} has no window of its own: the global window applies`,
+      )
+    : json(200, view);
+});
+
+/** `GET /mint-window/{account}`: the account's own mint window (404 when its entry sets none). */
+export const accountMintWindowRoute: Route['handle'] = onAccount((state, account) => {
+  const view = mintWindowOf(state, account);
+  return view === undefined
+    ? problem(
+        404,
+        'window_not_found',
+        `${JSON.stringify(account)} has no mint window of its own: the global mint window applies`,
       )
     : json(200, view);
 });

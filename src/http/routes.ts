@@ -28,10 +28,12 @@ import {
 } from './public-routes.js';
 import {
   accountLimitsRoute,
+  accountMintWindowRoute,
   accountWindowRoute,
   checkRoute,
   integrityResponse,
   limitsResponse,
+  mintWindowResponse,
   unchanged,
   windowResponse,
 } from './reads.js';
@@ -86,19 +88,35 @@ export const ROUTES: ReadonlyArray<Route> = [
   },
   {
     method: 'GET',
-    pattern: '/integrity',
-    access: 'public',
-    maxBody: 0,
-    cacheable: true,
-    handle: (state) => unchanged(state, integrityResponse(state)),
-  },
-  {
-    method: 'GET',
     pattern: '/window/{account}',
     access: 'public',
     maxBody: 0,
     cacheable: true,
     handle: accountWindowRoute,
+  },
+  {
+    method: 'GET',
+    pattern: '/mint-window',
+    access: 'public',
+    maxBody: 0,
+    cacheable: true,
+    handle: (state) => unchanged(state, mintWindowResponse(state)),
+  },
+  {
+    method: 'GET',
+    pattern: '/mint-window/{account}',
+    access: 'public',
+    maxBody: 0,
+    cacheable: true,
+    handle: accountMintWindowRoute,
+  },
+  {
+    method: 'GET',
+    pattern: '/integrity',
+    access: 'public',
+    maxBody: 0,
+    cacheable: true,
+    handle: (state) => unchanged(state, integrityResponse(state)),
   },
   {
     method: 'GET',

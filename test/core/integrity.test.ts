@@ -489,11 +489,11 @@ describe('a share an attack cannot raise: the lagged basis', () => {
 });
 
 describe('snapshots', () => {
-  test('version 6 keeps the reserves, the check, the breaker and the totals observed', () => {
+  test('a snapshot keeps the reserves, the check, the breaker and the totals observed', () => {
     const s = run(backed(), { type: 'blockConnected', height: 101 }, forged);
     const snap = snapshotOf(s);
     expect(snap).toMatchObject({
-      version: 6,
+      version: 7,
       reserves: { total: '10000', height: 100 },
       pegIntegrity: { maxUnbacked: '100', reservesMaxAge: 3 },
       pegBreaker: { height: 101, peggedTotal: '12000', reserves: '10000', unbacked: '2000' },

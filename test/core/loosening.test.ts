@@ -283,6 +283,9 @@ const FIELDS = [
   'rollingWithdrawalBlocks',
   'rollingWithdrawalCap',
   'rollingWithdrawalCapShare',
+  'rollingMintBlocks',
+  'rollingMintCap',
+  'rollingMintCapShare',
 ] as const;
 
 /** One field of the global caps or of an entry moved up, down, removed or set: a small step. */
@@ -316,12 +319,17 @@ function nudged(model: NaiveModel, n: Nudge): LimitsEvent {
             ? v - 1n
             : 1n;
   caps[n.field] = next;
-  // A window is set or removed whole.
-  if (n.field === 'rollingWithdrawalBlocks' || n.field === 'rollingWithdrawalCap') {
-    const other =
-      n.field === 'rollingWithdrawalBlocks' ? 'rollingWithdrawalCap' : 'rollingWithdrawalBlocks';
-    if (next === null) caps[other] = null;
-    else caps[other] ??= 3n;
+  // A window is set or removed whole (its share with it when removed).
+  for (const [blocks, cap, share] of [
+    ['rollingWithdrawalBlocks', 'rollingWithdrawalCap', 'rollingWithdrawalCapShare'],
+    ['rollingMintBlocks', 'rollingMintCap', 'rollingMintCapShare'],
+  ] as const) {
+    if (n.field !== blocks && n.field !== cap) continue;
+    const other = n.field === blocks ? cap : blocks;
+    if (next === null) {
+      caps[other] = null;
+      caps[share] = null;
+    } else caps[other] ??= 3n;
   }
   return n.account === undefined
     ? { type: 'limitsSet', limits: caps }
@@ -378,6 +386,9 @@ describe('the loosening rule against a naive comparison', () => {
     rollingWithdrawalBlocks: 2n,
     rollingWithdrawalCap: 1001n,
     rollingWithdrawalCapShare: 6000n,
+    rollingMintBlocks: 2n,
+    rollingMintCap: 1001n,
+    rollingMintCapShare: 6000n,
   };
   const TIGHTER: Record<keyof Caps, bigint> = {
     pegCap: 10n,
@@ -387,6 +398,9 @@ describe('the loosening rule against a naive comparison', () => {
     rollingWithdrawalBlocks: 9n,
     rollingWithdrawalCap: 3n,
     rollingWithdrawalCapShare: 4000n,
+    rollingMintBlocks: 9n,
+    rollingMintCap: 3n,
+    rollingMintCapShare: 4000n,
   };
   const fieldArb = fc.constantFrom(...(Object.keys(LOOSER) as Array<keyof Caps>));
 
@@ -397,7 +411,12 @@ describe('the loosening rule against a naive comparison', () => {
       // may be raised (loosens) or lowered (tightens) like any cap.
       const s = run(base(), {
         type: 'limitsUpdated',
-        limits: { rollingWithdrawalCapShare: 5000n },
+        limits: {
+          rollingWithdrawalCapShare: 5000n,
+          rollingMintBlocks: 4n,
+          rollingMintCap: 1000n,
+          rollingMintCapShare: 5000n,
+        },
       });
       const global = { ...s.limits };
       const entry: Record<string, bigint | null> = {
@@ -408,6 +427,9 @@ describe('the loosening rule against a naive comparison', () => {
         rollingWithdrawalBlocks: 4n,
         rollingWithdrawalCap: 1000n,
         rollingWithdrawalCapShare: 5000n,
+        rollingMintBlocks: 4n,
+        rollingMintCap: 1000n,
+        rollingMintCapShare: 5000n,
       };
       const start = run(s, { type: 'accountLimitsSet', account: 'alice', limits: entry });
       const g: Record<string, bigint | null> = { ...global };

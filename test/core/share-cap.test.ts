@@ -301,7 +301,7 @@ describe('a share in a snapshot', () => {
       },
     });
     const snap = snapshotOf(s);
-    expect(snap.version).toBe(6);
+    expect(snap.version).toBe(7);
     expect(snap.limits.rollingWithdrawalCapShare).toBe('1000');
     expect(snap.accountCaps.alice?.rollingWithdrawalCapShare).toBe('7');
     const r = stateFromSnapshot(JSON.parse(JSON.stringify(snap)));

@@ -77,7 +77,7 @@ describe('snapshotOf and stateFromSnapshot', () => {
     const state = rich();
     const snap = snapshotOf(state);
     expect(snap.format).toBe('peg-limits/snapshot');
-    expect(snap.version).toBe(6);
+    expect(snap.version).toBe(7);
     expect(snap.tip).toBe(101);
     expect(snap.highestTip).toBe(103);
     expect(snap.withdrawals.map((w) => [w.id, w.height, w.rejected])).toEqual([
@@ -245,7 +245,7 @@ describe('stateFromSnapshot refuses a broken snapshot with invalid_snapshot and 
   });
 
   const cases: Array<[string, (s: Record<string, unknown>) => void, string]> = [
-    ['an unknown version', (s) => (s.version = 7n), 'version'],
+    ['an unknown version', (s) => (s.version = 8n), 'version'],
     ['another format', (s) => (s.format = 'something-else'), 'format'],
     ['an unknown field', (s) => (s.extra = 1n), 'extra'],
     ['a tip above the highest tip', (s) => (s.tip = 104n), 'tip'],
@@ -285,6 +285,9 @@ describe('stateFromSnapshot refuses a broken snapshot with invalid_snapshot and 
           rollingWithdrawalBlocks: null,
           rollingWithdrawalCap: null,
           rollingWithdrawalCapShare: null,
+          rollingMintBlocks: null,
+          rollingMintCap: null,
+          rollingMintCapShare: null,
         }),
       'accountCaps.carol',
     ],

@@ -97,12 +97,18 @@ const SHARED: CapsInput = {
   rollingWithdrawalBlocks: 4n,
   rollingWithdrawalCap: 1_000_000n,
   rollingWithdrawalCapShare: 1_000n,
+  rollingMintBlocks: 5n,
+  rollingMintCap: 800_000n,
+  rollingMintCapShare: 2_000n,
 };
 const SHARED_ENTRIES: Record<string, CapsInput> = {
   alice: {
     rollingWithdrawalBlocks: 3n,
     rollingWithdrawalCap: 500_000n,
     rollingWithdrawalCapShare: 5_000n,
+    rollingMintBlocks: 2n,
+    rollingMintCap: 400_000n,
+    rollingMintCapShare: 3_000n,
   },
   bob: {
     rollingWithdrawalBlocks: 6n,

@@ -35,6 +35,10 @@ describe('createLimitsState', () => {
       rollingWithdrawalBlocks: null,
       rollingWithdrawalCap: null,
       throttleModeInitiator: null,
+      rollingMintBlocks: null,
+      rollingMintCap: null,
+      rollingMintCapShare: null,
+      availableToMint: null,
       accountCaps: {},
     });
   });

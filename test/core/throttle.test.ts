@@ -245,6 +245,9 @@ describe('the overlay', () => {
       rollingWithdrawalBlocks: 18n,
       rollingWithdrawalCap: PROFILE.rollingWithdrawalCap,
       throttleModeInitiator: 'ops-1',
+      rollingMintBlocks: null,
+      rollingMintCap: null,
+      rollingMintCapShare: null,
     });
     expect(getAccountLimits(on, 'minnow')?.perWithdrawalCap).toBeNull();
     expect(getAccountLimits(on, 'minnow')?.throttleModeInitiator).toBe('ops-1');

@@ -61,6 +61,10 @@ const EMPTY = {
   rollingWithdrawalBlocks: null,
   rollingWithdrawalCap: null,
   throttleModeInitiator: null,
+  rollingMintBlocks: null,
+  rollingMintCap: null,
+  rollingMintCapShare: null,
+  availableToMint: null,
   accountCaps: {},
 };
 
@@ -319,6 +323,9 @@ describe('POST /limits/{account}', () => {
       rollingWithdrawalBlocks: null,
       rollingWithdrawalCap: null,
       throttleModeInitiator: null,
+      rollingMintBlocks: null,
+      rollingMintCap: null,
+      rollingMintCapShare: null,
     });
   });
 

@@ -45,7 +45,7 @@ function call(
 }
 
 describe('GET /limits', () => {
-  test('200 with all nine fields, null where unset, int64 exact, accountCaps an object', () => {
+  test("200 with Emily's nine fields and the mint window's four, null where unset, int64 exact, accountCaps an object", () => {
     const r = call(base(), '/limits', { method: 'GET', path: '/limits' });
     expect(r.response.status).toBe(200);
     expect(r.response.headers['content-type']).toBe('application/json');
@@ -60,6 +60,10 @@ describe('GET /limits', () => {
         'rollingWithdrawalBlocks',
         'rollingWithdrawalCap',
         'throttleModeInitiator',
+        'rollingMintBlocks',
+        'rollingMintCap',
+        'rollingMintCapShare',
+        'availableToMint',
       ].sort(),
     );
     expect(r.body.pegCap).toBe(BIG);
@@ -76,7 +80,7 @@ describe('GET /limits', () => {
 });
 
 describe('GET /limits/{account}', () => {
-  test('201 with the seven fields of the entry', () => {
+  test("201 with Emily's seven fields of the entry and its mint window's three", () => {
     const r = call(base(), '/limits/{account}', { method: 'GET', path: '/limits/alice' });
     expect(r.response.status).toBe(201);
     expect(r.body).toEqual({
@@ -87,6 +91,9 @@ describe('GET /limits/{account}', () => {
       rollingWithdrawalBlocks: null,
       rollingWithdrawalCap: null,
       throttleModeInitiator: null,
+      rollingMintBlocks: null,
+      rollingMintCap: null,
+      rollingMintCapShare: null,
     });
   });
 
@@ -293,7 +300,12 @@ describe('POST /admin/events', () => {
     const s = run(base(), {
       type: 'accountLimitsSet',
       account: 'alice',
-      limits: { rollingWithdrawalBlocks: 10n, rollingWithdrawalCap: 100n },
+      limits: {
+        rollingWithdrawalBlocks: 10n,
+        rollingWithdrawalCap: 100n,
+        rollingMintBlocks: 10n,
+        rollingMintCap: 100n,
+      },
     });
     const reads = ROUTES.filter(
       (r) =>

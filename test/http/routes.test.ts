@@ -71,6 +71,8 @@ describe('the route table', () => {
     'GET /limits/{account}/deposits/{amount}': [200, '', 200, ''],
     'GET /window': [200, '', 200, ''],
     'GET /window/{account}': [404, 'window_not_found', 404, 'window_not_found'],
+    'GET /mint-window': [200, '', 200, ''],
+    'GET /mint-window/{account}': [404, 'window_not_found', 404, 'window_not_found'],
     'GET /integrity': [200, '', 200, ''],
     'GET /limits/{account}': [404, 'account_not_found', 404, 'account_not_found'],
     // Emily's private writes: an operator's, each with a body to read.

@@ -21,7 +21,14 @@ function state(): LimitsState {
       limits: {
         rollingWithdrawalBlocks: 144n,
         rollingWithdrawalCap: 1_000n,
-        accountCaps: { alice: { rollingWithdrawalBlocks: 10n, rollingWithdrawalCap: 100n } },
+        accountCaps: {
+          alice: {
+            rollingWithdrawalBlocks: 10n,
+            rollingWithdrawalCap: 100n,
+            rollingMintBlocks: 10n,
+            rollingMintCap: 100n,
+          },
+        },
       },
     }),
     [
@@ -40,6 +47,8 @@ const READS = [
   '/limits/alice/deposits/5',
   '/window',
   '/window/alice',
+  '/mint-window',
+  '/mint-window/alice',
 ];
 
 const get = (
@@ -62,6 +71,8 @@ describe('the validators of the public reads', () => {
         '/limits/{account}/deposits/{amount}',
         '/window',
         '/window/{account}',
+        '/mint-window',
+        '/mint-window/{account}',
       ].sort(),
     );
   });

@@ -15,9 +15,11 @@ import {
   hashThrottleSecret,
   type LimitsEvent,
   type LimitsState,
+  mintWindowOf,
   pegIntegrity,
   pendingChanges,
   whenAvailable,
+  whenMintable,
   windowOf,
 } from '../../src/index.js';
 import { CAP_FIELDS } from '../../src/internal.js';
@@ -25,6 +27,8 @@ import type { NaiveModel } from './model.js';
 
 export const ACCOUNTS = ['alice', 'bob', 'carol', 'dave'] as const;
 export const IDS = Array.from({ length: 12 }, (_, i) => `w${i}`);
+/** Deposit ids: outpoints, a few so that they repeat. */
+export const DEPOSIT_IDS = Array.from({ length: 8 }, (_, i) => `${'ab'.repeat(32)}:${i}`);
 export const PROBE_AMOUNTS = [1n, 40n, 150n, 400n, 1000n] as const;
 
 const amount = fc.oneof(
@@ -69,9 +73,26 @@ export function capsArb(history: number): fc.Arbitrary<CapsInput> {
         ),
         { nil: null, freq: 2 },
       ),
+      // The mint window, its cap and its share, drawn as the withdrawal window's are.
+      mintWindow: window,
+      mintShare: fc.option(
+        fc.oneof(
+          { weight: 12, arbitrary: fc.bigInt({ min: 1n, max: 10_000n }) },
+          { weight: 1, arbitrary: fc.constantFrom(0n, 10_001n) },
+        ),
+        { nil: null, freq: 2 },
+      ),
     })
-    .map(({ window, incomplete, share, ...rest }): CapsInput => {
+    .map(({ window, incomplete, share, mintWindow, mintShare, ...rest }): CapsInput => {
       const out: Record<string, bigint | null> = { ...rest };
+      if (mintWindow !== null) {
+        out.rollingMintBlocks = BigInt(mintWindow.b);
+        out.rollingMintCap = mintWindow.c;
+      }
+      if (mintShare !== null && (mintWindow !== null || incomplete === 3))
+        out.rollingMintCapShare = mintShare;
+      if (incomplete === 4) out.rollingMintBlocks = 2n;
+      if (incomplete === 5) out.rollingMintCap = null;
       if (window !== null) {
         out.rollingWithdrawalBlocks = BigInt(window.b);
         out.rollingWithdrawalCap = window.c;
@@ -101,6 +122,10 @@ export type Step =
   | { kind: 'integrity'; maxUnbacked: bigint | null; reservesMaxAge: number | bigint }
   | { kind: 'clearBreaker' }
   | { kind: 'completeFrom'; back: number }
+  /** A mint (`depositMinted`), `back` blocks below the tip. */
+  | { kind: 'mint'; id: string; account: string; amount: bigint; back: number }
+  /** The mint history declared complete from a height around the tip. */
+  | { kind: 'mintCompleteFrom'; back: number }
   | { kind: 'hold'; ahead: number }
   | { kind: 'release' }
   | { kind: 'unreject'; pick: number }
@@ -124,7 +149,8 @@ export type ChangeStep =
     }
   | { kind: 'global'; caps: CapsInput; accounts: Record<string, CapsInput> }
   | { kind: 'unthrottle' }
-  | { kind: 'key'; op: 'add' | 'revoke' | 'reactivate'; name: string };
+  | { kind: 'key'; op: 'add' | 'revoke' | 'reactivate'; name: string }
+  | { kind: 'mintCompleteFrom'; back: number };
 
 /** The secret hash the key steps register (any valid hash will do). */
 export const KEY_HASH = hashThrottleSecret('a-throttle-secret-of-enough-length');
@@ -172,7 +198,26 @@ export function changeStepArb(history: number): fc.Arbitrary<ChangeStep> {
     },
     { weight: 1, arbitrary: fc.record({ kind: fc.constant('unthrottle' as const) }) },
     { weight: 2, arbitrary: keyStepArb() },
+    { weight: 1, arbitrary: mintCompleteFromArb() },
   );
+}
+
+/** A mint around the tip: mostly at or just below it, sometimes above it or far below. */
+export function mintStepArb(history: number): fc.Arbitrary<Extract<Step, { kind: 'mint' }>> {
+  return fc.record({
+    kind: fc.constant('mint' as const),
+    id: fc.constantFrom(...DEPOSIT_IDS),
+    account: fc.constantFrom(...ACCOUNTS),
+    amount,
+    back: fc.oneof(fc.integer({ min: 0, max: 3 }), fc.integer({ min: -1, max: history + 2 })),
+  });
+}
+
+function mintCompleteFromArb(): fc.Arbitrary<Extract<Step, { kind: 'mintCompleteFrom' }>> {
+  return fc.record({
+    kind: fc.constant('mintCompleteFrom' as const),
+    back: fc.integer({ min: -3, max: 12 }),
+  });
 }
 
 export function stepArb(history: number): fc.Arbitrary<Step> {
@@ -332,6 +377,8 @@ export function stepArb(history: number): fc.Arbitrary<Step> {
       }),
     },
     { weight: 1, arbitrary: fc.constant({ kind: 'clearBreaker' as const }) },
+    { weight: 8, arbitrary: mintStepArb(history) },
+    { weight: 1, arbitrary: mintCompleteFromArb() },
   );
 }
 
@@ -414,6 +461,16 @@ export function toEvent(step: Step, model: NaiveModel): LimitsEvent {
     }
     case 'completeFrom':
       return { type: 'historyCompleteFrom', height: Math.max(0, at - step.back) };
+    case 'mint':
+      return {
+        type: 'depositMinted',
+        id: step.id,
+        account: step.account,
+        amount: step.amount,
+        height: Math.max(0, at - step.back),
+      };
+    case 'mintCompleteFrom':
+      return { type: 'mintHistoryCompleteFrom', height: Math.max(0, at - step.back) };
     case 'hold':
       return { type: 'blocksHeld', height: at + step.ahead };
     case 'release':
@@ -470,11 +527,13 @@ export function expectSameAsModel(state: LimitsState, model: NaiveModel): void {
   expect(getLimits(state)).toEqual(model.limits());
   expect(pegIntegrity(state)).toEqual(model.integrity());
   expect(windowOf(state)).toEqual(model.window());
+  expect(mintWindowOf(state)).toEqual(model.mintWindow());
   for (const account of ACCOUNTS) {
     const entry = model.entries.has(account) ? model.limits().accountCaps[account] : undefined;
     expect(getAccountLimits(state, account)).toEqual(entry);
     expect(effectiveLimits(state, account)).toEqual(model.effective(account));
     expect(windowOf(state, account)).toEqual(model.window(account));
+    expect(mintWindowOf(state, account)).toEqual(model.mintWindow(account));
     for (const amount of PROBE_AMOUNTS) {
       expect(
         checkWithdrawal(state, { account, amount }),
@@ -485,6 +544,9 @@ export function expectSameAsModel(state: LimitsState, model: NaiveModel): void {
       );
       expect(whenAvailable(state, { account, amount }), `when ${amount} for ${account}`).toBe(
         model.whenAvailable(account, amount),
+      );
+      expect(whenMintable(state, { account, amount }), `mintable ${amount} for ${account}`).toBe(
+        model.whenMintable(account, amount),
       );
     }
   }
@@ -526,7 +588,14 @@ export function expectSameAsModel(state: LimitsState, model: NaiveModel): void {
     const v = model.checkDeposit(req.account, req.amount, added);
     if (v.ok) {
       deposits.admitted.push(req);
-      added.push({ id: '', account: req.account, amount: req.amount, height: 0, rejected: false });
+      // Admitted at the tip: it counts in the mint windows from there.
+      added.push({
+        id: '',
+        account: req.account,
+        amount: req.amount,
+        height: model.tip ?? 0,
+        rejected: false,
+      });
     } else
       deposits.refused.push({
         request: req,
@@ -657,6 +726,17 @@ export function basisStepArb(history: number): fc.Arbitrary<Step> {
       arbitrary: fc.record({
         kind: fc.constant('withdraw' as const),
         id: fc.constantFrom(...IDS),
+        account,
+        amount: fc.bigInt({ min: 1n, max: 3_000n }),
+        back: fc.integer({ min: 0, max: 3 }),
+      }),
+    },
+    // Mints against the mint window's cap in force, whose share reads the same basis.
+    {
+      weight: 1,
+      arbitrary: fc.record({
+        kind: fc.constant('mint' as const),
+        id: fc.constantFrom(...DEPOSIT_IDS),
         account,
         amount: fc.bigInt({ min: 1n, max: 3_000n }),
         back: fc.integer({ min: 0, max: 3 }),

@@ -30,7 +30,17 @@ const FIELDS = [
   'rollingWithdrawalBlocks',
   'rollingWithdrawalCap',
   'rollingWithdrawalCapShare',
+  'rollingMintBlocks',
+  'rollingMintCap',
+  'rollingMintCapShare',
 ] as const;
+
+export interface ModelMint {
+  id: string;
+  account: string;
+  amount: bigint;
+  height: number;
+}
 
 export interface ModelChange {
   id: number;
@@ -53,6 +63,7 @@ const CHANGE_TYPES = [
   'throttleKeyAdded',
   'throttleKeyRevoked',
   'throttleKeyReactivated',
+  'mintHistoryCompleteFrom',
 ];
 // biome-ignore lint/suspicious/noControlCharactersInRegex: matching control characters is the point
 const NAME = /^[^\u0000-\u001f\u007f-\u009f]{1,256}$/;
@@ -64,6 +75,10 @@ export class NaiveModel {
   tip: number | null = null;
   highest: number | null = null;
   withdrawals: ModelWithdrawal[] = [];
+  /** Every mint held (inside the history). */
+  mints: ModelMint[] = [];
+  /** The height from which every mint is known; null: from the start. */
+  mintCompleteFrom: number | null = null;
   global: Caps;
   entries = new Map<string, Caps>();
   pegged = 0n;
@@ -102,6 +117,8 @@ export class NaiveModel {
     m.tip = this.tip;
     m.highest = this.highest;
     m.withdrawals = this.withdrawals.map((w) => ({ ...w }));
+    m.mints = [...this.mints];
+    m.mintCompleteFrom = this.mintCompleteFrom;
     m.entries = new Map(this.entries);
     m.pegged = this.pegged;
     m.completeFrom = this.completeFrom;
@@ -131,14 +148,19 @@ export class NaiveModel {
       if (v === undefined || v === null) continue;
       if (typeof v !== 'bigint' || v < 0n || v > MAX) return 'invalid_amount';
     }
-    const blocks = (c.rollingWithdrawalBlocks ?? null) as bigint | null;
-    const cap = (c.rollingWithdrawalCap ?? null) as bigint | null;
-    if ((blocks === null) !== (cap === null)) return 'incomplete_rolling_window';
-    if (blocks !== null && blocks < 1n) return 'invalid_amount';
-    if (blocks !== null && blocks > BigInt(this.history)) return 'window_exceeds_history';
-    const share = (c.rollingWithdrawalCapShare ?? null) as bigint | null;
-    if (share !== null && (share < 1n || share > 10_000n)) return 'invalid_share';
-    if (share !== null && blocks === null) return 'incomplete_rolling_window';
+    for (const [b, k, sh] of [
+      ['rollingWithdrawalBlocks', 'rollingWithdrawalCap', 'rollingWithdrawalCapShare'],
+      ['rollingMintBlocks', 'rollingMintCap', 'rollingMintCapShare'],
+    ] as const) {
+      const blocks = (c[b] ?? null) as bigint | null;
+      const cap = (c[k] ?? null) as bigint | null;
+      if ((blocks === null) !== (cap === null)) return 'incomplete_rolling_window';
+      if (blocks !== null && blocks < 1n) return 'invalid_amount';
+      if (blocks !== null && blocks > BigInt(this.history)) return 'window_exceeds_history';
+      const share = (c[sh] ?? null) as bigint | null;
+      if (share !== null && (share < 1n || share > 10_000n)) return 'invalid_share';
+      if (share !== null && blocks === null) return 'incomplete_rolling_window';
+    }
     const min = (c.perDepositMinimum ?? null) as bigint | null;
     const dcap = (c.perDepositCap ?? null) as bigint | null;
     if (min !== null && dcap !== null && min > dcap) return 'minimum_above_cap';
@@ -191,6 +213,30 @@ export class NaiveModel {
         if (h <= (this.highest as number) - this.history) return 'reorg_too_deep';
         this.tip = h;
         this.withdrawals = this.withdrawals.filter((w) => w.height <= h);
+        this.mints = this.mints.filter((m) => m.height <= h);
+        return undefined;
+      }
+      case 'depositMinted': {
+        const { id, account, amount, height } = e as unknown as ModelMint;
+        if (typeof id !== 'string' || id.length === 0 || id.length > 256)
+          return 'invalid_deposit_id';
+        if (typeof account !== 'string' || !NAME.test(account)) return 'invalid_account';
+        if (typeof amount !== 'bigint' || amount <= 0n || amount > MAX) return 'invalid_amount';
+        if (!Number.isSafeInteger(height) || height < 0) return 'invalid_height';
+        if (this.tip === null || height > this.tip) return 'height_ahead_of_tip';
+        const known = this.mints.find((m) => m.id === id);
+        if (known)
+          return known.account === account && known.amount === amount && known.height === height
+            ? undefined
+            : 'duplicate_deposit';
+        if (height > (this.highest as number) - this.history)
+          this.mints.push({ id, account, amount, height });
+        return undefined;
+      }
+      case 'mintHistoryCompleteFrom': {
+        const h = e.height as number;
+        if (!Number.isSafeInteger(h) || h < 0) return 'invalid_height';
+        this.mintCompleteFrom = h;
         return undefined;
       }
       case 'withdrawalRequested': {
@@ -440,6 +486,7 @@ export class NaiveModel {
   private forget(): void {
     const oldest = (this.highest as number) - this.history;
     this.withdrawals = this.withdrawals.filter((w) => w.height > oldest);
+    this.mints = this.mints.filter((m) => m.height > oldest);
   }
 
   // --- views ----------------------------------------------------------------------------
@@ -449,15 +496,20 @@ export class NaiveModel {
    * basis laid on, then zero caps while failing closed on the peg's backing.
    */
   globalCapsInForce(at: number | null = this.tip): Caps {
-    const blocks = this.global.rollingWithdrawalBlocks;
-    const basis = blocks === null ? this.pegged : naiveBasis(this.observations, at, blocks);
-    const caps = this.withShare(this.fixedGlobal(), basis);
+    const basis = (blocks: bigint | null) =>
+      blocks === null ? this.pegged : naiveBasis(this.observations, at, blocks);
+    const caps = this.withShare(
+      this.fixedGlobal(),
+      basis(this.global.rollingWithdrawalBlocks),
+      basis(this.global.rollingMintBlocks),
+    );
     if (this.failure() === null) return caps;
     return {
       ...caps,
       perDepositCap: 0n,
       perWithdrawalCap: 0n,
       rollingWithdrawalCap: caps.rollingWithdrawalCap === null ? null : 0n,
+      rollingMintCap: caps.rollingMintCap === null ? null : 0n,
     };
   }
 
@@ -465,12 +517,16 @@ export class NaiveModel {
   entryCapsInForce(account: string, at: number | null = this.tip): Caps | undefined {
     const e = this.fixedEntry(account);
     if (e === undefined) return e;
-    const blocks = this.entries.get(account)!.rollingWithdrawalBlocks;
-    const basis =
+    const basis = (blocks: bigint | null) =>
       blocks === null
         ? (this.accountPegged.get(account) ?? 0n)
         : naiveBasis(this.accountObservations.get(account) ?? [], at, blocks);
-    const caps = this.withShare(e, basis);
+    const configured = this.entries.get(account)!;
+    const caps = this.withShare(
+      e,
+      basis(configured.rollingWithdrawalBlocks),
+      basis(configured.rollingMintBlocks),
+    );
     if (this.failure() === null) return caps;
     const zero = (v: bigint | null) => (v === null ? null : 0n);
     return {
@@ -478,6 +534,7 @@ export class NaiveModel {
       perDepositCap: zero(caps.perDepositCap),
       perWithdrawalCap: zero(caps.perWithdrawalCap),
       rollingWithdrawalCap: zero(caps.rollingWithdrawalCap),
+      rollingMintCap: zero(caps.rollingMintCap),
     };
   }
 
@@ -518,13 +575,14 @@ export class NaiveModel {
     };
   }
 
-  // The window cap in force: the lower of the cap and the share of `total`, rounded down.
-  private withShare(caps: Caps, total: bigint): Caps {
-    const share = caps.rollingWithdrawalCapShare;
-    if (share === null || caps.rollingWithdrawalCap === null) return caps;
+  // The window caps in force: the lower of each cap and its share of its basis, rounded down.
+  private withShare(caps: Caps, total: bigint, mintTotal: bigint): Caps {
+    const under = (cap: bigint | null, share: bigint | null, t: bigint) =>
+      cap === null || share === null ? cap : minB(cap, (t * share) / 10_000n);
     return {
       ...caps,
-      rollingWithdrawalCap: minB(caps.rollingWithdrawalCap, (total * share) / 10_000n),
+      rollingWithdrawalCap: under(caps.rollingWithdrawalCap, caps.rollingWithdrawalCapShare, total),
+      rollingMintCap: under(caps.rollingMintCap, caps.rollingMintCapShare, mintTotal),
     };
   }
 
@@ -596,13 +654,64 @@ export class NaiveModel {
     return sum;
   }
 
+  /** Minted in the mint window of `blocks` ending at tip `at`, optionally for one account. */
+  minted(blocks: bigint, account?: string, at: number | null = this.tip): bigint {
+    if (at === null) return 0n;
+    const from = at - Number(blocks) + 1;
+    let sum = 0n;
+    for (const m of this.mints) {
+      if (m.height < from || m.height > at) continue;
+      if (account !== undefined && m.account !== account) continue;
+      sum += m.amount;
+    }
+    return sum;
+  }
+
+  /** Whether the mint window of `blocks` ending at `at` reaches below the mint history's start. */
+  mintIncomplete(blocks: bigint, at: number | null = this.tip): boolean {
+    if (this.mintCompleteFrom === null) return false;
+    return at === null || at - Number(blocks) + 1 < this.mintCompleteFrom;
+  }
+
+  /** The first tip from `at` on whose mint windows (those given) are all complete. */
+  mintCompleteAt(blocks: Array<bigint | null>, at: number | null = this.tip): number | null {
+    const set = blocks.filter((b): b is bigint => b !== null);
+    if (!set.some((b) => this.mintIncomplete(b, at))) return null;
+    let t = at ?? 0;
+    while (set.some((b) => this.mintIncomplete(b, t))) t++;
+    return t;
+  }
+
+  /** A mint window's room: null without one or while unknown; 0 while failing closed. */
+  mintRoom(caps: Caps | undefined, account?: string): bigint | null {
+    const blocks = caps?.rollingMintBlocks ?? null;
+    if (blocks === null || caps!.rollingMintCap === null) return null;
+    if (this.failure() !== null) return 0n;
+    if (this.heldFrom !== null || this.mintIncomplete(blocks)) return null;
+    return maxB(caps!.rollingMintCap - this.minted(blocks, account), 0n);
+  }
+
+  /** The peg cap the signers read: as configured without a mint window, else capped by the room. */
+  pegCapShown(caps: Caps, total: bigint, account?: string): bigint | null {
+    if (caps.rollingMintBlocks === null) return caps.pegCap;
+    const cap = total + (this.mintRoom(caps, account) ?? 0n);
+    const under = caps.pegCap === null ? cap : minB(caps.pegCap, cap);
+    return minB(under, MAX);
+  }
+
   limits() {
     const g = this.globalCapsInForce();
     const accountCaps: Record<string, unknown> = {};
     for (const name of [...this.entries.keys()].sort()) {
-      // The six caps of the interface, in force; the share is reported by the window alone.
-      const { rollingWithdrawalCapShare: _s, ...shown } = this.entryCapsInForce(name)!;
-      accountCaps[name] = { ...shown, throttleModeInitiator: this.throttle };
+      // The six caps of the interface, in force, and the mint window; the share is reported
+      // by the window alone.
+      const e = this.entryCapsInForce(name)!;
+      const { rollingWithdrawalCapShare: _s, ...shown } = e;
+      accountCaps[name] = {
+        ...shown,
+        pegCap: this.pegCapShown(e, this.accountPegged.get(name) ?? 0n, name),
+        throttleModeInitiator: this.throttle,
+      };
     }
     const room =
       g.rollingWithdrawalCap === null
@@ -615,13 +724,17 @@ export class NaiveModel {
           : room === null || this.heldFrom !== null || this.incomplete(g.rollingWithdrawalBlocks!)
             ? null
             : maxB(room, 0n),
-      pegCap: g.pegCap,
+      pegCap: this.pegCapShown(g, this.pegged),
       perDepositCap: g.perDepositCap,
       perDepositMinimum: g.perDepositMinimum,
       perWithdrawalCap: g.perWithdrawalCap,
       rollingWithdrawalBlocks: g.rollingWithdrawalBlocks,
       rollingWithdrawalCap: g.rollingWithdrawalCap,
       throttleModeInitiator: this.throttle,
+      rollingMintBlocks: g.rollingMintBlocks,
+      rollingMintCap: g.rollingMintCap,
+      rollingMintCapShare: g.rollingMintCapShare,
+      availableToMint: this.mintRoom(g),
       accountCaps,
     };
   }
@@ -728,16 +841,62 @@ export class NaiveModel {
     return { ok: true };
   }
 
-  /** checkDeposit: a refusal never says when it would pass (`availableAt` null). */
+  /**
+   * checkDeposit, with `extra` admitted before in this batch (minted at the tip): a refusal by
+   * the peg or per-deposit rules never says when it would pass; one by a mint window does.
+   */
   checkDeposit(account: string, amount: bigint, extra: ModelWithdrawal[] = []): ModelVerdict {
     const v = this.depositVerdict(account, amount, extra);
-    return v.ok ? v : { ...v, availableAt: null };
+    if (v.ok) return v;
+    if (v.reason === 'mint_window_incomplete') {
+      if (this.heldFrom !== null) return { ...v, availableAt: null };
+      const r = this.resolved(account);
+      return {
+        ...v,
+        availableAt: this.mintCompleteAt([
+          r.global.rollingMintBlocks,
+          r.entry?.rollingMintBlocks ?? null,
+        ]),
+      };
+    }
+    if (
+      v.reason === 'rolling_mint_cap_exceeded' ||
+      v.reason === 'account_rolling_mint_cap_exceeded'
+    )
+      return { ...v, availableAt: this.whenMintable(account, amount, extra) };
+    return { ...v, availableAt: null };
   }
 
-  private depositVerdict(account: string, amount: bigint, extra: ModelWithdrawal[]): ModelVerdict {
+  /** Tries every tip from the current one upwards: the first at which the deposit passes. */
+  whenMintable(account: string, amount: bigint, extra: ModelWithdrawal[] = []): number | null {
+    if (this.tip === null || this.failure() !== null) return null;
+    const now = this.depositVerdict(account, amount, extra);
+    if (
+      !now.ok &&
+      now.reason !== 'mint_window_incomplete' &&
+      now.reason !== 'rolling_mint_cap_exceeded' &&
+      now.reason !== 'account_rolling_mint_cap_exceeded'
+    )
+      return null;
+    if (this.heldFrom !== null && !now.ok) return null;
+    const observed = [...this.observations, ...(this.accountObservations.get(account) ?? [])];
+    const top = Math.max(this.tip, ...observed.map((o) => o.tip ?? 0));
+    const limit = Math.max(top, this.mintCompleteFrom ?? 0) + this.history + 1;
+    for (let at = this.tip; at <= limit; at++)
+      if (this.depositVerdict(account, amount, extra, at).ok)
+        return at > Number.MAX_SAFE_INTEGER ? null : at;
+    return null;
+  }
+
+  private depositVerdict(
+    account: string,
+    amount: bigint,
+    extra: ModelWithdrawal[],
+    at: number | null = this.tip,
+  ): ModelVerdict {
     const failure = this.failure();
     if (failure !== null) return { ok: false, reason: failure, limit: 0n };
-    const r = this.resolved(account);
+    const r = this.resolved(account, at);
     if (r.perDepositMinimum !== null && amount < r.perDepositMinimum) {
       return { ok: false, reason: 'below_minimum', limit: r.perDepositMinimum };
     }
@@ -752,6 +911,39 @@ export class NaiveModel {
       const mine = extra.filter((w) => w.account === account).reduce((s, w) => s + w.amount, 0n);
       const room = maxB(r.accountPegCap - (this.accountPegged.get(account) ?? 0n) - mine, 0n);
       if (amount > room) return { ok: false, reason: 'account_peg_cap_exceeded', limit: room };
+    }
+    const g = r.global;
+    const e = r.entry;
+    const windows = [g.rollingMintBlocks, e?.rollingMintBlocks ?? null];
+    if (windows.some((b) => b !== null)) {
+      if (this.heldFrom !== null)
+        return { ok: false, reason: 'mint_window_incomplete', limit: null };
+      if (windows.some((b) => b !== null && this.mintIncomplete(b, at)))
+        return { ok: false, reason: 'mint_window_incomplete', limit: null };
+    }
+    // What the batch admitted sits at the tip it was admitted at, and leaves the window as any mint.
+    const inWindow = (w: ModelWithdrawal, blocks: bigint) =>
+      at === null || w.height > at - Number(blocks);
+    if (g.rollingMintCap !== null) {
+      const before = extra
+        .filter((w) => inWindow(w, g.rollingMintBlocks!))
+        .reduce((s, w) => s + w.amount, 0n);
+      const room = maxB(
+        g.rollingMintCap - this.minted(g.rollingMintBlocks!, undefined, at) - before,
+        0n,
+      );
+      if (amount > room) return { ok: false, reason: 'rolling_mint_cap_exceeded', limit: room };
+    }
+    if (e?.rollingMintCap != null) {
+      const mine = extra
+        .filter((w) => w.account === account && inWindow(w, e.rollingMintBlocks!))
+        .reduce((s, w) => s + w.amount, 0n);
+      const room = maxB(
+        e.rollingMintCap - this.minted(e.rollingMintBlocks!, account, at) - mine,
+        0n,
+      );
+      if (amount > room)
+        return { ok: false, reason: 'account_rolling_mint_cap_exceeded', limit: room };
     }
     return { ok: true };
   }
@@ -834,6 +1026,59 @@ export class NaiveModel {
     };
   }
 
+  /** The mint window as data: `window`'s twin, over the mints. */
+  mintWindow(account?: string) {
+    const r = account === undefined ? undefined : this.resolved(account);
+    const caps = r === undefined ? this.resolved('').global : r.entry;
+    const blocks = caps?.rollingMintBlocks ?? null;
+    const cap = caps?.rollingMintCap ?? null;
+    if (account !== undefined && blocks === null) return undefined;
+    const configured = account === undefined ? this.global : this.entries.get(account);
+    const sums: Array<{ height: number; amount: bigint }> = [];
+    let from: number | null = null;
+    let to: number | null = null;
+    if (blocks !== null && this.tip !== null) {
+      from = this.tip - Number(blocks) + 1;
+      to = this.tip;
+      for (let h = Math.max(from, 0); h <= to; h++) {
+        const amount = this.mints
+          .filter((m) => m.height === h && (account === undefined || m.account === account))
+          .reduce((sum, m) => sum + m.amount, 0n);
+        if (amount !== 0n) sums.push({ height: h, amount });
+      }
+    }
+    const minted = sums.reduce((sum, x) => sum + x.amount, 0n);
+    const completeAt = this.mintCompleteAt([blocks]);
+    return {
+      account: account ?? null,
+      tip: this.tip,
+      rollingWithdrawalBlocks: blocks,
+      rollingWithdrawalCap: cap,
+      rollingWithdrawalCapFixed: configured?.rollingMintCap ?? null,
+      rollingWithdrawalCapShare: caps?.rollingMintCapShare ?? null,
+      peggedTotal: account === undefined ? this.pegged : (this.accountPegged.get(account) ?? 0n),
+      shareBasis: this.basisOf(account, true),
+      from,
+      to,
+      withdrawn: minted,
+      complete: completeAt === null && this.heldFrom === null,
+      completeAt,
+      heldFrom: this.heldFrom,
+      availableToMint:
+        this.failure() !== null && cap !== null
+          ? 0n
+          : cap === null || completeAt !== null || this.heldFrom !== null
+            ? null
+            : maxB(cap - minted, 0n),
+      sums,
+      nextRelease:
+        sums[0] === undefined || blocks === null
+          ? null
+          : { height: sums[0].height + Number(blocks), amount: sums[0].amount },
+      throttleModeInitiator: this.throttle,
+    };
+  }
+
   effective(account: string) {
     const r = this.resolved(account);
     const g = r.global;
@@ -881,16 +1126,46 @@ export class NaiveModel {
       shareBasis: this.basisOf(undefined),
       accountShareBasis: this.basisOf(account),
       throttleModeInitiator: this.throttle,
+      rollingMintBlocks: g.rollingMintBlocks,
+      rollingMintCap: g.rollingMintCap,
+      rollingMintCapShare: g.rollingMintCapShare,
+      accountRollingMintBlocks: e ? e.rollingMintBlocks : null,
+      accountRollingMintCap: e ? e.rollingMintCap : null,
+      accountRollingMintCapShare: e ? e.rollingMintCapShare : null,
+      availableToMint: this.mintRoomOf(account),
+      mintIncompleteUntil: this.mintCompleteAt([g.rollingMintBlocks, e?.rollingMintBlocks ?? null]),
+      rollingMintCapFixed: this.global.rollingMintCap,
+      accountRollingMintCapFixed: this.entries.get(account)?.rollingMintCap ?? null,
+      mintShareBasis: this.basisOf(undefined, true),
+      accountMintShareBasis: this.basisOf(account, true),
     } satisfies Mutable<Record<string, unknown>>;
   }
 
-  // The basis a window's share applies to now: the global one, or an account entry's own.
-  private basisOf(account: string | undefined): bigint {
+  // The least room of the mint windows that apply to `account` (null: none, or unknown).
+  private mintRoomOf(account: string): bigint | null {
+    const r = this.resolved(account);
+    const rooms = [this.mintRoom(r.global), this.mintRoom(r.entry, account)];
+    const set = [r.global.rollingMintBlocks, r.entry?.rollingMintBlocks ?? null];
+    if (set.every((b) => b === null)) return null;
+    if (this.failure() !== null) return 0n;
+    let room: bigint | null = null;
+    for (const [i, x] of rooms.entries()) {
+      if (set[i] === null) continue;
+      if (x === null) return null;
+      room = room === null ? x : minB(room, x);
+    }
+    return room;
+  }
+
+  // The basis a window's share applies to now: the global one, or an account entry's own
+  // (over the mint window's length with `mint`).
+  private basisOf(account: string | undefined, mint = false): bigint {
+    const field = mint ? 'rollingMintBlocks' : 'rollingWithdrawalBlocks';
     if (account === undefined) {
-      const blocks = this.global.rollingWithdrawalBlocks;
+      const blocks = this.global[field];
       return blocks === null ? this.pegged : naiveBasis(this.observations, this.tip, blocks);
     }
-    const blocks = this.entries.get(account)?.rollingWithdrawalBlocks ?? null;
+    const blocks = this.entries.get(account)?.[field] ?? null;
     return blocks === null
       ? (this.accountPegged.get(account) ?? 0n)
       : naiveBasis(this.accountObservations.get(account) ?? [], this.tip, blocks);
@@ -925,11 +1200,17 @@ const CAP_KEYS = [
   'accountRollingWithdrawalCap',
   'rollingWithdrawalCapShare',
   'accountRollingWithdrawalCapShare',
+  'rollingMintCap',
+  'accountRollingMintCap',
+  'rollingMintCapShare',
+  'accountRollingMintCapShare',
 ] as const;
 const FLOOR_KEYS = [
   'rollingWithdrawalBlocks',
   'accountRollingWithdrawalBlocks',
   'perDepositMinimum',
+  'rollingMintBlocks',
+  'accountRollingMintBlocks',
 ] as const;
 
 // Everything an account's checks read of its caps, resolved, with or without the overlay:
@@ -952,6 +1233,12 @@ function naiveResolved(m: NaiveModel, account: string | undefined, overlay: bool
     accountRollingWithdrawalCap: e ? e.rollingWithdrawalCap : null,
     rollingWithdrawalCapShare: g.rollingWithdrawalCapShare,
     accountRollingWithdrawalCapShare: e ? e.rollingWithdrawalCapShare : null,
+    rollingMintBlocks: g.rollingMintBlocks,
+    rollingMintCap: g.rollingMintCap,
+    rollingMintCapShare: g.rollingMintCapShare,
+    accountRollingMintBlocks: e ? e.rollingMintBlocks : null,
+    accountRollingMintCap: e ? e.rollingMintCap : null,
+    accountRollingMintCapShare: e ? e.rollingMintCapShare : null,
   };
 }
 
@@ -973,6 +1260,12 @@ export function naiveLoosens(before: NaiveModel, after: NaiveModel): boolean {
     return true;
   for (const [name, key] of after.keys)
     if (key.revoked && before.keys.get(name)?.revoked === false) return true;
+  // The mint history's start lowered: a mint window reports its room sooner.
+  if (
+    before.mintCompleteFrom !== null &&
+    (after.mintCompleteFrom === null || after.mintCompleteFrom < before.mintCompleteFrom)
+  )
+    return true;
   const accounts = [undefined, ...new Set([...before.entries.keys(), ...after.entries.keys()])];
   for (const account of accounts) {
     for (const overlay of [true, false]) {

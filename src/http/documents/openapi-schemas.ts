@@ -17,14 +17,61 @@ const EMILY_SHARE_INPUT = {
     "This service's own: the window cap as a share of the pegged total, in basis points (the cap in force is the lower of the two). Emily's clients leave it out, which keeps the share set; null removes it.",
 } as const;
 
+// The mint window's fields in Emily's bodies: extensions its clients never send.
+const EMILY_MINT_INPUT = {
+  rollingMintBlocks: {
+    ...int64,
+    minimum: 1,
+    description:
+      "This service's own: the mint window's length in blocks. Left out, it stays as configured; null removes it.",
+  },
+  rollingMintCap: {
+    ...int64,
+    minimum: 0,
+    description:
+      "This service's own: the most that may be minted in the mint window (the configured cap). Left out, it stays; null removes it.",
+  },
+  rollingMintCapShare: {
+    ...int64,
+    minimum: 1,
+    maximum: 10_000,
+    description:
+      "This service's own: the mint window's cap as a share of the pegged total, in basis points. Left out, it stays; null removes it.",
+  },
+} as const;
+
+// The mint window's fields as the reads report them (globally, or of an entry's own window).
+function mintFields(whose: string) {
+  return {
+    rollingMintBlocks: {
+      ...int64,
+      description: `Length of ${whose} mint window in blocks; null without one.`,
+    },
+    rollingMintCap: {
+      ...int64,
+      description: `Most that may be minted in ${whose} mint window: the cap in force (the lower of the fixed cap and its share of the pegged total's lagged basis; 0 while the limits fail closed).`,
+    },
+    rollingMintCapShare: {
+      ...int64,
+      description: `${whose[0]!.toUpperCase()}${whose.slice(1)} mint window cap's share of the pegged total, in basis points; null when none is set.`,
+    },
+  } as const;
+}
+
+const MINT_FIELD_NAMES = ['rollingMintBlocks', 'rollingMintCap', 'rollingMintCapShare'];
+
 /** The document's `components.schemas`. */
 export const SCHEMAS = {
   AccountLimits: {
     type: 'object',
     additionalProperties: false,
-    required: [...REPORTED_CAP_FIELDS, 'throttleModeInitiator'],
+    required: [...REPORTED_CAP_FIELDS, 'throttleModeInitiator', ...MINT_FIELD_NAMES],
     properties: {
-      pegCap: { ...int64, description: "The account's peg cap, on its own pegged-in total." },
+      pegCap: {
+        ...int64,
+        description:
+          "The account's peg cap in force, on its own pegged-in total: as configured without a mint window of its own, else the lower of it and the account's total plus its mint window's room (0 room while unknown).",
+      },
       perDepositCap: {
         ...int64,
         description: 'Cap per deposit; null means the global one applies.',
@@ -50,6 +97,7 @@ export const SCHEMAS = {
         type: ['string', 'null'],
         description: 'The key that started throttle mode.',
       },
+      ...mintFields("the account's own"),
     },
   },
   Limits: {
@@ -59,6 +107,8 @@ export const SCHEMAS = {
       'availableToWithdraw',
       ...REPORTED_CAP_FIELDS,
       'throttleModeInitiator',
+      ...MINT_FIELD_NAMES,
+      'availableToMint',
       'accountCaps',
     ],
     properties: {
@@ -66,7 +116,11 @@ export const SCHEMAS = {
         ...int64,
         description: 'Left to withdraw in the current window; rejected withdrawals do not count.',
       },
-      pegCap: { ...int64, description: 'Cap on the total pegged in.' },
+      pegCap: {
+        ...int64,
+        description:
+          "Cap on the total pegged in, in force: as configured without a mint window, else the lower of it and the pegged total plus availableToMint (a room of 0 while unknown), so that the signers' pegCap − supply is the mint window's room. The configured cap shows in GET /window's effective limits.",
+      },
       perDepositCap: { ...int64, description: 'Cap per deposit; null means no cap.' },
       perDepositMinimum: {
         ...int64,
@@ -86,6 +140,12 @@ export const SCHEMAS = {
         type: ['string', 'null'],
         description: 'The key that started throttle mode; null when off.',
       },
+      ...mintFields('the'),
+      availableToMint: {
+        ...int64,
+        description:
+          'Left to mint in the mint window: its cap in force less the mints in it; null without a mint window, while it reaches below the mint history or blocks are held; 0 while the limits fail closed.',
+      },
       accountCaps: {
         type: 'object',
         description: 'Every account entry, by account name.',
@@ -100,8 +160,10 @@ export const SCHEMAS = {
       "Emily's Limits as its clients send it to POST /limits: each cap absent or null for none; availableToWithdraw is ignored (not settable); throttleModeInitiator null ends throttle mode, the current initiator keeps it; the listed account entries are replaced, the others stay.",
     properties: {
       availableToWithdraw: { ...int64, minimum: 0, description: 'Ignored: not settable.' },
+      availableToMint: { ...int64, minimum: 0, description: 'Ignored: not settable.' },
       ...Object.fromEntries(CAP_FIELDS.map((f) => [f, { ...int64, minimum: 0 }])),
       rollingWithdrawalCapShare: EMILY_SHARE_INPUT,
+      ...EMILY_MINT_INPUT,
       throttleModeInitiator: {
         type: ['string', 'null'],
         description: 'null ends throttle mode; the current initiator keeps it; nothing else.',
@@ -121,6 +183,7 @@ export const SCHEMAS = {
     properties: {
       ...Object.fromEntries(CAP_FIELDS.map((f) => [f, { ...int64, minimum: 0 }])),
       rollingWithdrawalCapShare: EMILY_SHARE_INPUT,
+      ...EMILY_MINT_INPUT,
       throttleModeInitiator: { type: ['string', 'null'] },
     },
   },
@@ -173,6 +236,9 @@ export const SCHEMAS = {
           'account_peg_cap_exceeded',
           'peg_unbacked',
           'reserves_unknown',
+          'mint_window_incomplete',
+          'rolling_mint_cap_exceeded',
+          'account_rolling_mint_cap_exceeded',
         ],
         description:
           "Why it is refused; null when admitted. peg_unbacked and reserves_unknown: the limits fail closed on the peg's backing (GET /integrity says why).",
@@ -186,101 +252,6 @@ export const SCHEMAS = {
         description:
           'For a refusal by a window cap: the tip height at which it would pass, if nothing else were withdrawn; for window_incomplete, the tip at which the window becomes complete; null when never, or for any other answer.',
       },
-    },
-  },
-  HeightSum: {
-    type: 'object',
-    additionalProperties: false,
-    required: ['height', 'amount'],
-    properties: { height: { type: 'integer', minimum: 0 }, amount: int64 },
-  },
-  Window: {
-    type: 'object',
-    additionalProperties: false,
-    required: [
-      'account',
-      'tip',
-      'rollingWithdrawalBlocks',
-      'rollingWithdrawalCap',
-      'rollingWithdrawalCapFixed',
-      'rollingWithdrawalCapShare',
-      'peggedTotal',
-      'shareBasis',
-      'from',
-      'to',
-      'withdrawn',
-      'complete',
-      'completeAt',
-      'heldFrom',
-      'availableToWithdraw',
-      'sums',
-      'nextRelease',
-      'throttleModeInitiator',
-    ],
-    properties: {
-      account: { type: ['string', 'null'], description: 'null for the global window.' },
-      tip: { type: ['integer', 'null'], description: 'null before any block is known.' },
-      rollingWithdrawalBlocks: {
-        ...int64,
-        description: 'The window in blocks (throttle included).',
-      },
-      rollingWithdrawalCap: { ...int64, description: 'The window cap (throttle included).' },
-      from: { type: ['integer', 'null'], description: "The window's first height." },
-      to: { type: ['integer', 'null'], description: "The window's last height (the tip)." },
-      withdrawn: {
-        ...int64,
-        description: 'Withdrawn in the window; rejected ones do not count.',
-      },
-      complete: {
-        type: 'boolean',
-        description:
-          'Whether every height of the window is known: false while it reaches below the height from which the history is complete (a feed that started mid-chain), and while blocks are held past the chain bounds.',
-      },
-      rollingWithdrawalCapFixed: {
-        ...int64,
-        description: 'The fixed cap beneath the share (throttle overlay included).',
-      },
-      rollingWithdrawalCapShare: {
-        ...int64,
-        description:
-          'The cap as a share of the pegged total, in basis points (1 to 10,000); null when none is set.',
-      },
-      peggedTotal: {
-        type: 'integer',
-        format: 'int64',
-        description:
-          "The pegged total the share is of: the global one, or the account's for its own window (0 before any is observed: then the share allows nothing).",
-      },
-      shareBasis: {
-        type: 'integer',
-        format: 'int64',
-        description:
-          'The total the share applies to: the lowest of that pegged total in force during the window (a fall counts at once, a rise once the lower totals have left the window).',
-      },
-      completeAt: {
-        type: ['integer', 'null'],
-        description:
-          'The tip at which an incomplete window becomes complete; null when complete, or while blocks are held (not known until the hold ends).',
-      },
-      heldFrom: {
-        type: ['integer', 'null'],
-        description:
-          'The burn height of the first block a Stacks feed holds past the chain bounds; null when none is held. While one is, no room is reported.',
-      },
-      availableToWithdraw: {
-        ...int64,
-        description: 'The cap less what is withdrawn; null without a window, or while incomplete.',
-      },
-      sums: {
-        type: 'array',
-        description: 'The non-zero per-block sums in the window, oldest first.',
-        items: { $ref: '#/components/schemas/HeightSum' },
-      },
-      nextRelease: {
-        description: 'The oldest block with a sum, and the tip at which it leaves the window.',
-        oneOf: [{ type: 'null' }, { $ref: '#/components/schemas/HeightSum' }],
-      },
-      throttleModeInitiator: { type: ['string', 'null'] },
     },
   },
   ThrottleRequest: {

@@ -14,6 +14,7 @@ import {
   problem,
 } from './openapi-parts.js';
 import { SCHEMAS } from './openapi-schemas.js';
+import { WINDOW_PATHS, WINDOW_SCHEMAS } from './openapi-windows.js';
 
 const amountParameter = {
   name: 'amount',
@@ -113,22 +114,7 @@ export const openApiDocument = {
     },
     '/limits/{account}/withdrawals/{amount}': check('withdrawal'),
     '/limits/{account}/deposits/{amount}': check('deposit'),
-    '/window': {
-      get: {
-        operationId: 'getWindow',
-        summary: 'The global rolling window as data for charts',
-        parameters: [IF_NONE_MATCH],
-        responses: {
-          ...NOT_MODIFIED,
-          '200': {
-            description:
-              'The tip, the window, its non-zero per-block sums, the cap and what is left.',
-            content: { 'application/json': { schema: { $ref: '#/components/schemas/Window' } } },
-          },
-        },
-      },
-      ...preflight,
-    },
+    ...WINDOW_PATHS,
     '/integrity': {
       get: {
         operationId: 'getPegIntegrity',
@@ -144,25 +130,6 @@ export const openApiDocument = {
               'application/json': { schema: { $ref: '#/components/schemas/PegIntegrity' } },
             },
           },
-        },
-      },
-      ...preflight,
-    },
-    '/window/{account}': {
-      get: {
-        operationId: 'getAccountWindow',
-        summary: "An account's own rolling window (its entry's), counting only its withdrawals",
-        parameters: [accountParameter, IF_NONE_MATCH],
-        responses: {
-          ...NOT_MODIFIED,
-          '200': {
-            description: "The account's own window.",
-            content: { 'application/json': { schema: { $ref: '#/components/schemas/Window' } } },
-          },
-          '400': problem('The account name is malformed (invalid_account).'),
-          '404': problem(
-            'The account has no window of its own: the global window applies (window_not_found).',
-          ),
         },
       },
       ...preflight,
@@ -558,6 +525,6 @@ export const openApiDocument = {
           "The same operator token in Emily's `ApiGatewayKey` header: the same operators, the same scopes. Sent with Authorization, both must carry the same token.",
       },
     },
-    schemas: SCHEMAS,
+    schemas: { ...SCHEMAS, ...WINDOW_SCHEMAS },
   },
 } as const;
