@@ -22,6 +22,11 @@ export interface ChainView {
   readonly completeFrom: Height | null;
   /** The burn height of the first block a feed holds past the chain bounds (`blocksHeld`), or `null`. */
   readonly heldFrom: Height | null;
+  /**
+   * The height from which every mint is known (`mintHistoryCompleteFrom`); `null` when the
+   * mint history is complete from the start.
+   */
+  readonly mintCompleteFrom: Height | null;
 }
 
 /**
@@ -32,7 +37,7 @@ export interface ChainView {
  * @example
  * ```ts
  * chainView(createLimitsState());
- * // { tip: null, highestTip: null, historyBlocks: 2016, oldestRetained: 0, completeFrom: null, heldFrom: null }
+ * // { tip: null, highestTip: null, historyBlocks: 2016, oldestRetained: 0, completeFrom: null, heldFrom: null, mintCompleteFrom: null }
  * ```
  */
 export function chainView(state: LimitsState): ChainView {
@@ -43,5 +48,6 @@ export function chainView(state: LimitsState): ChainView {
     oldestRetained: oldestRetained(state),
     completeFrom: state.completeFrom,
     heldFrom: state.heldFrom,
+    mintCompleteFrom: state.mintCompleteFrom,
   };
 }

@@ -30,6 +30,12 @@ export interface PayloadReading {
   readonly token?: string | undefined;
 }
 
+/**
+ * The account a mint is counted under when neither the token's mint event nor the registry
+ * names its recipient: it still counts in the global mint window.
+ */
+export const UNKNOWN_RECIPIENT = 'unknown';
+
 /** An event of the payload that was not read, and why. */
 export interface SkippedEvent {
   /** Its index in the payload's `events`. */
@@ -146,6 +152,66 @@ function rotatedKey(value: ClarityValue): string | { readonly skip: string } {
     : { skip: 'new-aggregate-pubkey is not a compressed public key' };
 }
 
+// A Bitcoin txid as Bitcoin Core and Emily display it: the bytes of the (buff 32) reversed.
+function displayedTxid(value: ClarityValue | undefined): string | undefined {
+  if (value?.type !== 'buffer' || typeof value.value !== 'string') return undefined;
+  const hex = value.value.replace(/^0x/, '').toLowerCase();
+  if (!/^[0-9a-f]{64}$/.test(hex)) return undefined;
+  return (hex.match(/../g) as string[]).reverse().join('');
+}
+
+/**
+ * A `completed-deposit` print as a mint: the deposit's outpoint `<txid>:<output-index>` as its
+ * id, its amount, counted at `burnHeight` (the burn height of the block that carried it) under
+ * `recipient`; or why it cannot be read.
+ */
+function mintOfPrint(
+  value: ClarityValue,
+  burnHeight: number,
+  recipientOf: (amount: bigint) => string,
+): LimitsEvent | { readonly skip: string } {
+  const tuple = value.value as Readonly<Record<string, ClarityValue>>;
+  const txid = displayedTxid(tuple['bitcoin-txid']);
+  const vout = uintOf(tuple, 'output-index');
+  const amount = uintOf(tuple, 'amount');
+  if (txid === undefined) return { skip: 'bitcoin-txid is not a 32-byte buffer' };
+  if (vout === undefined) return { skip: 'output-index is not a uint within int64' };
+  if (amount === undefined || amount === 0n)
+    return { skip: 'amount is not a positive uint within int64' };
+  return {
+    type: 'depositMinted',
+    id: `${txid}:${vout}`,
+    account: recipientOf(amount),
+    amount,
+    height: burnHeight,
+  };
+}
+
+// The recipients of the token's mints (`sbtc-token`), by transaction, in order: a deposit's
+// recipient is that of the first mint of the same amount in its transaction not yet paired.
+function mintRecipients(
+  events: ReadonlyArray<unknown>,
+  token: string | undefined,
+): Map<string, Array<{ readonly recipient: string; readonly amount: bigint; used: boolean }>> {
+  const out = new Map<
+    string,
+    Array<{ readonly recipient: string; readonly amount: bigint; used: boolean }>
+  >();
+  if (token === undefined) return out;
+  for (const e of events) {
+    if (!isRecord(e) || e.committed !== true || e.type !== 'ft_mint_event') continue;
+    const body = e.ft_mint_event;
+    if (!isRecord(body) || body.asset_identifier !== `${token}::sbtc-token`) continue;
+    const amount = assetChange(e, token);
+    if (amount === undefined || typeof body.recipient !== 'string' || typeof e.txid !== 'string')
+      continue;
+    const list = out.get(e.txid) ?? [];
+    list.push({ recipient: body.recipient, amount, used: false });
+    out.set(e.txid, list);
+  }
+  return out;
+}
+
 // Registry prints that change the supply: a deposit mints, an accepted withdrawal burns.
 const SUPPLY_TOPICS = new Set(['completed-deposit', 'withdrawal-accept']);
 
@@ -184,10 +250,15 @@ export interface BlockEvents {
 }
 
 /**
- * The limits events of a block's committed registry prints, what changes the supply, and
- * what was skipped.
+ * The limits events of a block's committed registry prints (a `completed-deposit` a mint
+ * counted at `burnHeight`, the burn height of the block), what changes the supply, and what
+ * was skipped.
  */
-export function eventsOf(events: unknown, options: PayloadReading): BlockEvents {
+export function eventsOf(
+  events: unknown,
+  options: PayloadReading,
+  burnHeight: number,
+): BlockEvents {
   const out: LimitsEvent[] = [];
   const skipped: SkippedEvent[] = [];
   const read: BlockEvents = {
@@ -198,6 +269,7 @@ export function eventsOf(events: unknown, options: PayloadReading): BlockEvents 
     keys: [],
   };
   if (!Array.isArray(events)) return read;
+  const recipients = mintRecipients(events, options.token);
   events.forEach((e: unknown, index) => {
     if (!isRecord(e) || e.committed !== true) return;
     if (options.token !== undefined && (e.type === 'ft_mint_event' || e.type === 'ft_burn_event')) {
@@ -225,6 +297,18 @@ export function eventsOf(events: unknown, options: PayloadReading): BlockEvents 
     }
     const topic = topicOf(value);
     if (topic !== undefined && SUPPLY_TOPICS.has(topic)) read.supplyTouched = true;
+    if (topic === 'completed-deposit') {
+      const mints = typeof e.txid === 'string' ? recipients.get(e.txid) : undefined;
+      const mint = mintOfPrint(value, burnHeight, (amount) => {
+        const pair = mints?.find((m) => !m.used && m.amount === amount);
+        if (pair === undefined) return UNKNOWN_RECIPIENT;
+        pair.used = true;
+        return pair.recipient;
+      });
+      if ('skip' in mint) skipped.push({ index, reason: mint.skip });
+      else out.push(mint);
+      return;
+    }
     if (topic === 'key-rotation') {
       const key = rotatedKey(value);
       if (typeof key === 'string') read.keys.push(key);

@@ -184,7 +184,7 @@ export function observeBlock(
       kind: 'unusable',
       reason: `block ${hash} is at burn height ${burnHeight}, below the ${options.keepBurnBlocks} remembered under ${newestSeen}`,
     };
-  const read = eventsOf(payload.events, options);
+  const read = eventsOf(payload.events, options, burnHeight);
   // The supply as of the parent, and as of this block where the events tell it.
   const parentSupply = byHash.has(parent) ? byHash.get(parent)?.supply : options.parentSupply;
   const { supply, needsSupply } = supplyAfter(read, parentSupply, options);

@@ -720,3 +720,47 @@ function windowOfState(state: LimitsState, account?: string) {
   if (w === undefined) throw new Error('no window');
   return w;
 }
+
+describe("the mint window through Emily's writes", () => {
+  test('the three fields are an extension: given, they set; left out, they stay; availableToMint is ignored', () => {
+    const set = send(createLimitsState(), 'POST', '/limits', {
+      pegCap: 1_000,
+      rollingMintBlocks: 6,
+      rollingMintCap: 300,
+      accountCaps: { bob: { pegCap: 500, rollingMintBlocks: 3, rollingMintCap: 50 } },
+    });
+    expect(set.response.status).toBe(201);
+    expect(set.json).toMatchObject({ rollingMintBlocks: 6n, rollingMintCap: 300n });
+    // An Emily client that knows none of them, writing back what it read: they stay.
+    const kept = send(set.state, 'POST', '/limits', {
+      pegCap: 1_000,
+      availableToMint: 300,
+      accountCaps: { bob: { pegCap: 500 } },
+    });
+    expect(kept.response.status).toBe(201);
+    expect(kept.json).toMatchObject({
+      rollingMintBlocks: 6n,
+      rollingMintCap: 300n,
+      accountCaps: { bob: { rollingMintBlocks: 3n, rollingMintCap: 50n } },
+    });
+    const account = send(kept.state, 'POST', '/limits/bob', { pegCap: 400 });
+    expect(account.json).toMatchObject({ rollingMintBlocks: 3n, rollingMintCap: 50n });
+    // Only null removes them.
+    const removed = send(account.state, 'POST', '/limits', {
+      pegCap: 1_000,
+      rollingMintBlocks: null,
+      rollingMintCap: null,
+      accountCaps: {},
+    });
+    expect(removed.json).toMatchObject({ rollingMintBlocks: null, availableToMint: null });
+    expectEmily('/limits', 'POST', removed.response);
+  });
+
+  test('a malformed availableToMint is refused with its path, the state unchanged', () => {
+    const s = createLimitsState();
+    const r = send(s, 'POST', '/limits', { availableToMint: -1, accountCaps: {} });
+    expect(r.response.status).toBe(400);
+    expect(r.json).toMatchObject({ code: 'invalid_amount', path: 'availableToMint' });
+    expect(r.state).toBe(s);
+  });
+});

@@ -64,7 +64,18 @@ export type ChainOp =
   | { readonly kind: 'request'; readonly sender: string; readonly amount: bigint }
   | { readonly kind: 'accept'; readonly id: bigint }
   | { readonly kind: 'reject'; readonly id: bigint }
-  | { readonly kind: 'deposit'; readonly recipient: string; readonly amount: bigint }
+  /**
+   * A deposit completed: the token minted to `recipient` and the registry's
+   * `completed-deposit` print, in one transaction; `txid` (as Bitcoin Core displays it) and
+   * `vout` name the deposit's outpoint (made up from the block when not given).
+   */
+  | {
+      readonly kind: 'deposit';
+      readonly recipient: string;
+      readonly amount: bigint;
+      readonly txid?: string;
+      readonly vout?: number;
+    }
   /** The signers rotate to a new aggregate key (compressed, hex): a `key-rotation` print. */
   | { readonly kind: 'rotate'; readonly key: string };
 
@@ -197,17 +208,27 @@ export class SbtcChain {
         );
       } else {
         token += op.amount;
-        events.push(asset('mint', 'sbtc-token', op.recipient, op.amount, i));
-        events.push(
-          print(
+        // The mint and the print of one transaction; the print as sbtc-registry's
+        // complete-deposit writes it, the Bitcoin txid's bytes in their internal order.
+        const stacksTx = `0x${strip(hash(`${label}:${i}`))}`;
+        const btcTxid = op.txid ?? strip(hash(`deposit:${label}:${i}`));
+        const internal = Buffer.from(btcTxid, 'hex').reverse();
+        events.push({ ...asset('mint', 'sbtc-token', op.recipient, op.amount, i), txid: stacksTx });
+        events.push({
+          ...print(
             {
               topic: stringAsciiCV('completed-deposit'),
-              bitcoin_txid: bufferCV(new Uint8Array(32)),
+              'bitcoin-txid': bufferCV(internal),
+              'output-index': uintCV(op.vout ?? 0),
               amount: uintCV(op.amount),
+              'burn-hash': bufferCV(new Uint8Array(32)),
+              'burn-height': uintCV(burnHeight),
+              'sweep-txid': bufferCV(new Uint8Array(32).fill(1)),
             },
             i + 1,
           ),
-        );
+          txid: stacksTx,
+        });
       }
     }
     const h = hash(label);

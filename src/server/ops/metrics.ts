@@ -172,6 +172,22 @@ function stateGauges(
       return v === null ? undefined : Number(v);
     },
   );
+  gauge(
+    'peg_limits_available_to_mint',
+    `availableToMint of GET /limits: what the mint window still lets the signers mint, in the smallest unit; absent while it is null (no mint window, or its room unknown). ${EXACT}`,
+    () => {
+      const v = limits().availableToMint;
+      return v === null ? undefined : Number(v);
+    },
+  );
+  gauge(
+    'peg_limits_rolling_mint_cap',
+    `The global mint window's cap in force (the lower of the fixed cap and its share of the pegged total's lagged basis); absent while unset. ${EXACT}`,
+    () => {
+      const v = limits().rollingMintCap;
+      return v === null ? undefined : Number(v);
+    },
+  );
   gauge('peg_limits_throttle_active', '1 while throttle mode is on, else 0.', () =>
     limits().throttleModeInitiator === null ? 0 : 1,
   );

@@ -107,7 +107,8 @@ export class NodeStart {
    * height only (others at this one may have come before). The declaration's events.
    */
   lateStart(block: RememberedBlock, first: boolean): LimitsEvent[] {
-    const tip = chainView(this.#context.port.state).tip;
+    const chain = chainView(this.#context.port.state);
+    const tip = chain.tip;
     if (this.#context.options.rpc === undefined)
       this.#context.tally.warn(
         `stacks observer: block ${block.hash} ${first ? 'is the first one seen' : 'follows a gap'}, and without --stacks-rpc what came before it is unknown: the window is incomplete (no room reported, withdrawals refused) until it holds only burn heights from ${block.burnHeight + 1}`,
@@ -117,6 +118,7 @@ export class NodeStart {
         ? [{ type: 'blockConnected', height: block.burnHeight } as const]
         : []),
       { type: 'historyCompleteFrom', height: block.burnHeight + 1 },
+      ...mintHistoryFrom(chain.mintCompleteFrom, block.burnHeight + 1),
     ];
   }
 
@@ -166,7 +168,7 @@ export class NodeStart {
       historyBlocks: chain.historyBlocks,
       requests: read.requests,
       supply: read.supply,
-    });
+    }).concat(mintHistoryFrom(chain.mintCompleteFrom, block.burnHeight + 1));
     const requestId = `stacks-start:${block.parent}`;
     const outcome = await applyEvents(
       this.#context,
@@ -182,4 +184,16 @@ export class NodeStart {
     );
     return { supply: read.supply };
   }
+}
+
+/**
+ * The mint history declared complete from `from` (the node keeps no index of deposits by
+ * height, so what was minted before a feed's first block, or in a gap, is unknown), unless it
+ * already starts there or later: a feed only ever raises it (lowering it frees room: an
+ * operator's, with the limits scope, once the window's mints are posted).
+ */
+function mintHistoryFrom(current: number | null, from: number): LimitsEvent[] {
+  return current !== null && current >= from
+    ? []
+    : [{ type: 'mintHistoryCompleteFrom', height: from }];
 }

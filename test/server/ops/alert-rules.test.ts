@@ -148,6 +148,21 @@ ${alert('4m', true)}
 ${alert('10m', false)}`);
   });
 
+  test('the mint-window alert fires as soon as less than a tenth of the mint cap is left, and stops when the mints leave (promtool test rules)', () => {
+    const alert = alertAt('PegLimitsMintWindowNearlySpent', { job: 'peg-limits', instance: 'r0' });
+    // A cap of 1 BTC; a flood spends it in three minutes; the room comes back at minute 9.
+    testRules(`  - interval: 1m
+    input_series:
+      - series: 'peg_limits_rolling_mint_cap{job="peg-limits",instance="r0"}'
+        values: '100000000x12'
+      - series: 'peg_limits_available_to_mint{job="peg-limits",instance="r0"}'
+        values: '100000000 40000000 20000000 0x5 100000000x5'
+    alert_rule_test:
+${alert('1m', false)}
+${alert('4m', true)}
+${alert('10m', false)}`);
+  });
+
   test('the incomplete-window alert fires once the tip passes the height at which the window was to complete, not while it approaches it (promtool test rules)', () => {
     const alert = alertAt('PegLimitsWindowIncompletePastItsHeight', {
       job: 'peg-limits',
