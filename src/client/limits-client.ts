@@ -10,7 +10,7 @@ import { PegLimitsError } from '../core/errors.js';
 import type { PegIntegrity } from '../core/integrity.js';
 import type { LimitsEvent, PendingChange, Tripped } from '../core/state.js';
 import type { AccountLimits, Limits } from '../core/views.js';
-import type { HeightSum, WindowView } from '../core/window-views.js';
+import type { HeightSum, MintWindowView, WindowView } from '../core/window-views.js';
 import { encodeJson, tryDecodeJson } from '../http/json.js';
 
 /** Options of {@link createLimitsClient}. */
@@ -69,6 +69,11 @@ export interface LimitsClient {
   checkDeposit(account: string, amount: Amount): Promise<Result<Answered<CheckAnswer>, Problem>>;
   /** `GET /window`, or `GET /window/{account}` (`window_not_found` when it has none). */
   getWindow(account?: string): Promise<Result<Answered<WindowView>, Problem>>;
+  /**
+   * `GET /mint-window`, or `GET /mint-window/{account}` (`window_not_found` when it has none):
+   * the mint window, `getWindow`'s twin over the mints.
+   */
+  getMintWindow(account?: string): Promise<Result<Answered<MintWindowView>, Problem>>;
   /** `GET /integrity`: the check of the peg's backing (when every cap reads 0, why). */
   getIntegrity(): Promise<Result<Answered<PegIntegrity>, Problem>>;
   /** `POST /start_throttle`. */
@@ -354,6 +359,11 @@ export function createLimitsClient(options: LimitsClientOptions): LimitsClient {
     checkDeposit: (name, amount) => check('deposits', name, amount),
     getWindow: (name) =>
       call(name === undefined ? '/window' : `/window/${account(name)}`, toWindow),
+    getMintWindow: (name) =>
+      call(
+        name === undefined ? '/mint-window' : `/mint-window/${account(name)}`,
+        (v) => toWindow(v) as unknown as MintWindowView,
+      ),
     getIntegrity: () => call('/integrity', toIntegrity),
     startThrottle: (name, secret) => post('/start_throttle', JSON.stringify({ name, secret })),
     postEvents: (events, token) =>

@@ -102,6 +102,15 @@ describe('createLimitsClient against the real server', () => {
     });
     const own = await client.getWindow('a b/c');
     expect(own).toMatchObject({ ok: true, value: { account: 'a b/c', availableToWithdraw: 100n } });
+    // No mint window set: the view says so (no cap, no room), and an account has none.
+    expect(await client.getMintWindow()).toMatchObject({
+      ok: true,
+      value: { tip: 500, rollingWithdrawalBlocks: null, availableToMint: null, sums: [] },
+    });
+    expect(await client.getMintWindow('a b/c')).toMatchObject({
+      ok: false,
+      error: { status: 404, code: 'window_not_found' },
+    });
 
     const integrity = await client.getIntegrity();
     expect(integrity).toEqual({

@@ -84,6 +84,35 @@ function emilyClient(url: string) {
   };
 }
 
+const EMILY_ACCOUNT_FIELDS = [
+  'pegCap',
+  'perDepositMinimum',
+  'perDepositCap',
+  'perWithdrawalCap',
+  'rollingWithdrawalBlocks',
+  'rollingWithdrawalCap',
+  'throttleModeInitiator',
+];
+
+/**
+ * What Emily's own clients read of an answer: its fields, and nothing of the extensions this
+ * service adds (the mint window's fields and room), which its generated clients ignore.
+ */
+function asEmilyReads(value: unknown): unknown {
+  if (typeof value !== 'object' || value === null) return value;
+  const v = value as Record<string, unknown>;
+  const pick = (o: Record<string, unknown>, fields: ReadonlyArray<string>) =>
+    Object.fromEntries(fields.filter((f) => f in o).map((f) => [f, o[f]]));
+  if (!('accountCaps' in v)) return pick(v, EMILY_ACCOUNT_FIELDS);
+  const accounts = v.accountCaps as Record<string, Record<string, unknown>>;
+  return {
+    ...pick(v, ['availableToWithdraw', ...EMILY_ACCOUNT_FIELDS]),
+    accountCaps: Object.fromEntries(
+      Object.entries(accounts).map(([k, e]) => [k, pick(e, EMILY_ACCOUNT_FIELDS)]),
+    ),
+  };
+}
+
 // Emily's `Limits` as its tests write it, every field present.
 function limits(fields: Record<string, unknown> = {}): Record<string, unknown> {
   return {
@@ -128,7 +157,7 @@ describe("Emily's limits flows (limits.rs)", () => {
 
   test('the empty default is as Emily answers it', async () => {
     const r = await emily('GET', '/limits', '/limits', undefined, null);
-    expect(r.json).toEqual(limits());
+    expect(asEmilyReads(r.json)).toEqual(limits());
   });
 
   test('adding and then updating single account limits works', async () => {
@@ -141,7 +170,7 @@ describe("Emily's limits flows (limits.rs)", () => {
     for (const [name, n] of steps) {
       const r = await emily('POST', `/limits/${name}`, '/limits/{account}', account(n));
       expect(r.status).toBe(201);
-      expect(r.json).toEqual(decodeJson(JSON.stringify(account(n))));
+      expect(asEmilyReads(r.json)).toEqual(decodeJson(JSON.stringify(account(n))));
     }
     for (const [name, n] of [
       ['test_account', 300],
@@ -149,7 +178,7 @@ describe("Emily's limits flows (limits.rs)", () => {
     ] as const) {
       const r = await emily('GET', `/limits/${name}`, '/limits/{account}', undefined, null);
       expect(r.status).toBe(201);
-      expect(r.json).toEqual(decodeJson(JSON.stringify(account(n))));
+      expect(asEmilyReads(r.json)).toEqual(decodeJson(JSON.stringify(account(n))));
     }
   });
 
@@ -197,8 +226,10 @@ describe("Emily's limits flows (limits.rs)", () => {
         }),
       ),
     );
-    expect(set.json).toEqual(expected);
-    expect((await emily('GET', '/limits', '/limits', undefined, null)).json).toEqual(expected);
+    expect(asEmilyReads(set.json)).toEqual(expected);
+    expect(asEmilyReads((await emily('GET', '/limits', '/limits', undefined, null)).json)).toEqual(
+      expected,
+    );
     const gone = await emily(
       'GET',
       '/limits/test_account_4',
@@ -255,13 +286,17 @@ describe("Emily's throttle flows (throttle.rs)", () => {
     const expected = decodeJson(JSON.stringify({ ...base, availableToWithdraw: 10_000_000_000 }));
     // An unknown key (Emily: 404; here 401, the same answer as a wrong secret).
     expect((await start()).status).toBe(401);
-    expect((await emily('GET', '/limits', '/limits', undefined, null)).json).toEqual(expected);
+    expect(asEmilyReads((await emily('GET', '/limits', '/limits', undefined, null)).json)).toEqual(
+      expected,
+    );
     expect(
       (await emily('POST', '/throttle', '/throttle', { name: 'aaaaaaaaaaaaaaaa', secret: SECRET }))
         .status,
     ).toBe(201);
     expect((await start('TW9yZSBkYaaaaciB5b3VyIHRlc3Qcc')).status).toBe(401);
-    expect((await emily('GET', '/limits', '/limits', undefined, null)).json).toEqual(expected);
+    expect(asEmilyReads((await emily('GET', '/limits', '/limits', undefined, null)).json)).toEqual(
+      expected,
+    );
     const on = await start();
     expect(on.status).toBe(200);
     const throttled = (await emily('GET', '/limits', '/limits', undefined, null)).json;
@@ -276,14 +311,18 @@ describe("Emily's throttle flows (throttle.rs)", () => {
     });
     // Restoring the limits with throttleModeInitiator null ends throttle mode.
     expect((await emily('POST', '/limits', '/limits', base)).status).toBe(201);
-    expect((await emily('GET', '/limits', '/limits', undefined, null)).json).toEqual(expected);
+    expect(asEmilyReads((await emily('GET', '/limits', '/limits', undefined, null)).json)).toEqual(
+      expected,
+    );
     // Emily deactivates by the key's Argon2 hash; the key's name here.
     expect(
       (await emily('PATCH', '/throttle/deactivate', '/throttle/deactivate', 'aaaaaaaaaaaaaaaa'))
         .status,
     ).toBe(204);
     expect((await start()).status).toBe(403);
-    expect((await emily('GET', '/limits', '/limits', undefined, null)).json).toEqual(expected);
+    expect(asEmilyReads((await emily('GET', '/limits', '/limits', undefined, null)).json)).toEqual(
+      expected,
+    );
     expect(
       (await emily('PATCH', '/throttle/activate', '/throttle/activate', 'aaaaaaaaaaaaaaaa')).status,
     ).toBe(204);

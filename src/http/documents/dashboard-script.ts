@@ -194,17 +194,26 @@ function renderRoom(w) {
 const FIELD_NAMES = { pegCap: 'Peg cap', accountPegCap: 'Peg cap', perDepositCap: 'Per deposit',
   perDepositMinimum: 'Deposit minimum', perWithdrawalCap: 'Per withdrawal',
   rollingWithdrawalBlocks: 'Window', accountRollingWithdrawalBlocks: 'Window',
-  rollingWithdrawalCap: 'Window cap', accountRollingWithdrawalCap: 'Window cap' };
-const BLOCK_FIELDS = ['rollingWithdrawalBlocks', 'accountRollingWithdrawalBlocks'];
+  rollingWithdrawalCap: 'Window cap', accountRollingWithdrawalCap: 'Window cap',
+  rollingWithdrawalCapShare: 'Window cap share', accountRollingWithdrawalCapShare: 'Window cap share',
+  rollingMintBlocks: 'Mint window', accountRollingMintBlocks: 'Mint window',
+  rollingMintCap: 'Mint window cap', accountRollingMintCap: 'Mint window cap',
+  rollingMintCapShare: 'Mint window cap share', accountRollingMintCapShare: 'Mint window cap share' };
+const BLOCK_FIELDS = ['rollingWithdrawalBlocks', 'accountRollingWithdrawalBlocks', 'rollingMintBlocks', 'accountRollingMintBlocks'];
+const SHARE_FIELDS = ['rollingWithdrawalCapShare', 'accountRollingWithdrawalCapShare', 'rollingMintCapShare', 'accountRollingMintCapShare'];
 
 function fieldValue(field, v) {
   if (v === null) return 'none';
+  if (SHARE_FIELDS.includes(field)) return Number(v) / 100 + '% of the pegged total';
   return BLOCK_FIELDS.includes(field) ? Number(v).toLocaleString('en-US') + ' blocks' : btc(v) + ' ' + UNIT;
 }
 
 function looseningText(l) {
   if (l.kind === 'throttleEnded') return 'ends throttle mode (started by ' + l.initiator + ')';
   if (l.kind === 'keyRevoked') return 'revokes the throttle key ' + l.name;
+  if (l.kind === 'mintHistory') return 'lowers the start of the mint history: block ' + l.before + ' → ' + (l.after === null ? 'the start' : l.after);
+  if (l.kind === 'integrity') return "the peg's check: " + l.field + ' ' + l.before + ' → ' + (l.after === null ? 'off' : l.after);
+  if (l.kind === 'breakerCleared') return "clears the peg's tripped breaker";
   const who = l.account === null ? '' : l.account + ': ';
   const beneath = l.view === 'configured' ? ' (beneath throttle mode)' : '';
   return who + FIELD_NAMES[l.field] + ': ' + fieldValue(l.field, l.before) + ' → ' + fieldValue(l.field, l.after) + beneath;
@@ -299,6 +308,43 @@ function drawChart(w) {
   label(pad, pad - 6, 'scale: ' + rounded(top) + ' ' + UNIT + ' per block', 'start');
 }
 
+// The mint window: what the signers may still mint, the peg cap they read, the next release.
+function renderMintWindow(w, l) {
+  setAmount($('availableToMint'), w.availableToMint, w.rollingWithdrawalBlocks === null ? 'no mint window' : 'unknown');
+  setAmount($('minted'), w.rollingWithdrawalBlocks === null ? null : w.withdrawn);
+  setAmount($('rollingMintCap'), w.rollingWithdrawalCap);
+  const b = $('rollingMintBlocks');
+  b.dataset.value = w.rollingWithdrawalBlocks === null ? 'null' : w.rollingWithdrawalBlocks;
+  b.textContent = w.rollingWithdrawalBlocks === null ? 'none' : w.rollingWithdrawalBlocks + ' blocks';
+  setAmount($('pegCapInForce'), l.pegCap);
+  const r = $('mintRelease');
+  r.dataset.height = w.nextRelease === null ? 'null' : String(w.nextRelease.height);
+  r.textContent = w.nextRelease === null ? 'nothing minted in the window' :
+    btc(w.nextRelease.amount) + ' ' + UNIT + ' at block ' + Number(w.nextRelease.height).toLocaleString('en-US');
+}
+
+// A depositor's check: would this deposit fit now, and if a mint window refuses it, when.
+const DEPOSIT_REASONS = { below_minimum: 'below the minimum', above_per_deposit_cap: 'above the cap per deposit',
+  peg_cap_exceeded: 'beyond the peg cap', account_peg_cap_exceeded: "beyond the account's peg cap",
+  mint_window_incomplete: 'the mint window is not complete yet', rolling_mint_cap_exceeded: 'more than the mint window has room for',
+  account_rolling_mint_cap_exceeded: "more than the account's mint window has room for", peg_unbacked: 'the peg is unbacked',
+  reserves_unknown: 'the reserves are unknown', invalid_account: 'not an account name', invalid_amount: 'not an amount' };
+function sats(text) {
+  const m = /^([0-9]{1,11})(?:[.]([0-9]{1,8}))?$/.exec(text.trim());
+  return m === null ? null : (BigInt(m[1]) * 10n ** 8n + BigInt((m[2] || '').padEnd(8, '0'))).toString();
+}
+async function checkDeposit(account, amountText) {
+  const answer = $('depositAnswer');
+  const amount = sats(amountText);
+  if (account === '' || amount === null) { answer.textContent = 'Give an account and an amount in BTC (up to 8 decimals).'; return; }
+  const v = await read('limits/' + encodeURIComponent(account) + '/deposits/' + amount);
+  answer.dataset.availableAt = v.availableAt === null ? 'null' : String(v.availableAt);
+  if (v.ok) { answer.textContent = btc(amount) + ' ' + UNIT + ' fits now.'; return; }
+  const why = DEPOSIT_REASONS[v.reason] || v.reason;
+  answer.textContent = 'Not now: ' + why + (v.limit === null ? '' : ' (room ' + btc(v.limit) + ' ' + UNIT + ')') +
+    (v.availableAt === null ? '; no block is known at which it would fit.' : '; it would fit from block ' + Number(v.availableAt).toLocaleString('en-US') + ' if nothing else is minted.');
+}
+
 // The check of the peg's backing: a red banner while the limits fail closed on it.
 const INTEGRITY_STATES = { off: 'no check', backed: 'backed', reserves_unknown: 'reserves unknown', tripped: 'breaker tripped' };
 function renderIntegrity(i) {
@@ -317,9 +363,10 @@ function renderIntegrity(i) {
 
 async function refresh() {
   try {
-    const [limits, window, integrity] = await Promise.all([read('limits'), read('window'), read('integrity')]);
+    const [limits, window, integrity, mints] = await Promise.all([read('limits'), read('window'), read('integrity'), read('mint-window')]);
     renderLimits(limits);
     renderWindow(window);
+    renderMintWindow(mints, limits);
     renderIntegrity(integrity);
     await readChanges();
     $('error').hidden = true;
@@ -338,6 +385,10 @@ $('tokenForm').addEventListener('submit', (e) => {
   if (token) sessionStorage.setItem('peg-limits-token', token); else sessionStorage.removeItem('peg-limits-token');
   readChanges().catch((err) => { $('changesNote').textContent = 'Could not read the changes: ' + err.message; });
 });
+$('depositForm').addEventListener('submit', (e) => {
+  e.preventDefault();
+  checkDeposit($('depositAccount').value.trim(), $('depositAmount').value).catch((err) => { $('depositAnswer').textContent = 'Could not check: ' + err.message; });
+});
 $('search').addEventListener('input', (e) => { filter = e.target.value; page = 0; renderEntries(); });
 $('prev').addEventListener('click', () => { page--; renderEntries(); });
 $('next').addEventListener('click', () => { page++; renderEntries(); });
@@ -350,8 +401,10 @@ if (typeof EventSource === 'function') {
   const events = new EventSource(new URL('events', location.href));
   events.addEventListener('limits', async (e) => {
     try {
-      renderLimits(parseExact(e.data));
+      const limits = parseExact(e.data);
+      renderLimits(limits);
       renderWindow(await read('window'));
+      renderMintWindow(await read('mint-window'), limits);
       renderIntegrity(await read('integrity'));
       await readChanges();
       $('error').hidden = true;

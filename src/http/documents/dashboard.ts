@@ -1,7 +1,8 @@
 /**
  * The operator dashboard served at `GET /`: one self-contained HTML page (inline styles and
- * script, no outside resource, so it works with no network) that reads `GET /limits` and
- * `GET /window` and refreshes itself; given an operator token (kept in the tab's session
+ * script, no outside resource, so it works with no network) that reads `GET /limits`,
+ * `GET /window` and `GET /mint-window` and refreshes itself (a depositor's check says when a
+ * deposit would fit); given an operator token (kept in the tab's session
  * storage), it lists the pending changes from `GET /admin/changes`, each with what it
  * loosens. With nothing available, it says at which block the room opens. Amounts are read exactly (a small JSON reader keeps
  * integers as text, then BigInt), and every figure carries its exact value in `data-value`.
@@ -84,6 +85,23 @@ export const DASHBOARD_HTML = `<!doctype html>
     <dt>Window</dt><dd id="rollingWithdrawalBlocks">…</dd>
   </dl>
   <p class="note" id="capShare" hidden></p>
+</section>
+<section>
+  <h2>Available to mint now</h2>
+  <div class="big" id="availableToMint">…</div>
+  <dl>
+    <dt>Minted in the window</dt><dd id="minted">…</dd>
+    <dt>Mint window cap</dt><dd id="rollingMintCap">…</dd>
+    <dt>Mint window</dt><dd id="rollingMintBlocks">…</dd>
+    <dt>Peg cap the signers read</dt><dd id="pegCapInForce">…</dd>
+    <dt>Next release</dt><dd id="mintRelease">…</dd>
+  </dl>
+  <form class="tools" id="depositForm">
+    <input type="search" id="depositAccount" placeholder="Account" aria-label="Depositor's account">
+    <input type="search" id="depositAmount" placeholder="Amount (BTC)" aria-label="Deposit amount in BTC" inputmode="decimal">
+    <button type="submit">Would it fit?</button>
+  </form>
+  <p class="note" id="depositAnswer"></p>
 </section>
 <section>
   <h2>Peg backing: <span id="integrityState">…</span></h2>

@@ -78,6 +78,19 @@ describe.skipIf(CHROMIUM === undefined)('the dashboard in a real browser', () =>
       height: 869_980,
     });
     events.push({ type: 'withdrawalRejected', id: 'gone' });
+    // Mints: 3 BTC of the mint window's 5 at 869,900, 1.5 BTC at 870,000; 500 BTC pegged.
+    events.push({ type: 'peggedTotalObserved', total: 50_000_000_000n });
+    for (const [height, amount, vout] of [
+      [869_900, 300_000_000n, 0],
+      [870_000, 150_000_000n, 1],
+    ] as const)
+      events.push({
+        type: 'depositMinted',
+        id: `${'ab'.repeat(32)}:${vout}`,
+        account: 'account-00001',
+        amount,
+        height,
+      });
     events.push({
       type: 'throttleKeyAdded',
       name: 'ops-1',
@@ -92,6 +105,8 @@ describe.skipIf(CHROMIUM === undefined)('the dashboard in a real browser', () =>
           perWithdrawalCap: 1_000_000_000n,
           rollingWithdrawalBlocks: 144n,
           rollingWithdrawalCap: 10_000_000_000n,
+          rollingMintBlocks: 144n,
+          rollingMintCap: 500_000_000n,
           accountCaps,
         },
       }),
@@ -169,6 +184,40 @@ describe.skipIf(CHROMIUM === undefined)('the dashboard in a real browser', () =>
     expect(await page.isHidden('#throttle')).toBe(true);
     await page.screenshot({ path: `${ARTIFACTS}/dashboard.png`, fullPage: true });
     await page.screenshot({ path: `${ARTIFACTS}/dashboard-top.png` });
+    await page.close();
+  });
+
+  test('shows the mint window and the peg cap the signers read, and a depositor hears when a deposit would fit', async () => {
+    const page = await open(1280, 1000);
+    const limits = await api('/limits');
+    const mints = await api('/mint-window');
+    expect(await value(page, '#availableToMint')).toBe(String(limits.availableToMint));
+    expect(await page.textContent('#availableToMint')).toBe('0.5 BTC');
+    expect(await value(page, '#minted')).toBe(String(mints.withdrawn));
+    expect(await value(page, '#rollingMintCap')).toBe('500000000');
+    // pegCap − supply, as the signers compute it: the mint window's room.
+    expect(await value(page, '#pegCapInForce')).toBe(String(50_000_000_000n + 50_000_000n));
+    expect(await page.$eval('#mintRelease', (e) => (e as HTMLElement).dataset.height)).toBe(
+      String(869_900 + 144),
+    );
+    await page.fill('#depositAccount', 'someone');
+    await page.fill('#depositAmount', '0.5');
+    await page.click('#depositForm button');
+    await page.waitForFunction(() => document.getElementById('depositAnswer')!.textContent !== '');
+    expect(await page.textContent('#depositAnswer')).toBe('0.5 BTC fits now.');
+    await page.fill('#depositAmount', '2');
+    await page.click('#depositForm button');
+    await page.waitForFunction(() =>
+      document.getElementById('depositAnswer')!.textContent!.startsWith('Not now'),
+    );
+    // 2 BTC fits once the 3 BTC minted at 869,900 leave the window, at 870,044.
+    expect(await page.$eval('#depositAnswer', (e) => (e as HTMLElement).dataset.availableAt)).toBe(
+      '870044',
+    );
+    expect(await page.textContent('#depositAnswer')).toBe(
+      'Not now: more than the mint window has room for (room 0.5 BTC); it would fit from block 870,044 if nothing else is minted.',
+    );
+    await page.screenshot({ path: `${ARTIFACTS}/dashboard-mint-window.png`, fullPage: true });
     await page.close();
   });
 
