@@ -28,7 +28,12 @@ export { routeFor } from './http/route-match.js';
 export { ROUTES } from './http/routes.js';
 export { serialQueue } from './http/serial-queue.js';
 export { handleOptionsOf, isChange, readinessOf } from './http/service.js';
-export { type ClarityValue, type DecodeClarity, payloadToKeep } from './stacks/block-payload.js';
+export {
+  type ClarityValue,
+  type DecodeClarity,
+  payloadToKeep,
+  UNKNOWN_RECIPIENT,
+} from './stacks/block-payload.js';
 export {
   type BlockMemory,
   EMPTY_MEMORY,

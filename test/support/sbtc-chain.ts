@@ -46,6 +46,8 @@ export interface ContractState {
   readonly locked: bigint;
   /** The registry's current aggregate key (compressed, hex), or `00` before any. */
   readonly aggregateKey: string;
+  /** The registry's completed deposits, by `<txid as displayed>:<vout>`: their recipient. */
+  readonly deposits: ReadonlyMap<string, string>;
 }
 
 export interface ChainBlock {
@@ -75,6 +77,8 @@ export type ChainOp =
       readonly amount: bigint;
       readonly txid?: string;
       readonly vout?: number;
+      /** Leave the token's mint event out (a node that sends no asset events). */
+      readonly noAssetEvent?: boolean;
     }
   /** The signers rotate to a new aggregate key (compressed, hex): a `key-rotation` print. */
   | { readonly kind: 'rotate'; readonly key: string };
@@ -85,6 +89,7 @@ const GENESIS: ContractState = {
   token: 0n,
   locked: 0n,
   aggregateKey: '00',
+  deposits: new Map(),
 };
 
 function strip(h: string): string {
@@ -139,6 +144,7 @@ export class SbtcChain {
     const label = options.label ?? `blk${this.#n++}`;
     const requests = new Map(parent?.state.requests ?? GENESIS.requests);
     let { lastId, token, locked, aggregateKey } = parent?.state ?? GENESIS;
+    const deposits = new Map(parent?.state.deposits ?? GENESIS.deposits);
     const events: unknown[] = [];
     for (const op of ops) {
       const i = events.length;
@@ -213,7 +219,12 @@ export class SbtcChain {
         const stacksTx = `0x${strip(hash(`${label}:${i}`))}`;
         const btcTxid = op.txid ?? strip(hash(`deposit:${label}:${i}`));
         const internal = Buffer.from(btcTxid, 'hex').reverse();
-        events.push({ ...asset('mint', 'sbtc-token', op.recipient, op.amount, i), txid: stacksTx });
+        deposits.set(`${btcTxid}:${op.vout ?? 0}`, op.recipient);
+        if (op.noAssetEvent !== true)
+          events.push({
+            ...asset('mint', 'sbtc-token', op.recipient, op.amount, i),
+            txid: stacksTx,
+          });
         events.push({
           ...print(
             {
@@ -239,7 +250,7 @@ export class SbtcChain {
       height: (parent?.height ?? 0) + 1,
       burnHeight,
       burnHash,
-      state: { lastId, requests, token, locked, aggregateKey },
+      state: { lastId, requests, token, locked, aggregateKey, deposits },
       payload: {
         block_hash: h,
         block_height: (parent?.height ?? 0) + 1,
@@ -389,6 +400,25 @@ export async function startNodeRpc(chain: SbtcChain): Promise<NodeRpc> {
         const args = (JSON.parse(body) as { arguments: string[] }).arguments;
         const id = hexToCV(args[0]!) as { value: bigint };
         send(200, { okay: true, result: hexCV(requestCV(s.requests.get(BigInt(id.value)))) });
+        return;
+      }
+      if (
+        req.method === 'POST' &&
+        p === `/v2/contracts/call-read/${DEPLOYER}/sbtc-registry/get-completed-deposit`
+      ) {
+        const args = (JSON.parse(body) as { arguments: string[] }).arguments;
+        const txid = hexToCV(args[0]!) as unknown as { value: string };
+        const vout = hexToCV(args[1]!) as { value: bigint };
+        const displayed = Buffer.from(strip(txid.value), 'hex').reverse().toString('hex');
+        const recipient = s.deposits.get(`${displayed}:${vout.value}`);
+        send(200, {
+          okay: true,
+          result: hexCV(
+            recipient === undefined
+              ? noneCV()
+              : someCV(tupleCV({ amount: uintCV(0), recipient: principalCV(recipient) })),
+          ),
+        });
         return;
       }
       if (

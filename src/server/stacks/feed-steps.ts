@@ -20,6 +20,7 @@ import {
   observeBlock,
   type RememberedBlock,
   refusalDetail,
+  UNKNOWN_RECIPIENT,
   withKeys,
   withSupply,
 } from '../../internal.js';
@@ -113,7 +114,10 @@ export function observe(
  */
 export async function prepare(context: FeedContext, observed: Block): Promise<Block> {
   const { tally } = context;
-  let block = await rememberKeys(context, await verifyRejections(context, observed));
+  let block = await rememberKeys(
+    context,
+    await recipientsFromRegistry(context, await verifyRejections(context, observed)),
+  );
   const at = block.block.hash;
   if (block.needsSupply) {
     const rpc = context.options.rpc;
@@ -161,18 +165,53 @@ async function verifyRejections(context: FeedContext, observed: Block): Promise<
       context.tally.rejectionNotShown(e.id, at, status);
     }
   }
-  if (kept.length === own.length) return observed;
-  const block: RememberedBlock = { ...observed.block, events: kept };
-  const lead = observed.events.slice(0, observed.events.length - own.length);
+  return kept.length === own.length ? observed : withOwnEvents(observed, kept);
+}
+
+// The block with its own events replaced (they close the batch: what comes before them is
+// the fork's), in the batch and in the memory of blocks.
+function withOwnEvents(observed: Block, own: LimitsEvent[]): Block {
+  const block: RememberedBlock = { ...observed.block, events: own };
+  const lead = observed.events.slice(0, observed.events.length - observed.block.events.length);
   return {
     ...observed,
     block,
-    events: [...lead, ...kept],
+    events: [...lead, ...own],
     memory: {
       ...observed.memory,
       blocks: observed.memory.blocks.map((b) => (b === observed.block ? block : b)),
     },
   };
+}
+
+// With the RPC, a mint whose recipient the block's asset events did not name (the node sent
+// no asset events, or none of the token) is named by the registry's completed deposit as of
+// that block; one the node does not know (or could not tell) stays `unknown`: it still
+// counts in the global mint window.
+async function recipientsFromRegistry(context: FeedContext, observed: Block): Promise<Block> {
+  const rpc = context.options.rpc;
+  const own = observed.block.events;
+  const unnamed = (e: LimitsEvent) => e.type === 'depositMinted' && e.account === UNKNOWN_RECIPIENT;
+  if (rpc === undefined || !own.some(unnamed)) return observed;
+  const at = observed.block.hash;
+  const named: LimitsEvent[] = [];
+  for (const e of own) {
+    if (e.type !== 'depositMinted' || !unnamed(e)) {
+      named.push(e);
+      continue;
+    }
+    const [txid, vout] = e.id.split(':');
+    let recipient: string | null = null;
+    try {
+      recipient = await rpc.completedDepositRecipient(txid!, BigInt(vout!), at);
+    } catch (err) {
+      context.tally.warn(
+        `stacks observer: the recipient of deposit ${e.id} in block ${at}: ${(err as Error).message}; counted under ${UNKNOWN_RECIPIENT}`,
+      );
+    }
+    named.push(recipient === null ? e : { ...e, account: recipient });
+  }
+  return withOwnEvents(observed, named);
 }
 
 // The keys a block's prints rotated to, remembered: with the RPC, only those the node shows

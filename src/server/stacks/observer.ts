@@ -89,6 +89,7 @@ export async function loadClarityCodec(): Promise<ClarityCodec> {
     hexToCV: DecodeClarity;
     serializeCV: (value: unknown) => string;
     uintCV: (value: bigint) => unknown;
+    bufferCV: (value: Uint8Array) => unknown;
   }>(
     '@stacks/transactions',
     () => import('@stacks/transactions'),
@@ -97,6 +98,10 @@ export async function loadClarityCodec(): Promise<ClarityCodec> {
   return {
     decode: (hex) => stacks.hexToCV(hex),
     encodeUint: (value) => stacks.serializeCV(stacks.uintCV(value)).replace(/^0x/, ''),
+    encodeBuffer: (hex) =>
+      stacks
+        .serializeCV(stacks.bufferCV(Uint8Array.from(Buffer.from(hex, 'hex'))))
+        .replace(/^0x/, ''),
   };
 }
 

@@ -25,6 +25,8 @@ export interface ClarityCodec {
   readonly decode: DecodeClarity;
   /** A `uint` argument, serialized as hex (no `0x`). */
   readonly encodeUint: (value: bigint) => string;
+  /** A `buff` argument given as hex (no `0x`), serialized as hex (no `0x`). */
+  readonly encodeBuffer: (hex: string) => string;
 }
 
 /** Options of {@link StacksRpc}. */
@@ -151,6 +153,34 @@ export class StacksRpc {
   async currentAggregateKey(tip: string): Promise<string | null> {
     const value = await this.#callRead(this.#registryName, 'get-current-aggregate-pubkey', tip, []);
     return this.#read(() => aggregateKeyOfClarity(value, 'get-current-aggregate-pubkey'));
+  }
+
+  /**
+   * The recipient of a completed deposit as of the block `tip`, from the registry's
+   * `get-completed-deposit(txid, vout-index)` (the txid as Bitcoin Core displays it: its bytes
+   * are reversed for the contract), as a principal's text; `null` when the registry has none.
+   */
+  async completedDepositRecipient(txid: string, vout: bigint, tip: string): Promise<string | null> {
+    const internal = (txid.match(/../g) ?? []).reverse().join('');
+    const value = await this.#callRead(this.#registryName, 'get-completed-deposit', tip, [
+      this.#codec.encodeBuffer(internal),
+      this.#codec.encodeUint(vout),
+    ]);
+    return this.#read(() => {
+      if (value.type === 'none') return null;
+      const entry = value.type === 'some' ? (value.value as ClarityValue | undefined) : undefined;
+      const recipient =
+        entry?.type === 'tuple'
+          ? (entry.value as Readonly<Record<string, ClarityValue>>).recipient
+          : undefined;
+      if (
+        recipient === undefined ||
+        (recipient.type !== 'address' && recipient.type !== 'contract') ||
+        typeof recipient.value !== 'string'
+      )
+        throw new NodeAnswerError(`get-completed-deposit ${txid}:${vout} has no recipient`);
+      return recipient.value;
+    });
   }
 
   /**

@@ -3,7 +3,7 @@
  * requests and returns what became of them as data, applying through a service's port over
  * a memory of blocks kept in memory. No listener, no request, no answer is involved.
  */
-import { hexToCV, serializeCV, uintCV } from '@stacks/transactions';
+import { bufferCV, hexToCV, serializeCV, uintCV } from '@stacks/transactions';
 import { afterAll, describe, expect, test } from 'vitest';
 import {
   type BatchAuthor,
@@ -58,6 +58,7 @@ async function fed(given?: SbtcChain) {
     const codec = {
       decode: (hex: string) => hexToCV(hex),
       encodeUint: (n: bigint) => serializeCV(uintCV(n)),
+      encodeBuffer: (hex: string) => serializeCV(bufferCV(Buffer.from(hex, "hex"))),
     };
     rpc = new StacksRpc({ url: node.url, registry: REGISTRY, codec, timeoutMs: 2_000 });
   }

@@ -105,3 +105,68 @@ test('a deposit flood: pegCap − supply is the mint window room after every blo
   );
   expect(check).toMatchObject({ ok: true });
 }, 60_000);
+
+test("without the token's asset events, the registry names a mint's recipient through the node's RPC, and an entry's own mint window counts it", async () => {
+  const chain = new SbtcChain();
+  const dir = tempDir();
+  writeFileSync(
+    join(dir, 'config.json'),
+    JSON.stringify({
+      historyBlocks: 60,
+      limits: {
+        rollingMintBlocks: MINT_BLOCKS,
+        rollingMintCap: Number(MINT_CAP),
+        accountCaps: { [BOB]: { rollingMintBlocks: MINT_BLOCKS, rollingMintCap: 50_000_000 } },
+      },
+    }),
+  );
+  const node = await startNodeRpc(chain);
+  nodes.push(node);
+  const p = await serve(dir, ['--stacks-history-complete', '--stacks-rpc', node.url]);
+  for (const [h, amount] of [
+    [100, 10_000_000n],
+    [101, 20_000_000n],
+  ] as const) {
+    const b = chain.mine([{ kind: 'deposit', recipient: BOB, amount, noAssetEvent: true }], {
+      burnHeight: h,
+    });
+    expect(await postBlock(p, b)).toBe(200);
+  }
+  const own = await get<{ sums: Array<{ height: number; amount: number }> }>(
+    `${p.url}/mint-window/${BOB}`,
+  );
+  expect(own.sums.map((s) => [s.height, BigInt(s.amount)])).toEqual([
+    [100, 10_000_000n],
+    [101, 20_000_000n],
+  ]);
+  const global = await get<{ withdrawn: number }>(`${p.url}/mint-window`);
+  expect(BigInt(global.withdrawn)).toBe(30_000_000n);
+}, 60_000);
+
+test('without the RPC or the asset events, a mint still counts in the global mint window, under unknown', async () => {
+  const chain = new SbtcChain();
+  const dir = tempDir();
+  writeFileSync(
+    join(dir, 'config.json'),
+    JSON.stringify({
+      historyBlocks: 60,
+      limits: {
+        rollingMintBlocks: MINT_BLOCKS,
+        rollingMintCap: Number(MINT_CAP),
+        accountCaps: { [BOB]: { rollingMintBlocks: MINT_BLOCKS, rollingMintCap: 50_000_000 } },
+      },
+    }),
+  );
+  const p = await serve(dir, ['--stacks-history-complete']);
+  const b = chain.mine(
+    [{ kind: 'deposit', recipient: BOB, amount: 10_000_000n, noAssetEvent: true }],
+    { burnHeight: 100 },
+  );
+  expect(await postBlock(p, b)).toBe(200);
+  expect(BigInt((await get<{ withdrawn: number }>(`${p.url}/mint-window`)).withdrawn)).toBe(
+    10_000_000n,
+  );
+  expect(BigInt((await get<{ withdrawn: number }>(`${p.url}/mint-window/${BOB}`)).withdrawn)).toBe(
+    0n,
+  );
+}, 60_000);

@@ -2,7 +2,7 @@
  * The node's RPC client against a double that answers as a node does (the paths and bodies
  * the sBTC signer uses, Clarity values serialized by `@stacks/transactions`), as of a block.
  */
-import { hexToCV, serializeCV, uintCV } from '@stacks/transactions';
+import { bufferCV, hexToCV, serializeCV, uintCV } from '@stacks/transactions';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { StacksRpc, StacksRpcError } from '../../../src/server/stacks/rpc-client.js';
 import { type NodeRpc, SbtcChain, startNodeRpc } from '../../support/sbtc-chain.js';
@@ -11,6 +11,7 @@ import { REGISTRY, SENDER } from '../../support/stacks-node.js';
 const codec = {
   decode: (hex: string) => hexToCV(hex),
   encodeUint: (n: bigint) => serializeCV(uintCV(n)),
+  encodeBuffer: (hex: string) => serializeCV(bufferCV(Buffer.from(hex, "hex"))),
 };
 
 const chain = new SbtcChain();
