@@ -8,10 +8,11 @@ import type { VerdictReason } from '../core/checks.js';
 import type { Result } from '../core/errors.js';
 import { PegLimitsError } from '../core/errors.js';
 import type { PegIntegrity } from '../core/integrity.js';
-import type { LimitsEvent, PendingChange, Tripped } from '../core/state.js';
+import type { LimitsEvent, PendingChange } from '../core/state.js';
 import type { AccountLimits, Limits } from '../core/views.js';
-import type { HeightSum, MintWindowView, WindowView } from '../core/window-views.js';
+import type { MintWindowView, WindowView } from '../core/window-views.js';
 import { encodeJson, tryDecodeJson } from '../http/json.js';
+import { changeOrLimits, num, toChange, toIntegrity, toWindow } from './answer-values.js';
 
 /** Options of {@link createLimitsClient}. */
 export interface LimitsClientOptions {
@@ -130,58 +131,6 @@ function isProblem(value: unknown): value is Problem {
     typeof v.code === 'string' &&
     typeof v.detail === 'string'
   );
-}
-
-// decodeJson reads every integer as a bigint; heights and statuses are numbers.
-function num(value: unknown): number | null {
-  return typeof value === 'bigint' ? Number(value) : (value as number | null);
-}
-
-function sum(value: unknown): HeightSum {
-  const s = value as { height: bigint; amount: bigint };
-  return { height: Number(s.height), amount: s.amount };
-}
-
-function toWindow(value: unknown): WindowView {
-  const w = value as Record<string, unknown>;
-  return {
-    ...(w as unknown as WindowView),
-    tip: num(w.tip),
-    from: num(w.from),
-    to: num(w.to),
-    completeAt: num(w.completeAt),
-    heldFrom: num(w.heldFrom),
-    sums: (w.sums as unknown[]).map(sum),
-    nextRelease: w.nextRelease === null ? null : sum(w.nextRelease),
-  };
-}
-
-function toIntegrity(value: unknown): PegIntegrity {
-  const i = value as Record<string, unknown>;
-  const t = i.tripped as Record<string, unknown> | null;
-  return {
-    ...(i as unknown as PegIntegrity),
-    reservesHeight: num(i.reservesHeight),
-    reservesMaxAge: Number(i.reservesMaxAge),
-    tripped: t === null ? null : ({ ...t, height: num(t.height) } as unknown as Tripped),
-  };
-}
-
-function toChange(value: unknown): PendingChange {
-  const c = value as Record<string, unknown>;
-  return {
-    ...(c as unknown as PendingChange),
-    id: Number(c.id),
-    proposedAt: num(c.proposedAt),
-    delayBlocks: num(c.delayBlocks),
-    effectiveAt: num(c.effectiveAt),
-    quorum: Number(c.quorum),
-  };
-}
-
-// An answer that is a pending change (it has approvals) or the Limits.
-function changeOrLimits(value: unknown): PendingChange | Limits {
-  return 'approvals' in (value as object) ? toChange(value) : (value as Limits);
 }
 
 function toCheck(value: unknown): CheckAnswer {

@@ -107,8 +107,16 @@ function closedEntry(caps: Caps): Caps {
  * zero caps while the limits fail closed on the peg's backing.
  */
 export function globalCapsInForce(state: LimitsState): Caps {
-  return fixed(state, withShare(state.limits, state.totals, state.tip), true);
+  let caps = globalCaps.get(state);
+  if (caps === undefined) {
+    caps = fixed(state, withShare(state.limits, state.totals, state.tip), true);
+    globalCaps.set(state, caps);
+  }
+  return caps;
 }
+
+// A state never changes: its global caps in force are made once, at its first view or check.
+const globalCaps = new WeakMap<LimitsState, Caps>();
 
 /**
  * An account entry as every view and check sees it (its window cap in force against the

@@ -1,14 +1,8 @@
-/**
- * What the chain reports (the README, "Events"): blocks, reorganizations, withdrawals and their
- * rejections (mints are `mints.ts`'s). Each rule validates its event, then changes the draft: the ring of per-block
- * sums, the withdrawal index and the books of the accounts with a window of their own.
- */
-import { requirePositive } from './amount.js';
 import { bookAdd } from './books.js';
 import { type Draft, type Height, NO_BOOK, oldestRetained } from './draft.js';
 import { describe, fail } from './errors.js';
-import { heightsLeaving, requireHeight } from './heights.js';
-import { MAX_NAME_LENGTH, requireAccount } from './limits.js';
+import { heightsLeaving, requireHeight, requireTransfer } from './heights.js';
+import { MAX_NAME_LENGTH } from './limits.js';
 import { dropMints, forgetMints } from './mints.js';
 import { addAt, clearHeights, visitHeights } from './sum-tree.js';
 import {
@@ -103,16 +97,7 @@ export function chainReorganized(d: Draft, e: Record<string, unknown>): void {
 /** `withdrawalRequested`: a withdrawal counts against the windows from its height. */
 export function withdrawalRequested(d: Draft, e: Record<string, unknown>): void {
   const id = requireId(e.id, 'id');
-  const account = requireAccount(e.account, 'account');
-  const amount = requirePositive(e.amount, 'amount');
-  const height = requireHeight(e.height, 'height');
-  if (d.tip === null || height > d.tip) {
-    fail(
-      'height_ahead_of_tip',
-      d.tip === null ? 'no block is known yet' : `height ${height} is above the tip ${d.tip}`,
-      'height',
-    );
-  }
+  const { account, amount, height } = requireTransfer(d, e);
   const held = findWithdrawal(d, id);
   if (held !== undefined) {
     const known = held.withdrawal;

@@ -1,9 +1,11 @@
 /**
- * Block heights: how one is validated, how one is read from JSON, and which heights leave
- * the retained history when the highest tip rises.
+ * Block heights: how one is validated, how one is read from JSON, which heights leave the
+ * retained history when the highest tip rises, and a transfer the chain made at a height.
  */
+import { requirePositive } from './amount.js';
 import { describe, fail } from './errors.js';
 import type { Height } from './events.js';
+import { requireAccount } from './limits.js';
 
 /** Validates a block height: a non-negative safe integer. Throws a LimitsError (caught at the boundary). */
 export function requireHeight(value: unknown, path: string): Height {
@@ -42,4 +44,25 @@ export function heightsLeaving(
   const from = Math.max(0, before - historyBlocks + 1);
   const to = after - historyBlocks;
   return from <= to ? { from, to } : undefined;
+}
+
+/**
+ * The account, amount and height of a transfer the chain made (a withdrawal requested, a
+ * mint), the height at or below the tip: validated in this order, each at its own path.
+ */
+export function requireTransfer(
+  d: { readonly tip: Height | null },
+  e: Record<string, unknown>,
+): { account: string; amount: bigint; height: Height } {
+  const account = requireAccount(e.account, 'account');
+  const amount = requirePositive(e.amount, 'amount');
+  const height = requireHeight(e.height, 'height');
+  if (d.tip === null || height > d.tip) {
+    fail(
+      'height_ahead_of_tip',
+      d.tip === null ? 'no block is known yet' : `height ${height} is above the tip ${d.tip}`,
+      'height',
+    );
+  }
+  return { account, amount, height };
 }

@@ -1,16 +1,8 @@
-/**
- * The mints (docs/semantics.md, "The mint window"): `depositMinted`, each counted at the
- * base-chain height of the block that minted it, in a ring of per-block sums beside the
- * withdrawals' (and, for an account whose entry sets its own mint window, in its own book);
- * `mintHistoryCompleteFrom`; and what a block and a reorganization do to them. A mint does
- * not move the pegged total: `peggedTotalObserved` does, from the chain.
- */
-import { requirePositive } from './amount.js';
 import { bookAdd } from './books.js';
 import { type Draft, type Height, NO_BOOK, oldestRetained } from './draft.js';
 import { describe, fail } from './errors.js';
-import { requireHeight } from './heights.js';
-import { MAX_NAME_LENGTH, requireAccount } from './limits.js';
+import { requireHeight, requireTransfer } from './heights.js';
+import { MAX_NAME_LENGTH } from './limits.js';
 import { mapDelete, mapGet, mapSet } from './pmap.js';
 import { addAt, clearHeights, visitHeights } from './sum-tree.js';
 
@@ -33,16 +25,7 @@ function requireDepositId(value: unknown, path: string): string {
  */
 export function depositMinted(d: Draft, e: Record<string, unknown>): void {
   const id = requireDepositId(e.id, 'id');
-  const account = requireAccount(e.account, 'account');
-  const amount = requirePositive(e.amount, 'amount');
-  const height = requireHeight(e.height, 'height');
-  if (d.tip === null || height > d.tip) {
-    fail(
-      'height_ahead_of_tip',
-      d.tip === null ? 'no block is known yet' : `height ${height} is above the tip ${d.tip}`,
-      'height',
-    );
-  }
+  const { account, amount, height } = requireTransfer(d, e);
   const known = mapGet(d.mints, id);
   if (known !== undefined) {
     if (known.account === account && known.amount === amount && known.height === height) return;

@@ -34,11 +34,23 @@ function incompleteUntil(state: LimitsState, blocks: Amount, from: number | null
   return Math.min(at, Number.MAX_SAFE_INTEGER);
 }
 
-/** The sum withdrawn (not rejected) in the window of `blocks` ending at the tip. */
+// The last window sum read of each tree (a state's ring of withdrawals or of mints, a book):
+// a tree of a state never changes once the state is made, so every view and check of one
+// state reads its window's sum once.
+const windowSums = new WeakMap<SumNode, { from: number; to: number; sum: Amount }>();
+
+/**
+ * The sum withdrawn (not rejected) in the window of `blocks` ending at the tip, of the tree
+ * given (the withdrawals', the mints', a book).
+ */
 export function withdrawnIn(state: LimitsState, tree: SumNode | undefined, blocks: Amount): Amount {
   const span = windowSpan(state, blocks);
   if (span === undefined || tree === undefined) return 0n;
-  return sumHeights(state.treeShape, tree, span.from, span.to);
+  const known = windowSums.get(tree);
+  if (known !== undefined && known.from === span.from && known.to === span.to) return known.sum;
+  const sum = sumHeights(state.treeShape, tree, span.from, span.to);
+  windowSums.set(tree, { from: span.from, to: span.to, sum });
+  return sum;
 }
 
 /**

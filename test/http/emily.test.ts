@@ -722,7 +722,7 @@ function windowOfState(state: LimitsState, account?: string) {
 }
 
 describe("the mint window through Emily's writes", () => {
-  test('the three fields are an extension: given, they set; left out, they stay; availableToMint is ignored', () => {
+  test('the three fields are an extension: given they set, left out they stay, and availableToMint is ignored', () => {
     const set = send(createLimitsState(), 'POST', '/limits', {
       pegCap: 1_000,
       rollingMintBlocks: 6,

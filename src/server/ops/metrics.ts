@@ -141,6 +141,9 @@ function observerMetrics(
   );
 }
 
+// An amount as a gauge's value, absent while it is null.
+const orAbsent = (v: bigint | null) => (v === null ? undefined : Number(v));
+
 // The gauges read from the state reads see, at each scrape: what GET /limits and
 // GET /window answer.
 function stateGauges(
@@ -151,10 +154,7 @@ function stateGauges(
   gauge(
     'peg_limits_available_to_withdraw',
     `availableToWithdraw of GET /limits, in the smallest unit; absent while it is null. ${EXACT}`,
-    () => {
-      const v = limits().availableToWithdraw;
-      return v === null ? undefined : Number(v);
-    },
+    () => orAbsent(limits().availableToWithdraw),
   );
   gauge(
     'peg_limits_rolling_withdrawn',
@@ -167,26 +167,17 @@ function stateGauges(
   gauge(
     'peg_limits_rolling_withdrawal_cap',
     `The global rolling withdrawal cap in force, throttle overlay included; absent while unset. ${EXACT}`,
-    () => {
-      const v = limits().rollingWithdrawalCap;
-      return v === null ? undefined : Number(v);
-    },
+    () => orAbsent(limits().rollingWithdrawalCap),
   );
   gauge(
     'peg_limits_available_to_mint',
     `availableToMint of GET /limits: what the mint window still lets the signers mint, in the smallest unit; absent while it is null (no mint window, or its room unknown). ${EXACT}`,
-    () => {
-      const v = limits().availableToMint;
-      return v === null ? undefined : Number(v);
-    },
+    () => orAbsent(limits().availableToMint),
   );
   gauge(
     'peg_limits_rolling_mint_cap',
     `The global mint window's cap in force (the lower of the fixed cap and its share of the pegged total's lagged basis); absent while unset. ${EXACT}`,
-    () => {
-      const v = limits().rollingMintCap;
-      return v === null ? undefined : Number(v);
-    },
+    () => orAbsent(limits().rollingMintCap),
   );
   gauge('peg_limits_throttle_active', '1 while throttle mode is on, else 0.', () =>
     limits().throttleModeInitiator === null ? 0 : 1,

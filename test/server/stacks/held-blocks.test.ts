@@ -58,7 +58,7 @@ async function fed(given?: SbtcChain) {
     const codec = {
       decode: (hex: string) => hexToCV(hex),
       encodeUint: (n: bigint) => serializeCV(uintCV(n)),
-      encodeBuffer: (hex: string) => serializeCV(bufferCV(Buffer.from(hex, "hex"))),
+      encodeBuffer: (hex: string) => serializeCV(bufferCV(Buffer.from(hex, 'hex'))),
     };
     rpc = new StacksRpc({ url: node.url, registry: REGISTRY, codec, timeoutMs: 2_000 });
   }

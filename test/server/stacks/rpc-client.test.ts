@@ -11,7 +11,7 @@ import { REGISTRY, SENDER } from '../../support/stacks-node.js';
 const codec = {
   decode: (hex: string) => hexToCV(hex),
   encodeUint: (n: bigint) => serializeCV(uintCV(n)),
-  encodeBuffer: (hex: string) => serializeCV(bufferCV(Buffer.from(hex, "hex"))),
+  encodeBuffer: (hex: string) => serializeCV(bufferCV(Buffer.from(hex, 'hex'))),
 };
 
 const chain = new SbtcChain();
