@@ -1,3 +1,9 @@
+/**
+ * What the chain reports (the README, "Events"): blocks, reorganizations, withdrawals and their
+ * rejections (mints are `mints.ts`'s). Each rule validates its event, then changes the draft:
+ * the ring of per-block sums, the withdrawal index and the books of the accounts with a window
+ * of their own.
+ */
 import { bookAdd } from './books.js';
 import { type Draft, type Height, NO_BOOK, oldestRetained } from './draft.js';
 import { describe, fail } from './errors.js';

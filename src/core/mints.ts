@@ -1,3 +1,10 @@
+/**
+ * The mints (docs/semantics.md, "The mint window"): `depositMinted`, each counted at the
+ * base-chain height of the block that minted it, in a ring of per-block sums beside the
+ * withdrawals' (and, for an account whose entry sets its own mint window, in its own book);
+ * `mintHistoryCompleteFrom`; and what a block and a reorganization do to them. A mint does
+ * not move the pegged total: `peggedTotalObserved` does, from the chain.
+ */
 import { bookAdd } from './books.js';
 import { type Draft, type Height, NO_BOOK, oldestRetained } from './draft.js';
 import { describe, fail } from './errors.js';

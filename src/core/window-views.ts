@@ -51,6 +51,11 @@ export interface WindowView {
   readonly rollingWithdrawalCapFixed: Amount | null;
   /** The cap's share of the pegged total, in basis points; null when none is set. */
   readonly rollingWithdrawalCapShare: Amount | null;
+  /**
+   * The configured peg cap (the global one, or the account entry's): what `GET /limits`
+   * reports beneath a mint window is the peg cap in force; this is the one an operator set.
+   */
+  readonly pegCapFixed: Amount | null;
   /** The pegged total the share is of: the global one, or the account's for its own window. */
   readonly peggedTotal: Amount;
   /**
@@ -154,6 +159,7 @@ function windowView(
   let cap: Amount | null;
   let fixed: Amount | null;
   let share: Amount | null;
+  let pegCap: Amount | null;
   let total: Amount;
   let basis: Amount;
   let tree: SumNode | undefined;
@@ -165,6 +171,7 @@ function windowView(
     cap = mints ? caps.rollingMintCap : caps.rollingWithdrawalCap;
     fixed = mints ? under.rollingMintCap : under.rollingWithdrawalCap;
     share = mints ? caps.rollingMintCapShare : caps.rollingWithdrawalCapShare;
+    pegCap = state.limits.pegCap;
     total = state.peggedTotal;
     basis = globalShareBasis(state, kind);
     tree = mints ? state.mintSums : state.historySums;
@@ -176,6 +183,7 @@ function windowView(
     const under = fixedEntry(state, entryOf(state, account));
     fixed = (mints ? under?.rollingMintCap : under?.rollingWithdrawalCap) ?? null;
     share = mints ? r.accountRollingMintCapShare : r.accountRollingWithdrawalCapShare;
+    pegCap = entryOf(state, account)?.pegCap ?? null;
     total = accountPeggedTotal(state, account);
     basis = accountShareBasis(state, entryOf(state, account), account, kind);
     tree = mints ? accountMintTree(state, account) : accountTree(state, account);
@@ -210,6 +218,7 @@ function windowView(
     rollingWithdrawalCap: cap,
     rollingWithdrawalCapFixed: fixed,
     rollingWithdrawalCapShare: share,
+    pegCapFixed: pegCap,
     peggedTotal: total,
     shareBasis: basis,
     from,

@@ -146,6 +146,7 @@ describe('window endpoints', () => {
       rollingWithdrawalCap: 1000n,
       rollingWithdrawalCapFixed: 1000n,
       rollingWithdrawalCapShare: null,
+      pegCapFixed: BIG,
       peggedTotal: 9_223_372_036_854_775_707n,
       shareBasis: 9_223_372_036_854_775_707n,
       from: 857n,

@@ -1003,6 +1003,8 @@ export class NaiveModel {
       rollingWithdrawalCap: cap,
       rollingWithdrawalCapFixed: fixed?.rollingWithdrawalCap ?? null,
       rollingWithdrawalCapShare: caps?.rollingWithdrawalCapShare ?? null,
+      pegCapFixed:
+        account === undefined ? this.global.pegCap : (this.entries.get(account)?.pegCap ?? null),
       peggedTotal: account === undefined ? this.pegged : (this.accountPegged.get(account) ?? 0n),
       shareBasis: this.basisOf(account),
       from,
@@ -1056,6 +1058,7 @@ export class NaiveModel {
       rollingWithdrawalCap: cap,
       rollingWithdrawalCapFixed: configured?.rollingMintCap ?? null,
       rollingWithdrawalCapShare: caps?.rollingMintCapShare ?? null,
+      pegCapFixed: configured?.pegCap ?? null,
       peggedTotal: account === undefined ? this.pegged : (this.accountPegged.get(account) ?? 0n),
       shareBasis: this.basisOf(account, true),
       from,

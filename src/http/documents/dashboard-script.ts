@@ -317,6 +317,7 @@ function renderMintWindow(w, l) {
   b.dataset.value = w.rollingWithdrawalBlocks === null ? 'null' : w.rollingWithdrawalBlocks;
   b.textContent = w.rollingWithdrawalBlocks === null ? 'none' : w.rollingWithdrawalBlocks + ' blocks';
   setAmount($('pegCapInForce'), l.pegCap);
+  setAmount($('pegCapFixed'), w.pegCapFixed);
   const r = $('mintRelease');
   r.dataset.height = w.nextRelease === null ? 'null' : String(w.nextRelease.height);
   r.textContent = w.nextRelease === null ? 'nothing minted in the window' :

@@ -118,7 +118,8 @@ export const DASHBOARD_HTML = `<!doctype html>
     <dt>Per withdrawal</dt><dd id="perWithdrawalCap">…</dd>
     <dt>Per deposit</dt><dd id="perDepositCap">…</dd>
     <dt>Deposit minimum</dt><dd id="perDepositMinimum">…</dd>
-    <dt>Peg cap</dt><dd id="pegCap">…</dd>
+    <dt>Peg cap in force</dt><dd id="pegCap">…</dd>
+    <dt>Peg cap set</dt><dd id="pegCapFixed">…</dd>
   </dl>
 </section>
 <section class="wide">

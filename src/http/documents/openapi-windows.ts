@@ -29,6 +29,7 @@ const WINDOW = {
       'rollingWithdrawalCap',
       'rollingWithdrawalCapFixed',
       'rollingWithdrawalCapShare',
+      'pegCapFixed',
       'peggedTotal',
       'shareBasis',
       'from',
@@ -69,6 +70,11 @@ const WINDOW = {
         ...int64,
         description:
           'The cap as a share of the pegged total, in basis points (1 to 10,000); null when none is set.',
+      },
+      pegCapFixed: {
+        ...int64,
+        description:
+          "The configured peg cap (the global one, or the account entry's): GET /limits reports the one in force, which a mint window lowers to the pegged total plus its room.",
       },
       peggedTotal: {
         type: 'integer',

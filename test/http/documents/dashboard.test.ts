@@ -195,6 +195,8 @@ describe.skipIf(CHROMIUM === undefined)('the dashboard in a real browser', () =>
     expect(await page.textContent('#availableToMint')).toBe('0.5 BTC');
     expect(await value(page, '#minted')).toBe(String(mints.withdrawn));
     expect(await value(page, '#rollingMintCap')).toBe('500000000');
+    // The peg cap as configured, beside the one in force.
+    expect(await value(page, '#pegCapFixed')).toBe('100000000000');
     // pegCap − supply, as the signers compute it: the mint window's room.
     expect(await value(page, '#pegCapInForce')).toBe(String(50_000_000_000n + 50_000_000n));
     expect(await page.$eval('#mintRelease', (e) => (e as HTMLElement).dataset.height)).toBe(
@@ -217,7 +219,7 @@ describe.skipIf(CHROMIUM === undefined)('the dashboard in a real browser', () =>
     expect(await page.textContent('#depositAnswer')).toBe(
       'Not now: more than the mint window has room for (room 0.5 BTC); it would fit from block 870,044 if nothing else is minted.',
     );
-    await page.screenshot({ path: `${ARTIFACTS}/dashboard-mint-window.png`, fullPage: true });
+    await page.screenshot({ path: `${ARTIFACTS}/dashboard-mint-window.png` });
     await page.close();
   });
 
