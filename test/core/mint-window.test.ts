@@ -427,5 +427,17 @@ describe('snapshots', () => {
       ok: false,
       error: { code: 'invalid_snapshot', path: 'mints[0].account' },
     });
+    snap.mints[0].account = 'alice';
+    snap.mints.push({ ...snap.mints[0] });
+    expect(stateFromSnapshot(snap)).toMatchObject({
+      ok: false,
+      error: { code: 'invalid_snapshot', path: 'mints[1].id' },
+    });
+    snap.mints.pop();
+    snap.mintHistoryCompleteFrom = -1;
+    expect(stateFromSnapshot(snap)).toMatchObject({
+      ok: false,
+      error: { code: 'invalid_snapshot', path: 'mintHistoryCompleteFrom' },
+    });
   });
 });

@@ -15,9 +15,12 @@ const codec = {
 };
 
 const chain = new SbtcChain();
-const first = chain.mine([{ kind: 'deposit', recipient: SENDER, amount: 5_000_000n }], {
-  burnHeight: 200,
-});
+// A deposit whose outpoint is `${DEPOSIT_TXID}:3`, the txid as Bitcoin Core displays it.
+const DEPOSIT_TXID = `00${'12'.repeat(30)}ff`;
+const first = chain.mine(
+  [{ kind: 'deposit', recipient: SENDER, amount: 5_000_000n, txid: DEPOSIT_TXID, vout: 3 }],
+  { burnHeight: 200 },
+);
 const second = chain.mine(
   [
     { kind: 'request', sender: SENDER, amount: 40_000n },
@@ -139,6 +142,40 @@ describe('the RPC client', () => {
         })) as typeof fetch,
     });
     await expect(refusing.totalSupply('ab')).rejects.toThrow(/did not run it: Unchecked/);
+  });
+
+  test("reads a completed deposit's recipient by its outpoint, the txid's bytes reversed for the contract", async () => {
+    const seen: string[] = [];
+    const recording = new StacksRpc({
+      url: node.url,
+      registry: REGISTRY,
+      codec,
+      fetch: (async (input: URL | RequestInfo, init?: RequestInit) => {
+        seen.push(init?.body as string);
+        return fetch(input, init);
+      }) as typeof fetch,
+    });
+    const tip = tipOf(first.hash);
+    expect(await recording.completedDepositRecipient(DEPOSIT_TXID, 3n, tip)).toBe(SENDER);
+    expect(await recording.completedDepositRecipient(DEPOSIT_TXID, 4n, tip)).toBeNull();
+    const internal = Buffer.from(DEPOSIT_TXID, 'hex').reverse();
+    expect(JSON.parse(seen[0]!).arguments).toEqual([
+      `0x${serializeCV(bufferCV(internal))}`,
+      `0x${serializeCV(uintCV(3n))}`,
+    ]);
+    // An answer that is not an optional tuple with a principal is refused.
+    const lying = new StacksRpc({
+      url: node.url,
+      registry: REGISTRY,
+      codec,
+      fetch: (async () =>
+        new Response(JSON.stringify({ okay: true, result: `0x${serializeCV(uintCV(5n))}` }), {
+          status: 200,
+        })) as typeof fetch,
+    });
+    await expect(lying.completedDepositRecipient(DEPOSIT_TXID, 3n, tip)).rejects.toThrow(
+      /has no recipient/,
+    );
   });
 
   test('a user and password in the RPC URL are sent as Basic credentials', async () => {
