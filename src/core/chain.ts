@@ -6,9 +6,8 @@
  */
 import { bookAdd } from './books.js';
 import { type Draft, type Height, NO_BOOK, oldestRetained } from './draft.js';
-import { describe, fail } from './errors.js';
-import { heightsLeaving, requireHeight, requireTransfer } from './heights.js';
-import { MAX_NAME_LENGTH } from './limits.js';
+import { fail } from './errors.js';
+import { heightsLeaving, requireHeight, requireId, requireTransfer } from './heights.js';
 import { dropMints, forgetMints } from './mints.js';
 import { addAt, clearHeights, visitHeights } from './sum-tree.js';
 import {
@@ -18,18 +17,6 @@ import {
   rejectWithdrawal,
   removeWithdrawal,
 } from './withdrawals.js';
-
-/** A withdrawal id: a non-empty string of at most the longest name; throws `invalid_id` otherwise. */
-export function requireId(value: unknown, path: string): string {
-  if (typeof value !== 'string' || value.length === 0 || value.length > MAX_NAME_LENGTH) {
-    fail(
-      'invalid_withdrawal_id',
-      `expected a withdrawal id of 1 to ${MAX_NAME_LENGTH} characters, got ${describe(value)}`,
-      path,
-    );
-  }
-  return value;
-}
 
 // Removes every withdrawal at heights from..to (all inside the history) from the id map,
 // the books and the ring: a reorganization, rare and shallow, so one by one.

@@ -5,7 +5,7 @@
 import { requirePositive } from './amount.js';
 import { describe, fail } from './errors.js';
 import type { Height } from './events.js';
-import { requireAccount } from './limits.js';
+import { MAX_NAME_LENGTH, requireAccount } from './limits.js';
 
 /** Validates a block height: a non-negative safe integer. Throws a LimitsError (caught at the boundary). */
 export function requireHeight(value: unknown, path: string): Height {
@@ -65,4 +65,23 @@ export function requireTransfer(
     );
   }
   return { account, amount, height };
+}
+
+/**
+ * An id of a transfer the chain made: a non-empty string of at most the longest name; throws
+ * `invalid_withdrawal_id` otherwise (a deposit's: `invalid_deposit_id`).
+ */
+export function requireId(
+  value: unknown,
+  path: string,
+  kind: 'withdrawal' | 'deposit' = 'withdrawal',
+): string {
+  if (typeof value !== 'string' || value.length === 0 || value.length > MAX_NAME_LENGTH) {
+    fail(
+      kind === 'withdrawal' ? 'invalid_withdrawal_id' : 'invalid_deposit_id',
+      `expected a ${kind} id of 1 to ${MAX_NAME_LENGTH} characters, got ${describe(value)}`,
+      path,
+    );
+  }
+  return value;
 }

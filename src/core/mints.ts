@@ -7,23 +7,10 @@
  */
 import { bookAdd } from './books.js';
 import { type Draft, type Height, NO_BOOK, oldestRetained } from './draft.js';
-import { describe, fail } from './errors.js';
-import { requireHeight, requireTransfer } from './heights.js';
-import { MAX_NAME_LENGTH } from './limits.js';
+import { fail } from './errors.js';
+import { requireHeight, requireId, requireTransfer } from './heights.js';
 import { mapDelete, mapGet, mapSet } from './pmap.js';
 import { addAt, clearHeights, visitHeights } from './sum-tree.js';
-
-/** A deposit id: 1 to 256 characters (for sBTC the deposit's outpoint, `<txid>:<vout>`). */
-function requireDepositId(value: unknown, path: string): string {
-  if (typeof value !== 'string' || value.length === 0 || value.length > MAX_NAME_LENGTH) {
-    fail(
-      'invalid_deposit_id',
-      `expected a deposit id of 1 to ${MAX_NAME_LENGTH} characters, got ${describe(value)}`,
-      path,
-    );
-  }
-  return value;
-}
 
 /**
  * `depositMinted`: a mint the chain made counts against the mint windows from its height. The
@@ -31,7 +18,7 @@ function requireDepositId(value: unknown, path: string): string {
  * height above the tip is refused; older than the retained history it counts nowhere.
  */
 export function depositMinted(d: Draft, e: Record<string, unknown>): void {
-  const id = requireDepositId(e.id, 'id');
+  const id = requireId(e.id, 'id', 'deposit');
   const { account, amount, height } = requireTransfer(d, e);
   const known = mapGet(d.mints, id);
   if (known !== undefined) {

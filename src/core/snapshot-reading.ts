@@ -6,12 +6,11 @@
  */
 
 import { type Amount, requireCap, requirePositive } from './amount.js';
-import { requireId } from './chain.js';
 import { restoreChange } from './changes.js';
 import { asState, draftOf, type Observation, stateFieldsOf } from './draft.js';
 import { describe, joinPath, LimitsError, pathInEvent, type Result } from './errors.js';
 import type { PendingChange } from './events.js';
-import { heightFromJson } from './heights.js';
+import { heightFromJson, requireId } from './heights.js';
 import { pegIntegrity, requireIntegrityPolicy } from './integrity.js';
 import { isSecretHash } from './keys.js';
 import {

@@ -298,22 +298,10 @@ export function effectiveLimits(state: LimitsState, account: string): EffectiveL
   const blocks = resolved.rollingWithdrawalBlocks;
   const ownBlocks = resolved.accountRollingWithdrawalBlocks;
   const status = windowsStatus(state, blocks, ownBlocks);
-  // The least room the windows that apply leave (each counts what is withdrawn in it).
-  let available: Amount | null = null;
-  if (blocks !== null && resolved.rollingWithdrawalCap !== null)
-    available = roomIn(
-      status,
-      resolved.rollingWithdrawalCap,
-      withdrawnIn(state, state.historySums, blocks),
-    );
-  if (ownBlocks !== null && resolved.accountRollingWithdrawalCap !== null) {
-    const own = roomIn(
-      status,
-      resolved.accountRollingWithdrawalCap,
-      withdrawnIn(state, accountTree(state, account), ownBlocks),
-    );
-    available = available === null || (own !== null && own < available) ? own : available;
-  }
+  const available = leastRoom(state, status, [
+    [blocks, resolved.rollingWithdrawalCap, state.historySums],
+    [ownBlocks, resolved.accountRollingWithdrawalCap, accountTree(state, account)],
+  ]);
   const mint = mintRoomFor(state, resolved, account);
   return {
     ...resolved,
@@ -354,18 +342,32 @@ function mintRoomFor(
   const status = windowsStatus(state, blocks, ownBlocks, true);
   if (blocks === null && ownBlocks === null) return { room: null, completeAt: null };
   if (pegFailure(state) !== null) return { room: 0n, completeAt: status.completeAt };
-  let room: Amount | null = null;
-  if (blocks !== null && resolved.rollingMintCap !== null)
-    room = roomIn(status, resolved.rollingMintCap, withdrawnIn(state, state.mintSums, blocks));
-  if (ownBlocks !== null && resolved.accountRollingMintCap !== null) {
-    const own = roomIn(
-      status,
-      resolved.accountRollingMintCap,
-      withdrawnIn(state, accountMintTree(state, account), ownBlocks),
-    );
-    room = room === null || (own !== null && own < room) ? own : room;
-  }
+  const room = leastRoom(state, status, [
+    [blocks, resolved.rollingMintCap, state.mintSums],
+    [ownBlocks, resolved.accountRollingMintCap, accountMintTree(state, account)],
+  ]);
   return { room, completeAt: status.completeAt };
+}
+
+/**
+ * The least room the windows given leave (`[blocks, cap in force, per-block sums]`; a window
+ * unset is left out), each counting what is in it: `null` when none applies, or while their
+ * room is unknown (`status`).
+ */
+function leastRoom(
+  state: LimitsState,
+  status: ReturnType<typeof windowsStatus>,
+  windows: ReadonlyArray<readonly [Amount | null, Amount | null, SumNode | undefined]>,
+): Amount | null {
+  let least: Amount | null = null;
+  for (const [blocks, cap, tree] of windows) {
+    if (blocks === null || cap === null) continue;
+    const room = roomIn(status, cap, withdrawnIn(state, tree, blocks));
+    // Unknown for one is unknown for all (the status is shared): null stays null.
+    if (room === null) return null;
+    if (least === null || room < least) least = room;
+  }
+  return least;
 }
 
 /**

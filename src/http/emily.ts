@@ -9,7 +9,6 @@
  * Pure.
  */
 
-import type { Amount } from '../core/amount.js';
 import {
   describe,
   fail,
@@ -33,7 +32,6 @@ import {
 import type { BatchRefused } from '../core/operator-batch.js';
 import type { LimitsEvent, LimitsState } from '../core/state.js';
 import { configuredEntry, configuredLimits, getAccountLimits } from '../core/views.js';
-import { windowOf } from '../core/window-views.js';
 import {
   accountOf,
   fromError,
@@ -166,15 +164,11 @@ function requireObject(
 // Emily's clients neither know nor send: a share left out stays set (while the body keeps a
 // window for it to apply to), and a mint window field left out stays as configured; only an
 // explicit null removes one. So Emily's tools never drop them unawares.
-function capsOf(
-  body: Readonly<Record<string, unknown>>,
-  share: Amount | null,
-  configured: Caps | undefined,
-): CapsInput {
+function capsOf(body: Readonly<Record<string, unknown>>, configured: Caps | undefined): CapsInput {
   const caps: Record<string, unknown> = {};
   for (const f of CAP_FIELDS) caps[f] = body[f] ?? null;
   if (!('rollingWithdrawalCapShare' in body) && caps.rollingWithdrawalBlocks !== null)
-    caps.rollingWithdrawalCapShare = share;
+    caps.rollingWithdrawalCapShare = configured?.rollingWithdrawalCapShare ?? null;
   for (const f of MINT_FIELDS) if (!(f in body)) caps[f] = configured?.[f] ?? null;
   return caps as CapsInput;
 }
@@ -197,11 +191,7 @@ function accountCaps(state: LimitsState, account: string, value: unknown, path: 
   const body = requireObject(value, "Emily's AccountLimits", path);
   rejectUnknownFields(body, ACCOUNT_FIELDS, path);
   keepsThrottle(state, body.throttleModeInitiator, joinPath(path, 'throttleModeInitiator'));
-  return capsOf(
-    body,
-    windowOf(state, account)?.rollingWithdrawalCapShare ?? null,
-    configuredEntry(state, account),
-  );
+  return capsOf(body, configuredEntry(state, account));
 }
 
 /**
@@ -220,11 +210,7 @@ function limitsBodyEvents(
   ignoredRoom(body, 'availableToWithdraw');
   ignoredRoom(body, 'availableToMint');
   const keep = keepsThrottle(state, body.throttleModeInitiator, 'throttleModeInitiator');
-  const caps = capsOf(
-    body,
-    windowOf(state)?.rollingWithdrawalCapShare ?? null,
-    configuredLimits(state),
-  );
+  const caps = capsOf(body, configuredLimits(state));
   const entries = body.accountCaps ?? {};
   const accounts = requireObject(entries, 'a map of account names to AccountLimits', 'accountCaps');
   const events: LimitsEvent[] = [{ type: keep ? 'limitsUpdated' : 'limitsSet', limits: caps }];

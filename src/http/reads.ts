@@ -83,29 +83,28 @@ export function checkRoute(kind: 'withdrawals' | 'deposits'): Route['handle'] {
   });
 }
 
+// An account's own window of one kind: 200 with it, 404 when its entry sets none.
+function ownWindowRoute(
+  view: (state: LimitsState, account: string) => unknown,
+  what: string,
+): Route['handle'] {
+  return onAccount((state, account) => {
+    const own = view(state, account);
+    return own === undefined
+      ? problem(
+          404,
+          'window_not_found',
+          `${JSON.stringify(account)} has no ${what} of its own: the global ${what} applies`,
+        )
+      : json(200, own);
+  });
+}
+
 /** `GET /window/{account}`: the account's own window (404 when its entry sets none). */
-export const accountWindowRoute: Route['handle'] = onAccount((state, account) => {
-  const view = windowOf(state, account);
-  return view === undefined
-    ? problem(
-        404,
-        'window_not_found',
-        `${JSON.stringify(account)} has no window of its own: the global window applies`,
-      )
-    : json(200, view);
-});
+export const accountWindowRoute = ownWindowRoute(windowOf, 'window');
 
 /** `GET /mint-window/{account}`: the account's own mint window (404 when its entry sets none). */
-export const accountMintWindowRoute: Route['handle'] = onAccount((state, account) => {
-  const view = mintWindowOf(state, account);
-  return view === undefined
-    ? problem(
-        404,
-        'window_not_found',
-        `${JSON.stringify(account)} has no mint window of its own: the global mint window applies`,
-      )
-    : json(200, view);
-});
+export const accountMintWindowRoute = ownWindowRoute(mintWindowOf, 'mint window');
 
 /** `GET /limits/{account}`: the account's entry (201, as Emily answers; 404 without one). */
 export const accountLimitsRoute: Route['handle'] = onAccount((state, account) => {
