@@ -139,6 +139,19 @@ describe('the room and the peg cap the signers read', () => {
       reservesMaxAge: 6,
     });
     expect(getLimits(plain)).toMatchObject({ availableToMint: null, pegCap: 1_000n });
+    // An entry's own mint window reads 0 too; an entry without one keeps its mint fields unset.
+    const entries = run(
+      base(),
+      {
+        type: 'accountLimitsSet',
+        account: 'alice',
+        limits: { pegCap: 500n, rollingMintBlocks: 5n, rollingMintCap: 50n },
+      },
+      { type: 'accountLimitsSet', account: 'bob', limits: { pegCap: 500n } },
+      { type: 'pegIntegritySet', maxUnbacked: 0n, reservesMaxAge: 6 },
+    );
+    expect(getAccountLimits(entries, 'alice')).toMatchObject({ rollingMintCap: 0n, pegCap: 0n });
+    expect(getAccountLimits(entries, 'bob')).toMatchObject({ rollingMintCap: null, pegCap: 500n });
   });
 });
 
@@ -244,6 +257,11 @@ describe('the deposit checks', () => {
       availableAt: null,
     });
     expect(whenMintable(s, { account: 'bob', amount: 1n })).toBeNull();
+  });
+
+  test('whenMintable is null before any block, as whenAvailable is', () => {
+    const none = createLimitsState({ limits: { rollingMintBlocks: 10n, rollingMintCap: 300n } });
+    expect(whenMintable(none, { account: 'bob', amount: 1n })).toBeNull();
   });
 
   test('whenMintable throws for a malformed request, as whenAvailable does', () => {

@@ -21,6 +21,25 @@ const MINT_BLOCKS = 6;
 const MINT_CAP = 100_000_000n; // 1 BTC in any 6 burn blocks
 const PEG_CAP = 100_000_000_000n; // 1,000 BTC
 
+// A data folder whose configuration sets the global mint window (1 BTC in 6 blocks) and the
+// limits given beside it.
+function mintConfig(limits: Record<string, unknown> = {}): string {
+  const dir = tempDir();
+  writeFileSync(
+    join(dir, 'config.json'),
+    JSON.stringify({
+      historyBlocks: 60,
+      limits: { rollingMintBlocks: MINT_BLOCKS, rollingMintCap: Number(MINT_CAP), ...limits },
+    }),
+  );
+  return dir;
+}
+
+// Bob's entry with a mint window of its own: 0.5 BTC in 6 blocks.
+const BOB_OWN = {
+  accountCaps: { [BOB]: { rollingMintBlocks: MINT_BLOCKS, rollingMintCap: 50_000_000 } },
+};
+
 interface LimitsBody {
   pegCap: number | null;
   availableToMint: number | null;
@@ -29,18 +48,7 @@ interface LimitsBody {
 
 test('a deposit flood: pegCap − supply is the mint window room after every block, 0 once spent, back exactly when the mints leave', async () => {
   const chain = new SbtcChain();
-  const dir = tempDir();
-  writeFileSync(
-    join(dir, 'config.json'),
-    JSON.stringify({
-      historyBlocks: 60,
-      limits: {
-        pegCap: Number(PEG_CAP),
-        rollingMintBlocks: MINT_BLOCKS,
-        rollingMintCap: Number(MINT_CAP),
-      },
-    }),
-  );
+  const dir = mintConfig({ pegCap: Number(PEG_CAP) });
   const node = await startNodeRpc(chain);
   nodes.push(node);
   // Fed from the chain's first block: the mint history is complete from the start.
@@ -108,18 +116,7 @@ test('a deposit flood: pegCap − supply is the mint window room after every blo
 
 test("without the token's asset events, the registry names a mint's recipient through the node's RPC, and an entry's own mint window counts it", async () => {
   const chain = new SbtcChain();
-  const dir = tempDir();
-  writeFileSync(
-    join(dir, 'config.json'),
-    JSON.stringify({
-      historyBlocks: 60,
-      limits: {
-        rollingMintBlocks: MINT_BLOCKS,
-        rollingMintCap: Number(MINT_CAP),
-        accountCaps: { [BOB]: { rollingMintBlocks: MINT_BLOCKS, rollingMintCap: 50_000_000 } },
-      },
-    }),
-  );
+  const dir = mintConfig(BOB_OWN);
   const node = await startNodeRpc(chain);
   nodes.push(node);
   const p = await serve(dir, ['--stacks-history-complete', '--stacks-rpc', node.url]);
@@ -145,18 +142,7 @@ test("without the token's asset events, the registry names a mint's recipient th
 
 test('without the RPC or the asset events, a mint still counts in the global mint window, under unknown', async () => {
   const chain = new SbtcChain();
-  const dir = tempDir();
-  writeFileSync(
-    join(dir, 'config.json'),
-    JSON.stringify({
-      historyBlocks: 60,
-      limits: {
-        rollingMintBlocks: MINT_BLOCKS,
-        rollingMintCap: Number(MINT_CAP),
-        accountCaps: { [BOB]: { rollingMintBlocks: MINT_BLOCKS, rollingMintCap: 50_000_000 } },
-      },
-    }),
-  );
+  const dir = mintConfig(BOB_OWN);
   const p = await serve(dir, ['--stacks-history-complete']);
   const b = chain.mine(
     [{ kind: 'deposit', recipient: BOB, amount: 10_000_000n, noAssetEvent: true }],
@@ -169,4 +155,30 @@ test('without the RPC or the asset events, a mint still counts in the global min
   expect(BigInt((await get<{ withdrawn: number }>(`${p.url}/mint-window/${BOB}`)).withdrawn)).toBe(
     0n,
   );
+}, 60_000);
+
+test('without --stacks-history-complete the observer declares the mint history from its first block: no room, nothing for the signers, until a whole window has passed', async () => {
+  const chain = new SbtcChain();
+  const p = await serve(mintConfig({ pegCap: Number(PEG_CAP) }), []);
+  const at = async (h: number) => {
+    expect(await postBlock(p, chain.mine([], { burnHeight: h }))).toBe(200);
+    return get<LimitsBody & { peggedTotal?: number }>(`${p.url}/limits`);
+  };
+  // Declared complete from 101: the window (6 blocks) holds only known heights from 106 on.
+  for (const h of [100, 101, 105]) {
+    const l = await at(h);
+    expect(l.availableToMint, `burn height ${h}`).toBeNull();
+    // A room not known is none: the peg cap the signers read is the supply (0 here).
+    expect(l.pegCap, `burn height ${h}`).toBe(0);
+  }
+  const window = await get<{ complete: boolean; completeAt: number | null }>(
+    `${p.url}/mint-window`,
+  );
+  expect(window).toMatchObject({ complete: false, completeAt: 106 });
+  const check = await get<{ reason: string; availableAt: number | null }>(
+    `${p.url}/limits/${BOB}/deposits/1`,
+  );
+  expect(check).toMatchObject({ reason: 'mint_window_incomplete', availableAt: 106 });
+  const complete = await at(106);
+  expect(BigInt(complete.availableToMint ?? -1)).toBe(MINT_CAP);
 }, 60_000);
