@@ -32,6 +32,7 @@ export {
   type ClarityValue,
   type DecodeClarity,
   payloadToKeep,
+  reversedHex,
   UNKNOWN_RECIPIENT,
 } from './stacks/block-payload.js';
 export {

@@ -336,14 +336,15 @@ export function whenMintable(state: LimitsState, request: TransferRequest): numb
   if (state.tip === null || pegFailure(state) !== null) return null;
   // What no tip changes: the per-deposit rules and the peg caps against the totals observed.
   const now = depositVerdict(state, request, NOTHING_PENDING, globalMinted(state));
+  if (now.ok || now.reason === 'mint_window_incomplete')
+    return availableAt(state, request, NOTHING_PENDING, true);
+  // Refused by a mint window's cap: the verdict's height is this search's, already made.
   if (
-    !now.ok &&
-    now.reason !== 'mint_window_incomplete' &&
-    now.reason !== 'rolling_mint_cap_exceeded' &&
-    now.reason !== 'account_rolling_mint_cap_exceeded'
+    now.reason === 'rolling_mint_cap_exceeded' ||
+    now.reason === 'account_rolling_mint_cap_exceeded'
   )
-    return null;
-  return availableAt(state, request, NOTHING_PENDING, true);
+    return now.availableAt;
+  return null;
 }
 
 // A malformed request has no height: thrown, since `null` means "never".

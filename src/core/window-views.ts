@@ -11,11 +11,9 @@ import {
   globalShareBasis,
 } from './caps-in-force.js';
 import { pegFailure } from './integrity.js';
-import { type Caps, isAccountName } from './limits.js';
-import { mapGet } from './pmap.js';
 import type { LimitsState } from './state.js';
 import { forEachSum, type SumNode } from './sum-tree.js';
-import { accountPeggedTotal, resolvedCaps } from './views.js';
+import { accountPeggedTotal, configuredEntry, resolvedCaps } from './views.js';
 import {
   accountMintTree,
   accountTree,
@@ -24,10 +22,6 @@ import {
   windowSpan,
   windowsStatus,
 } from './window.js';
-
-function entryOf(state: LimitsState, account: string): Caps | undefined {
-  return isAccountName(account) ? mapGet(state.entries, account) : undefined;
-}
 
 /** The amount withdrawn at one height. */
 export interface HeightSum {
@@ -180,12 +174,13 @@ function windowView(
     blocks = mints ? r.accountRollingMintBlocks : r.accountRollingWithdrawalBlocks;
     cap = mints ? r.accountRollingMintCap : r.accountRollingWithdrawalCap;
     if (blocks === null || cap === null) return undefined;
-    const under = fixedEntry(state, entryOf(state, account));
+    const entry = configuredEntry(state, account);
+    const under = fixedEntry(state, entry);
     fixed = (mints ? under?.rollingMintCap : under?.rollingWithdrawalCap) ?? null;
     share = mints ? r.accountRollingMintCapShare : r.accountRollingWithdrawalCapShare;
-    pegCap = entryOf(state, account)?.pegCap ?? null;
+    pegCap = entry?.pegCap ?? null;
     total = accountPeggedTotal(state, account);
-    basis = accountShareBasis(state, entryOf(state, account), account, kind);
+    basis = accountShareBasis(state, entry, account, kind);
     tree = mints ? accountMintTree(state, account) : accountTree(state, account);
   }
   const sums: HeightSum[] = [];

@@ -152,12 +152,19 @@ function rotatedKey(value: ClarityValue): string | { readonly skip: string } {
     : { skip: 'new-aggregate-pubkey is not a compressed public key' };
 }
 
+/**
+ * The bytes of hex text in reverse order: a Bitcoin txid between the order the contracts keep
+ * it in and the one Bitcoin Core and Emily display (each is the other reversed).
+ */
+export function reversedHex(hex: string): string {
+  return (hex.match(/../g) ?? []).reverse().join('');
+}
+
 // A Bitcoin txid as Bitcoin Core and Emily display it: the bytes of the (buff 32) reversed.
 function displayedTxid(value: ClarityValue | undefined): string | undefined {
   if (value?.type !== 'buffer' || typeof value.value !== 'string') return undefined;
   const hex = value.value.replace(/^0x/, '').toLowerCase();
-  if (!/^[0-9a-f]{64}$/.test(hex)) return undefined;
-  return (hex.match(/../g) as string[]).reverse().join('');
+  return /^[0-9a-f]{64}$/.test(hex) ? reversedHex(hex) : undefined;
 }
 
 /**

@@ -16,6 +16,7 @@ import {
   okUintOfClarity,
   type RegistryRequest,
   requestOfClarity,
+  reversedHex,
   uintOfClarity,
 } from '../../internal.js';
 import { redactUrl } from '../ops/index.js';
@@ -161,9 +162,8 @@ export class StacksRpc {
    * are reversed for the contract), as a principal's text; `null` when the registry has none.
    */
   async completedDepositRecipient(txid: string, vout: bigint, tip: string): Promise<string | null> {
-    const internal = (txid.match(/../g) ?? []).reverse().join('');
     const value = await this.#callRead(this.#registryName, 'get-completed-deposit', tip, [
-      this.#codec.encodeBuffer(internal),
+      this.#codec.encodeBuffer(reversedHex(txid)),
       this.#codec.encodeUint(vout),
     ]);
     return this.#read(() => {
