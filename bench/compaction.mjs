@@ -17,7 +17,9 @@
 // times count from the end of the start-up: the first WARM withdrawals (20,000), streamed
 // well before the first compaction, while the process loads its modules and compiles its
 // code, and the first read and write are told apart (the slowest of each, and the longest
-// hold, fall there). `COMPACTION_EVERY=100000000` runs the same stream with no compaction,
+// hold, fall there). Beside the figures while a compaction runs, the same for the requests in a
+// window of the same length just before each one: the same run's tails with no compaction.
+// `COMPACTION_EVERY=100000000` runs the same stream with no compaction,
 // the machine's own tails. Bounded: about a minute, loopback only.
 import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync } from 'node:fs';
@@ -183,6 +185,19 @@ const during = (timed) =>
     .map(([, ms]) => ms);
 const readsDuring = during(allReads);
 const writesDuring = during(writes);
+// The same run's reference: the requests in a window of the same length just before each
+// compaction (after the start-up), the same minute on the same machine with no compaction
+// running, so that what a compaction adds is told apart from the machine's own tails.
+const before = compacting
+  .filter((c) => c.to !== Number.POSITIVE_INFINITY)
+  .map((c) => ({ from: c.from - (c.to - c.from), to: c.from }))
+  .filter((w) => w.from >= warmAt);
+const inBefore = (timed) =>
+  timed
+    .filter(([at, ms]) => before.some((w) => at <= w.to && at + ms >= w.from))
+    .map(([, ms]) => ms);
+const readsBefore = inBefore(allReads);
+const writesBefore = inBefore(writes);
 const loopDelay = Math.max(0, ...holds.filter((h) => h.since >= warmAt).map((h) => h.ms));
 const startHold = Math.max(0, ...holds.filter((h) => h.since < warmAt).map((h) => h.ms));
 // Settled: once the last compaction is written and the server is idle.
@@ -214,6 +229,10 @@ if (process.argv.includes('--json')) {
       slowestWriteDuring: Math.max(0, ...writesDuring),
       readsDuring: readsDuring.length,
       writesDuring: writesDuring.length,
+      slowestReadBefore: Math.max(0, ...readsBefore),
+      slowestWriteBefore: Math.max(0, ...writesBefore),
+      readsBefore: readsBefore.length,
+      writesBefore: writesBefore.length,
       hwm,
       afterGc: gcRss,
       hwmRatio: hwm / gcRss,
@@ -238,6 +257,7 @@ console.log(
     `| the start-up apart (the first ${WARM} withdrawals, before any compaction): longest hold, slowest read, slowest write | ${f(startHold)}, ${f(Math.max(...startReads))}, ${f(Math.max(...startWrites))} |`,
     `| peak RSS ÷ settled RSS | ${(peak / settled).toFixed(2)}× (${peak.toFixed(0)} MiB ÷ ${settled.toFixed(0)} MiB) |`,
     `| while a compaction runs: slowest read, slowest write (${readsDuring.length} reads, ${writesDuring.length} writes) | ${f(Math.max(0, ...readsDuring))}, ${f(Math.max(0, ...writesDuring))} |`,
+    `| just before each compaction, as long as it: slowest read, slowest write (${readsBefore.length} reads, ${writesBefore.length} writes) | ${f(Math.max(0, ...readsBefore))}, ${f(Math.max(0, ...writesBefore))} |`,
     `| peak RSS (VmHWM) ÷ RSS after two full GCs | ${(hwm / gcRss).toFixed(2)}× (${hwm.toFixed(0)} MiB ÷ ${gcRss.toFixed(0)} MiB) |`,
   ].join('\n'),
 );

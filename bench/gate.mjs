@@ -40,10 +40,15 @@ function inThreeProcesses(script) {
 // Protocol A, compaction under load (bench/compaction.mjs): the command streams 600,000
 // withdrawals (10 blocks of 100 a request, 5,000 accounts, --snapshot-every 100000) while a
 // client reads GET /limits every 10 ms. Three runs; each figure is the median of the three
-// (a slowest time is one sample: single runs on this machine put the slowest read at
-// 28–49 ms and once 74 ms, the write at 48–79 ms and once 124 ms). The goals are 50 and
-// 100 ms; the bars add a fifth for this machine's noise (the gate's medians in three runs:
-// 28–48 ms and 48–79 ms).
+// (a slowest time is one sample). The goals are 50 and 100 ms. The bars are 90 and 150 ms:
+// on this two-core machine the same build's slowest read while a compaction ran was 27–94 ms
+// in 39 single runs of one day (3 above 90 ms), its write 50–155 ms, and the same stream
+// with no compaction at all 29–117 ms and 57–140 ms, so a bar at the goals, or at 60 and
+// 120 ms, fails on the machine's slow hours (the gate's medians 69 and 61 ms in a row once),
+// not on the service (docs/notes/compaction-tails.md). What the bars catch is a compaction
+// that holds the loop (encoding a snapshot of 200,000 withdrawals in one piece takes about
+// 400 ms). Beside them, the same runs' slowest read and write in a window as long just
+// before each compaction: the machine's tails in the same minute, without one.
 function compactionPart() {
   const runs = [0, 1, 2].map(() => {
     const run = runJson(['bench/compaction.mjs', '--json']);
@@ -60,13 +65,14 @@ function compactionPart() {
   const worst = (key) => Math.max(...runs.map((r) => r[key]));
   const during = 'while a compaction runs (600k withdrawals streamed; a time, median of 3 runs)';
   const worstOf = 'while a compaction runs, the worst of the 3 runs';
+  const before = 'just before each compaction, in a window as long (the same runs, median)';
   return {
     rows: [
-      { label: `A · slowest read ${during}`, ratio: m('slowestReadDuring'), bar: 60, unit: 'ms' },
+      { label: `A · slowest read ${during}`, ratio: m('slowestReadDuring'), bar: 90, unit: 'ms' },
       {
         label: `A · slowest write ${during}`,
         ratio: m('slowestWriteDuring'),
-        bar: 120,
+        bar: 150,
         unit: 'ms',
       },
       {
@@ -83,6 +89,18 @@ function compactionPart() {
       {
         label: `A · slowest write ${worstOf} (goal 100 ms)`,
         ratio: worst('slowestWriteDuring'),
+        bar: null,
+        unit: 'ms',
+      },
+      {
+        label: `A · slowest read ${before}`,
+        ratio: m('slowestReadBefore'),
+        bar: null,
+        unit: 'ms',
+      },
+      {
+        label: `A · slowest write ${before}`,
+        ratio: m('slowestWriteBefore'),
         bar: null,
         unit: 'ms',
       },
