@@ -46,8 +46,8 @@ function inThreeProcesses(script) {
 // with no compaction at all 29–117 ms and 57–140 ms, so a bar at the goals, or at 60 and
 // 120 ms, fails on the machine's slow hours (the gate's medians 69 and 61 ms in a row once),
 // not on the service (docs/notes/compaction-tails.md). What the bars catch is a compaction
-// that holds the loop (encoding a snapshot of 200,000 withdrawals in one piece takes about
-// 400 ms). Beside them, the same runs' slowest read and write in a window as long just
+// that holds the loop (encoding a snapshot of 100,000 withdrawals in one piece takes
+// 400–550 ms; the protocol holds twice as many). Beside them, the same runs' slowest read and write in a window as long just
 // before each compaction: the machine's tails in the same minute, without one.
 function compactionPart() {
   const runs = [0, 1, 2].map(() => {
