@@ -18,7 +18,8 @@
 // well before the first compaction, while the process loads its modules and compiles its
 // code, and the first read and write are told apart (the slowest of each, and the longest
 // hold, fall there). Beside the figures while a compaction runs, the same for the requests in a
-// window of the same length just before each one: the same run's tails with no compaction.
+// window of the same length just before each one that overlapped none: the same run's tails
+// with no compaction.
 // `COMPACTION_EVERY=100000000` runs the same stream with no compaction,
 // the machine's own tails. Bounded: about a minute, loopback only.
 import { spawn } from 'node:child_process';
@@ -186,15 +187,21 @@ const during = (timed) =>
 const readsDuring = during(allReads);
 const writesDuring = during(writes);
 // The same run's reference: the requests in a window of the same length just before each
-// compaction (after the start-up), the same minute on the same machine with no compaction
-// running, so that what a compaction adds is told apart from the machine's own tails.
+// compaction (after the start-up) that overlapped no compaction (on a slow machine the
+// window can reach back into the one before): the same minute on the same machine with no
+// compaction running, so that what a compaction adds is told apart from the machine's own
+// tails.
 const before = compacting
   .filter((c) => c.to !== Number.POSITIVE_INFINITY)
   .map((c) => ({ from: c.from - (c.to - c.from), to: c.from }))
   .filter((w) => w.from >= warmAt);
+const overlaps = (at, ms, w) => at <= w.to && at + ms >= w.from;
 const inBefore = (timed) =>
   timed
-    .filter(([at, ms]) => before.some((w) => at <= w.to && at + ms >= w.from))
+    .filter(
+      ([at, ms]) =>
+        before.some((w) => overlaps(at, ms, w)) && !compacting.some((c) => overlaps(at, ms, c)),
+    )
     .map(([, ms]) => ms);
 const readsBefore = inBefore(allReads);
 const writesBefore = inBefore(writes);

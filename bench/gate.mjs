@@ -47,8 +47,9 @@ function inThreeProcesses(script) {
 // 120 ms, fails on the machine's slow hours (the gate's medians 69 and 61 ms in a row once),
 // not on the service (docs/notes/compaction-tails.md). What the bars catch is a compaction
 // that holds the loop (encoding a snapshot of 100,000 withdrawals in one piece takes
-// 400–550 ms; the protocol holds twice as many). Beside them, the same runs' slowest read and write in a window as long just
-// before each compaction: the machine's tails in the same minute, without one.
+// 400–550 ms; the protocol holds twice as many). Beside them, the same runs' slowest read
+// and write in a window as long just before each compaction, those that overlapped none:
+// the machine's tails in the same minute, without one.
 function compactionPart() {
   const runs = [0, 1, 2].map(() => {
     const run = runJson(['bench/compaction.mjs', '--json']);
