@@ -19,9 +19,8 @@
 // code, and the first read and write are told apart (the slowest of each, and the longest
 // hold, fall there). Beside the figures while a compaction runs, the same for the requests in a
 // window of the same length just before each one that overlapped none: the same run's tails
-// with no compaction.
-// `COMPACTION_EVERY=100000000` runs the same stream with no compaction,
-// the machine's own tails. Bounded: about a minute, loopback only.
+// with no compaction. `COMPACTION_EVERY=100000000` runs the same stream with no compaction
+// at all, the machine's own tails. Bounded: about a minute, loopback only.
 import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -178,33 +177,29 @@ const split = (timed) => [
 ];
 const [readTimes, startReads] = split(allReads);
 const [writeTimes, startWrites] = split(writes);
-// The times of the requests that overlapped a compaction (began before it ended, ended after
-// it began).
-const during = (timed) =>
-  timed
-    .filter(([at, ms]) => compacting.some((c) => at <= c.to && at + ms >= c.from))
-    .map(([, ms]) => ms);
-const readsDuring = during(allReads);
-const writesDuring = during(writes);
+// Whether a request overlapped a window (began before it ended, ended after it began), and
+// the times of the requests that pass `keep`.
+const overlaps = ([at, ms], w) => at <= w.to && at + ms >= w.from;
+const inAny = (windows) => (request) => windows.some((w) => overlaps(request, w));
+const timesOf = (timed, keep) => timed.filter(keep).map(([, ms]) => ms);
+// The requests that overlapped a compaction.
+const duringOne = inAny(compacting);
+const readsDuring = timesOf(allReads, duringOne);
+const writesDuring = timesOf(writes, duringOne);
 // The same run's reference: the requests in a window of the same length just before each
 // compaction (after the start-up) that overlapped no compaction (on a slow machine the
 // window can reach back into the one before): the same minute on the same machine with no
 // compaction running, so that what a compaction adds is told apart from the machine's own
 // tails.
-const before = compacting
-  .filter((c) => c.to !== Number.POSITIVE_INFINITY)
-  .map((c) => ({ from: c.from - (c.to - c.from), to: c.from }))
-  .filter((w) => w.from >= warmAt);
-const overlaps = (at, ms, w) => at <= w.to && at + ms >= w.from;
-const inBefore = (timed) =>
-  timed
-    .filter(
-      ([at, ms]) =>
-        before.some((w) => overlaps(at, ms, w)) && !compacting.some((c) => overlaps(at, ms, c)),
-    )
-    .map(([, ms]) => ms);
-const readsBefore = inBefore(allReads);
-const writesBefore = inBefore(writes);
+const inBefore = inAny(
+  compacting
+    .filter((c) => c.to !== Number.POSITIVE_INFINITY)
+    .map((c) => ({ from: c.from - (c.to - c.from), to: c.from }))
+    .filter((w) => w.from >= warmAt),
+);
+const beforeOne = (request) => inBefore(request) && !duringOne(request);
+const readsBefore = timesOf(allReads, beforeOne);
+const writesBefore = timesOf(writes, beforeOne);
 const loopDelay = Math.max(0, ...holds.filter((h) => h.since >= warmAt).map((h) => h.ms));
 const startHold = Math.max(0, ...holds.filter((h) => h.since < warmAt).map((h) => h.ms));
 // Settled: once the last compaction is written and the server is idle.
